@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+// kvod: a key-value-observing server. Layering (docs/ARCHITECTURE.md): pure engine and codec at the bottom, one
+// module that touches libuv, a thin server on top, thin executables.
+import PackageDescription
+
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "kvod",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        .library(name: "WireProtocol", targets: ["WireProtocol"]),
+        .library(name: "KVOClient", targets: ["KVOClient"]),
+        .executable(name: "kvod", targets: ["kvod"]),
+        .executable(name: "kvoctl", targets: ["kvoctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]),
+        // The only module that imports CLibUV.
+        .target(name: "UVLoop", dependencies: ["CLibUV"], swiftSettings: strict),
+        // Pure: no I/O, no loop, no clock.
+        .target(name: "ObjectGraph", swiftSettings: strict),
+        // Pure: bytes <-> JSON values and JSON-RPC messages.
+        .target(name: "WireProtocol", swiftSettings: strict),
+        // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
+        .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
+        .target(
+            name: "KVOServer", dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", logging],
+            swiftSettings: strict),
+        .executableTarget(name: "kvod", dependencies: ["KVOServer", argumentParser, logging], swiftSettings: strict),
+        .executableTarget(
+            name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+
+        .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
+        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol"]),
+        .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
+        .testTarget(name: "KVOServerTests", dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

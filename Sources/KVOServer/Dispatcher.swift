@@ -1,0 +1,128 @@
+// Turns request lines into responses. The ordering guarantees of Protocol/README.md#ordering hold here:
+// a mutation delivers its change notifications into every connection's output synchronously, inside the engine's
+// commit, *before* the dispatcher queues the mutation's response; a subscribe's initial notification is queued right
+// after its response (after the whole response array for a batch). Handlers live in Methods/.
+import Logging
+import ObjectGraph
+import WireProtocol
+
+/// Routes requests to method handlers and writes their responses. Loop-owned.
+@MainActor
+final class Dispatcher {
+    unowned let server: Server
+    /// Scratch space for one result, reused across requests.
+    private var result: [UInt8] = []
+    /// Initial notifications waiting for their subscribe's response to be queued.
+    private var pendingInitials: [(Subscription, Change)] = []
+
+    init(server: Server) {
+        self.server = server
+    }
+
+    /// Handles one line from a connection. Blank lines are ignored.
+    func handle(line: UnsafeRawBufferPointer, on connection: Connection) {
+        if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }) {
+            return
+        }
+        switch RPCMessage.decode(line, maxDepth: self.server.limits.maxJSONDepth) {
+        case .parseError(let error):
+            connection.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
+        case .emptyBatch:
+            connection.enqueue { Self.appendErrorLine(id: .null, RPCError(.invalidRequest, "empty batch"), to: &$0) }
+        case .single(let parsed):
+            var response: [UInt8] = []
+            self.perform(parsed, on: connection, into: &response)
+            if !response.isEmpty {
+                connection.enqueue { $0.append(contentsOf: response); $0.append(UInt8(ascii: "\n")) }
+            }
+        case .batch(let items):
+            if items.count > self.server.limits.maxBatchRequests {
+                let error = RPCError(
+                    .limitExceeded, "batch of \(items.count) requests exceeds \(self.server.limits.maxBatchRequests)")
+                connection.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
+                return
+            }
+            var responses: [UInt8] = [UInt8(ascii: "[")]
+            for item in items {
+                let mark = responses.count
+                if mark > 1 { responses.append(UInt8(ascii: ",")) }
+                let before = responses.count
+                self.perform(item, on: connection, into: &responses)
+                if responses.count == before { responses.removeSubrange(mark...) }  // a notification: no response
+            }
+            // JSON-RPC: a batch of notifications only gets no response at all.
+            if responses.count > 1 {
+                responses.append(contentsOf: "]\n".utf8)
+                connection.enqueue { $0.append(contentsOf: responses) }
+            }
+        }
+        self.deliverPendingInitials()
+    }
+
+    /// Performs one parsed request; appends its response object (nothing for a notification) to `response`.
+    private func perform(_ parsed: RPCParsed, on connection: Connection, into response: inout [UInt8]) {
+        switch parsed {
+        case .invalid(let id, let error):
+            RPCEncoder.appendError(id: id ?? .null, error: error, to: &response)
+        case .request(let request):
+            self.result.removeAll(keepingCapacity: true)
+            do {
+                try self.call(request, on: connection)
+                guard let id = request.id else { return }
+                RPCEncoder.appendResult(id: id, to: &response) { $0.append(contentsOf: self.result) }
+            } catch {
+                guard let id = request.id else { return }
+                RPCEncoder.appendError(id: id, error: self.rpcError(for: error, request: request), to: &response)
+            }
+        }
+    }
+
+    private func rpcError(for error: any Error, request: RPCRequest) -> RPCError {
+        if let convertible = error as? any RPCErrorConvertible { return convertible.rpcError }
+        self.server.logger.error(
+            "unmapped handler error", metadata: ["rpc.method": "\(request.method)", "error": "\(error)"])
+        return RPCError(.internalError, "internal error")
+    }
+
+    /// Routes a request to its handler, which writes its result JSON into `self.result`.
+    private func call(_ request: RPCRequest, on connection: Connection) throws {
+        switch request.method {
+        case "get": try self.get(request, on: connection)
+        case "set": try self.set(request, on: connection)
+        case "subscribe": try self.subscribe(request, on: connection)
+        case "unsubscribe": try self.unsubscribe(request, on: connection)
+        case "ping": try self.ping(request, on: connection)
+        case "hello": try self.hello(request, on: connection)
+        default:
+            self.server.countRequest(isMutation: false)
+            throw RPCError(.methodNotFound, "method not found: \(request.method)")
+        }
+    }
+
+    // MARK: - Helpers for handlers
+
+    /// Appends to the current request's result.
+    func writeResult(_ write: (inout [UInt8]) -> Void) {
+        write(&self.result)
+    }
+
+    /// Queues an initial notification to follow the current response (or batch response).
+    func deferInitial(_ change: Change, for subscription: Subscription) {
+        self.pendingInitials.append((subscription, change))
+    }
+
+    private func deliverPendingInitials() {
+        guard !self.pendingInitials.isEmpty else { return }
+        let initials = self.pendingInitials
+        self.pendingInitials.removeAll()
+        // A subscription removed later in the same batch gets no initial notification.
+        for (subscription, change) in initials where subscription.connection.subscriptions[subscription.id] != nil {
+            subscription.deliver(change)
+        }
+    }
+
+    private static func appendErrorLine(id: JSONValue, _ error: RPCError, to buffer: inout [UInt8]) {
+        RPCEncoder.appendError(id: id, error: error, to: &buffer)
+        buffer.append(UInt8(ascii: "\n"))
+    }
+}

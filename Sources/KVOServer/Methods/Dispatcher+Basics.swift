@@ -1,0 +1,36 @@
+// `hello` and `ping`: the methods that touch no state (Protocol/methods.md#hello, #ping).
+import WireProtocol
+
+extension Dispatcher {
+    /// The protocol version this server speaks.
+    static let protocolVersion = 1
+
+    func hello(_ request: RPCRequest, on connection: Connection) throws {
+        self.server.countRequest(isMutation: false)
+        let params = Params(request.params, names: ["client"], method: "hello")
+        try params.rejectUnknown()
+        switch params["client"] {
+        case .string(let name)?: connection.clientName = name
+        case nil, .null?: break
+        default: throw RPCError.badParams("hello: 'client' must be a string")
+        }
+        self.writeResult {
+            $0.append(contentsOf: #"{"server":"kvod","version":"#.utf8)
+            JSONWriter.appendString(KVODVersion.current, to: &$0)
+            $0.append(contentsOf: #","protocol":"#.utf8)
+            JSONWriter.appendInt(Int64(Self.protocolVersion), to: &$0)
+            $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    func ping(_ request: RPCRequest, on connection: Connection) throws {
+        self.server.countRequest(isMutation: false)
+        try Params(request.params, names: [], method: "ping").rejectUnknown()
+        self.writeResult { $0.append(contentsOf: #""pong""#.utf8) }
+    }
+}
+
+/// The version of kvod, reported by `hello` and `--version`.
+public enum KVODVersion {
+    public static let current = "0.1.0"
+}

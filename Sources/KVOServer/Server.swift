@@ -1,0 +1,154 @@
+// The server: the listening socket, the connections, the graph they share, and the once-per-loop-turn flush of
+// every connection's output (a hook just before the loop polls, as redis's beforeSleep). Requests are handled in
+// Dispatcher.swift; sockets in Connection.swift.
+public import Logging
+public import ObjectGraph
+public import UVLoop
+
+/// What a server listens on and enforces.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 7070
+    public var limits = Limits()
+
+    public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits()) {
+        self.host = host
+        self.port = port
+        self.limits = limits
+    }
+}
+
+/// A kvod server on one event loop. Loop-owned.
+@MainActor
+public final class Server {
+    /// The observable graph every client reads, writes and observes.
+    public let graph: Graph
+    public let limits: Limits
+    public internal(set) var stats = ServerStats()
+    let logger: Logger
+    let loop: EventLoop
+    private let configuration: ServerConfiguration
+    private var listener: TCPListener?
+    private var flushHook: BeforePollHook?
+    private var connections: [Int: Connection] = [:]
+    private var nextConnectionID = 1
+    private var needsFlush: [Connection] = []
+    private(set) lazy var dispatcher = Dispatcher(server: self)
+    let notificationEncoder = NotificationEncoder()
+    private var isStopping = false
+    private var forceCloseTimer: LoopTimer?
+
+    /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
+    public init(configuration: ServerConfiguration, graph: Graph, loop: EventLoop, logger: Logger) {
+        self.configuration = configuration
+        self.limits = configuration.limits
+        self.graph = graph
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// Binds and listens; returns the bound address ("127.0.0.1:7070"), with the real port when 0 was asked.
+    public func start() throws(UVError) -> String {
+        self.flushHook = try BeforePollHook(loop: self.loop) { [unowned self] in self.flushAll() }
+        let listener = try TCPListener(
+            loop: self.loop, host: self.configuration.host, port: self.configuration.port
+        ) { [unowned self] stream in
+            self.accept(stream)
+        }
+        self.listener = listener
+        return listener.localAddress
+    }
+
+    /// The port actually bound (after `start()`).
+    public var port: Int { self.listener?.localPort ?? 0 }
+
+    /// Stops accepting, sends every client what is queued plus a `closing` notice, closes all connections, and
+    /// stops the loop once they are closed (or after `graceMilliseconds`, forcing what is left).
+    public func stop(graceMilliseconds: UInt64 = 2000) {
+        guard !self.isStopping else { return }
+        self.isStopping = true
+        self.logger.info("stopping", metadata: ["connections": "\(self.connections.count)"])
+        self.listener?.close()
+        self.listener = nil
+        for connection in Array(self.connections.values) { connection.close(.serverShutdown) }
+        if self.connections.isEmpty {
+            self.finishStopping()
+            return
+        }
+        if let timer = try? LoopTimer(loop: self.loop) {
+            self.forceCloseTimer = timer
+            try? timer.start(afterMilliseconds: graceMilliseconds) { [unowned self] in self.finishStopping() }
+        }
+    }
+
+    private func finishStopping() {
+        self.forceCloseTimer?.close()
+        self.forceCloseTimer = nil
+        self.flushHook?.close()
+        self.flushHook = nil
+        self.loop.stop()
+    }
+
+    // MARK: - Connections
+
+    private func accept(_ stream: TCPStream) {
+        let connection = Connection(id: self.nextConnectionID, server: self, stream: stream)
+        self.nextConnectionID += 1
+        do {
+            try connection.start()
+        } catch {
+            self.logger.warning("cannot start connection", metadata: ["error": "\(error)"])
+            stream.close()
+            return
+        }
+        self.connections[connection.id] = connection
+        self.stats.connectionsAccepted += 1
+        self.stats.connectionsOpen += 1
+        self.logger.debug(
+            "connection opened",
+            metadata: ["connection.id": "\(connection.id)", "connection.remote": "\(connection.remoteAddress)"])
+    }
+
+    func connectionWillClose(_ connection: Connection, reason: CloseReason) {
+        self.stats.closes[reason, default: 0] += 1
+        let metadata: Logger.Metadata = ["connection.id": "\(connection.id)", "close.reason": "\(reason.rawValue)"]
+        switch reason {
+        case .lineTooLong, .outputLimit: self.logger.warning("connection closed by limit", metadata: metadata)
+        default: self.logger.debug("connection closing", metadata: metadata)
+        }
+    }
+
+    func connectionDidClose(_ connection: Connection) {
+        guard self.connections.removeValue(forKey: connection.id) != nil else { return }
+        self.stats.connectionsOpen -= 1
+        if self.isStopping && self.connections.isEmpty { self.finishStopping() }
+    }
+
+    /// The open connections (for inspection and tests).
+    var openConnections: [Connection] { Array(self.connections.values) }
+
+    // MARK: - Output
+
+    /// Puts a connection on the list flushed before the loop next polls.
+    func markNeedsFlush(_ connection: Connection) {
+        self.needsFlush.append(connection)
+    }
+
+    private func flushAll() {
+        guard !self.needsFlush.isEmpty else { return }
+        // A flush can close a connection (output limit), which never adds to the list: iterate a stable copy.
+        let pending = self.needsFlush
+        self.needsFlush.removeAll(keepingCapacity: true)
+        for connection in pending { connection.flush() }
+    }
+
+    /// Counts one request, for stats.
+    func countRequest(isMutation: Bool) {
+        self.stats.requests += 1
+        if isMutation { self.stats.mutations += 1 }
+    }
+
+    func countNotification() {
+        self.stats.notifications += 1
+    }
+}

@@ -1,0 +1,45 @@
+// What an observer is told: the KVO change dictionary as a value type, and the options that shape it.
+
+/// What an observation asks to be told (NSKeyValueObservingOptions).
+public struct ObservationOptions: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Notifications carry the value after the change.
+    public static let new = ObservationOptions(rawValue: 1)
+    /// Notifications carry the value before the change.
+    public static let old = ObservationOptions(rawValue: 2)
+    /// One notification with the current value when the observation is added.
+    public static let initial = ObservationOptions(rawValue: 4)
+    /// A notification before each change as well as after it.
+    public static let prior = ObservationOptions(rawValue: 8)
+}
+
+/// An observation's identity. Ids increase, so they also give subscription order.
+public typealias ObservationID = Int
+
+/// The kind of a change (NSKeyValueChange).
+public enum ChangeKind: String, Sendable {
+    case setting, insertion, removal, replacement
+}
+
+/// One notification: the KVO change dictionary. Fields are present only as the observation's options asked.
+public struct Change: Sendable {
+    /// The observation being notified.
+    public var observation: ObservationID
+    public var kind: ChangeKind
+    /// True for the notification sent before the change (the `prior` option); it never carries `new`.
+    public var isPrior: Bool
+    /// True for the notification sent when the observation was added (the `initial` option).
+    public var isInitial: Bool
+    /// The value after the change, with the `new` option (objects as snapshots; a missing value is null).
+    public var new: Value?
+    /// The value before the change, with the `old` option; never on an initial notification.
+    public var old: Value?
+    /// The indexes of a to-many change, sorted.
+    public var indexes: [Int]?
+    /// The seq of the mutation (for an initial notification, the state the value was read from).
+    public var seq: UInt64
+    /// Equal for notifications whose `new`/`old` values are the same, so an encoder may encode them once.
+    public var payloadID: UInt64
+}

@@ -1,0 +1,97 @@
+// Adding and removing observations, and walking an observed key path to find its value and the (object, key)
+// triggers it goes through. The walk is the one place that knows how a path reaches its value; commit
+// (Graph+Commit.swift) calls it again after a change to re-target.
+
+extension Graph {
+    /// Observes `keyPath` with `options`; `handler` gets every notification, synchronously, inside the mutation that
+    /// causes it. The path need not exist yet: a missing or null intermediate reads as null until it appears.
+    /// - Returns: the observation's id, and with the `initial` option the initial notification, which the caller
+    ///   delivers (so a server can send its response first).
+    /// - Throws: `undefinedKey` when the path starts at an unknown `$id`.
+    public func addObservation(
+        _ keyPath: KeyPath, options: ObservationOptions, handler: @escaping (Change) -> Void
+    ) throws(GraphError) -> (id: ObservationID, initial: Change?) {
+        guard self.objects[keyPath.origin] != nil else {
+            throw GraphError.undefinedKey(path: keyPath.prefixDescription(0))
+        }
+        let registry = self.registry
+        let path: ObservedPath
+        if let existing = registry.paths[keyPath] {
+            path = existing
+        } else {
+            path = ObservedPath(keyPath: keyPath)
+            var triggers: [Touch: Bool] = [:]
+            _ = self.walk(keyPath, triggers: &triggers)
+            registry.setTriggers(triggers, for: path)
+            registry.paths[keyPath] = path
+        }
+        let id = registry.nextObservationID
+        registry.nextObservationID += 1
+        let observer = Observer(id: id, options: options, path: path, handler: handler)
+        path.observers.append(observer)
+        path.observersChanged()
+        registry.observers[id] = observer
+
+        guard options.contains(.initial) else { return (id, nil) }
+        let initial = Change(
+            observation: id, kind: .setting, isPrior: false, isInitial: true,
+            new: options.contains(.new) ? self.export(self.resolve(keyPath)) : nil, old: nil, indexes: nil,
+            seq: self.seq, payloadID: registry.nextPayloadID())
+        return (id, initial)
+    }
+
+    /// Removes an observation; it is not notified again, even by a notification round already under way.
+    /// - Throws: `unknownObservation` when the id is not (or no longer) registered.
+    public func removeObservation(_ id: ObservationID) throws(GraphError) {
+        guard let observer = self.registry.observers.removeValue(forKey: id) else {
+            throw GraphError.unknownObservation(id)
+        }
+        observer.isActive = false
+        let path = observer.path
+        path.observers.removeAll { $0 === observer }
+        path.observersChanged()
+        if path.observers.isEmpty { self.registry.dropPath(path) }
+    }
+
+    /// The number of live observations.
+    public var observationCount: Int { self.registry.observers.count }
+
+    /// The key path and options of a live observation, or nil.
+    public func observation(_ id: ObservationID) -> (keyPath: KeyPath, options: ObservationOptions)? {
+        guard let observer = self.registry.observers[id] else { return nil }
+        return (observer.path.keyPath, observer.options)
+    }
+
+    // MARK: - Walking observed paths
+
+    /// The value an observer of `keyPath` sees now: like `value(at:)`, but a path through a missing object or a
+    /// non-object reads as null instead of failing.
+    func resolve(_ keyPath: KeyPath) -> Value {
+        guard var object = self.objects[keyPath.origin] else { return .null }
+        guard let last = keyPath.keys.indices.last else { return .object(object.id) }
+        for key in keyPath.keys[..<last] {
+            guard case .object(let id) = object.value(forKey: key) ?? .null, let next = self.objects[id] else {
+                return .null
+            }
+            object = next
+        }
+        return object.value(forKey: keyPath.keys[last]) ?? .null
+    }
+
+    /// Resolves `keyPath` and records every (object, key) it goes through, marking the last key's as a leaf: a
+    /// change of a leaf changes the value but not the route, so it needs no re-targeting.
+    func walk(_ keyPath: KeyPath, triggers: inout [Touch: Bool]) -> Value {
+        guard var object = self.objects[keyPath.origin] else { return .null }
+        guard let last = keyPath.keys.indices.last else { return .object(object.id) }
+        for (index, key) in keyPath.keys.enumerated() {
+            let touch = Touch(object: object.id, key: key)
+            // A key that is both a route and a leaf (cycles: `a.a`) counts as a route.
+            triggers[touch] = (triggers[touch] ?? true) && index == last
+            let value = object.value(forKey: key) ?? .null
+            if index == last { return value }
+            guard case .object(let id) = value, let next = self.objects[id] else { return .null }
+            object = next
+        }
+        return .null
+    }
+}

@@ -1,0 +1,85 @@
+// The values an object graph stores and hands out. Scalars, arrays and object references live in the graph; a
+// `Record` is an object's content detached from the graph: as input it means "create a new object with these keys",
+// as output it is a snapshot (how `get` and `old` values show an object).
+
+/// The identity of an object in a graph. The root object is `ObjectID.root`; ids are never reused.
+public typealias ObjectID = Int
+
+extension ObjectID {
+    /// The root object of every graph.
+    public static let root: ObjectID = 0
+}
+
+/// A value in the object graph.
+public enum Value: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    /// A 64-bit integer, kept exact.
+    case int(Int64)
+    /// A finite double.
+    case double(Double)
+    case string(String)
+    /// An ordered collection, stored and replaced whole by `set`.
+    case array([Value])
+    /// A reference to a live object in the graph.
+    case object(ObjectID)
+    /// Object content outside the graph: a new object to create (input) or a snapshot of one (output).
+    case record(Record)
+
+    /// True for `.null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// A short name of the value's type, for error messages ("int", "object", ...).
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "bool"
+        case .int: "int"
+        case .double: "double"
+        case .string: "string"
+        case .array: "array"
+        case .object, .record: "object"
+        }
+    }
+}
+
+/// An object's keys and values outside the graph, in key order.
+public struct Record: Sendable, Hashable {
+    /// The object this record was taken from (snapshots only); nil for input records.
+    public var id: ObjectID?
+    /// The keys in insertion order.
+    public var keys: [String]
+    /// The values, parallel to `keys`.
+    public var values: [Value]
+
+    public init(id: ObjectID? = nil, keys: [String] = [], values: [Value] = []) {
+        precondition(keys.count == values.count, "Record keys and values must pair up")
+        self.id = id
+        self.keys = keys
+        self.values = values
+    }
+
+    public init(_ pairs: KeyValuePairs<String, Value>) {
+        self.init(keys: pairs.map(\.key), values: pairs.map(\.value))
+    }
+
+    /// The value for `key`, or nil when the record has no such key.
+    public subscript(key: String) -> Value? {
+        guard let index = self.keys.firstIndex(of: key) else { return nil }
+        return self.values[index]
+    }
+}
+
+extension Value: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: Value...) { self = .array(elements) }
+}

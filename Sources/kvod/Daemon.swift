@@ -1,0 +1,115 @@
+// The `kvod` executable: parses options, sets up logging (the only LoggingSystem.bootstrap), builds the default
+// graph, and runs the server on the main thread's libuv loop until SIGTERM or SIGINT.
+import ArgumentParser
+import Foundation
+import KVOServer
+import Logging
+import ObjectGraph
+import UVLoop
+
+@main
+struct Daemon: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kvod",
+        abstract: "A key-value-observing server: an observable object graph over line-delimited JSON-RPC 2.0.",
+        discussion: """
+            kvod holds an object graph in memory and serves it over TCP, one JSON-RPC 2.0 message per line. Clients \
+            get and set values by key path and subscribe to key paths with the KVO options new, old, initial and \
+            prior. The protocol is described in Protocol/README.md.
+
+            Options may also come from the environment: KVOD_HOST, KVOD_PORT (a flag wins over the environment).
+            On SIGTERM or SIGINT kvod sends pending output, tells clients it is closing, and exits 0.
+
+            Example:  kvod --port 7070    then    kvoctl watch counter --new   and   kvoctl set counter 1
+            """,
+        version: KVODVersion.current)
+
+    @Option(help: ArgumentHelp("The address to listen on (env KVOD_HOST).", valueName: "address"))
+    var host: String = ProcessInfo.processInfo.environment["KVOD_HOST"] ?? "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The TCP port to listen on; 0 picks a free one (env KVOD_PORT).", valueName: "port"))
+    var port: String = ProcessInfo.processInfo.environment["KVOD_PORT"] ?? "7070"
+
+    @Option(help: ArgumentHelp("The longest request line accepted, in bytes.", valueName: "bytes"))
+    var maxLineBytes: Int = Limits().maxLineBytes
+
+    @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard let port = Int(self.port), (0...65535).contains(port) else {
+            throw ValidationError("port must be a number from 0 to 65535, got '\(self.port)'")
+        }
+        guard Logger.Level(rawValue: self.logLevel) != nil else {
+            throw ValidationError("unknown log level '\(self.logLevel)'")
+        }
+        guard self.maxLineBytes >= 1024 else {
+            throw ValidationError("--max-line-bytes must be at least 1024")
+        }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: self.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var limits = Limits()
+        limits.maxLineBytes = self.maxLineBytes
+        let configuration = ServerConfiguration(host: self.host, port: Int(self.port) ?? 7070, limits: limits)
+        // ArgumentParser calls run() on the main thread, which is the loop's thread: the main actor.
+        let status = MainActor.assumeIsolated { Self.serve(configuration) }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Runs the server until a signal stops it; returns the process exit status.
+    @MainActor
+    private static func serve(_ configuration: ServerConfiguration) -> Int32 {
+        let logger = Logger(label: "kvod")
+        do {
+            let loop = try EventLoop()
+            let graph = DefaultModel.makeGraph()
+            let server = Server(configuration: configuration, graph: graph, loop: loop, logger: logger)
+            let address: String
+            do {
+                address = try server.start()
+            } catch {
+                Self.fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+                return 1
+            }
+            var signals: [SignalWatcher] = []
+            for signal in [SIGTERM, SIGINT] {
+                signals.append(
+                    try SignalWatcher(loop: loop, signal: signal) { number in
+                        logger.info("signal received, shutting down", metadata: ["signal": "\(number)"])
+                        server.stop()
+                    })
+            }
+            logger.info(
+                "kvod started",
+                metadata: [
+                    "version": "\(KVODVersion.current)", "address": "\(address)", "model": "default",
+                    "storage": "in memory (no data directory)",
+                ])
+            Self.announce("kvod listening on \(address)\n")
+            withExtendedLifetime(server) { loop.run() }
+            for watcher in signals { watcher.close() }
+            let clean = loop.shutdown()
+            logger.info("kvod stopped", metadata: ["clean": "\(clean)"])
+            return 0
+        } catch {
+            Self.fail("\(error)")
+            return 1
+        }
+    }
+
+    /// The one line on standard output: scripts and tests wait for it to learn the port.
+    private static func announce(_ line: String) {
+        FileHandle.standardOutput.write(Data(line.utf8))
+    }
+
+    private static func fail(_ message: String) {
+        FileHandle.standardError.write(Data("kvod: \(message)\n".utf8))
+    }
+}

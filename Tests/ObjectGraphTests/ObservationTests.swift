@@ -1,0 +1,207 @@
+import ObjectGraph
+import Testing
+
+/// The seeds' KVO semantics: options, prior/after, initial, key paths through relationships, ordering, removal.
+struct ObservationTests {
+    static let allOptionSets: [ObservationOptions] = (0..<16).map { ObservationOptions(rawValue: UInt8($0)) }
+
+    @Test("a notification carries exactly what its options ask for", arguments: ObservationTests.allOptionSets)
+    func optionsShapeTheNotification(_ options: ObservationOptions) throws {
+        let graph = Graph()
+        try graph.set(KeyPath(parsing: "account.openingBalance"), to: 100.0)
+        let recorder = Recorder()
+        try recorder.observe(graph, "account.openingBalance", options)
+        if options.contains(.initial) {
+            #expect(recorder.log.count == 1)
+            let initial = recorder.log[0]
+            #expect(initial.isInitial && !initial.isPrior)
+            #expect(initial.new == (options.contains(.new) ? .double(100) : nil))
+            #expect(initial.old == nil, "an initial notification never carries old")
+            #expect(initial.seq == 1)
+        } else {
+            #expect(recorder.log.isEmpty)
+        }
+        recorder.clear()
+        let seq = try graph.set(KeyPath(parsing: "account.openingBalance"), to: 250.0)
+        let expectedCount = options.contains(.prior) ? 2 : 1
+        #expect(recorder.log.count == expectedCount)
+        if options.contains(.prior) {
+            let prior = recorder.log[0]
+            #expect(prior.isPrior)
+            #expect(prior.new == nil, "a prior notification never carries new")
+            #expect(prior.old == (options.contains(.old) ? .double(100) : nil))
+            #expect(prior.seq == seq)
+        }
+        let after = recorder.log[expectedCount - 1]
+        #expect(!after.isPrior && !after.isInitial)
+        #expect(after.kind == .setting)
+        #expect(after.new == (options.contains(.new) ? .double(250) : nil))
+        #expect(after.old == (options.contains(.old) ? .double(100) : nil))
+        #expect(after.seq == seq)
+    }
+
+    @Test func settingAnEqualValueStillNotifies() throws {
+        let graph = Graph()
+        try graph.set(KeyPath(parsing: "name"), to: "Savings")
+        let recorder = Recorder()
+        try recorder.observe(graph, "name", [.new, .old])
+        try graph.set(KeyPath(parsing: "name"), to: "Savings")
+        #expect(recorder.log.count == 1)
+        #expect(recorder.log[0].old == "Savings")
+        #expect(recorder.log[0].new == "Savings")
+    }
+
+    @Test func missingValuesAreNull() throws {
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "person.address.city", [.new, .old, .initial])
+        #expect(recorder.log[0].new == .null)
+        try graph.set(KeyPath(parsing: "person.address.city"), to: "Paris")
+        #expect(recorder.log[1].old == .null)
+        #expect(recorder.log[1].new == "Paris")
+    }
+
+    @Test func creatingAnIntermediateIsAChangeOfTheKeyThatHoldsIt() throws {
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "person", [.new, .old])
+        try recorder.observe(graph, "person.address.city", [.new])
+        try graph.set(KeyPath(parsing: "person.address.city"), to: "Oslo")
+        #expect(recorder.events == ["person.address.city:after", "person:after"])
+        guard case .record(let person) = recorder.log[1].new else {
+            Issue.record("new person is not a snapshot")
+            return
+        }
+        #expect(person.keys == ["address"])
+        #expect(recorder.log[1].old == .null)
+        #expect(recorder.log[0].new == "Oslo")
+    }
+
+    @Test func keyPathRetargetsWhenAnIntermediateIsReplaced() throws {
+        let graph = Graph()
+        try graph.set(KeyPath(parsing: "person.address.city"), to: "Lisbon")
+        let oldAddress = try graph.value(at: KeyPath(parsing: "person.address"))
+        let recorder = Recorder()
+        try recorder.observe(graph, "person.address.city", [.new, .old, .prior])
+        try graph.set(KeyPath(parsing: "person.address"), to: .record(Record(["city": "Porto"])))
+        #expect(recorder.log.map(\.old) == [.string("Lisbon"), .string("Lisbon")])
+        #expect(recorder.log.last?.new == "Porto")
+        recorder.clear()
+
+        // The old address is no longer reachable through the path: changing it notifies nobody.
+        guard case .object(let oldID) = oldAddress else {
+            Issue.record("no old address")
+            return
+        }
+        try graph.set(KeyPath(parsing: "$\(oldID).city"), to: "Faro")
+        #expect(recorder.log.isEmpty)
+
+        // The new one is observed.
+        try graph.set(KeyPath(parsing: "person.address.city"), to: "Braga")
+        #expect(recorder.log.map(\.new) == [nil, .string("Braga")])
+
+        // A null intermediate reads as null, and the path comes back when it is set again.
+        try graph.set(KeyPath(parsing: "person"), to: nil)
+        #expect(recorder.log.last?.old == "Braga")
+        #expect(recorder.log.last?.new == .null)
+        try graph.set(KeyPath(parsing: "person.address.city"), to: "Evora")
+        #expect(recorder.log.last?.new == "Evora")
+        #expect(recorder.log.last?.old == .null)
+    }
+
+    @Test func severalObserversNestLikeBrackets() throws {
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "balance", [.prior], name: "A")
+        try recorder.observe(graph, "balance", [.prior, .new], name: "B")
+        try recorder.observe(graph, "balance", [.new], name: "C")
+        try recorder.observe(graph, "balance", [.prior], name: "D")
+        try graph.set(KeyPath(parsing: "balance"), to: 1)
+        #expect(recorder.events == ["A:prior", "B:prior", "D:prior", "D:after", "C:after", "B:after", "A:after"])
+    }
+
+    @Test func observersOfDifferentPathsShareOneBracket() throws {
+        let graph = Graph()
+        try graph.set(KeyPath(parsing: "person.name"), to: "Ada")
+        guard case .object(let personID) = try graph.value(at: KeyPath(parsing: "person")) else {
+            Issue.record("no person")
+            return
+        }
+        let recorder = Recorder()
+        try recorder.observe(graph, "person.name", [.prior], name: "A")
+        try recorder.observe(graph, "$\(personID).name", [.prior], name: "B")
+        try recorder.observe(graph, "person.name", [.prior], name: "C")
+        try graph.set(KeyPath(parsing: "person.name"), to: "Grace")
+        #expect(recorder.events == ["A:prior", "B:prior", "C:prior", "C:after", "B:after", "A:after"])
+    }
+
+    @Test func removedObserverIsNotNotified() throws {
+        let graph = Graph()
+        let recorder = Recorder()
+        let id = try recorder.observe(graph, "x", [.new])
+        try graph.set(KeyPath(parsing: "x"), to: 1)
+        try graph.removeObservation(id)
+        try graph.set(KeyPath(parsing: "x"), to: 2)
+        #expect(recorder.log.count == 1)
+        #expect(graph.observationCount == 0)
+        #expect(throws: GraphError.unknownObservation(id)) { try graph.removeObservation(id) }
+    }
+
+    @Test func removalInsideARoundStopsItAtOnce() throws {
+        let graph = Graph()
+        var log: [String] = []
+        var secondID: ObservationID = 0
+        _ = try graph.addObservation(KeyPath(parsing: "x"), options: [.prior]) { change in
+            log.append("first:\(change.isPrior)")
+            if change.isPrior { try? graph.removeObservation(secondID) }
+        }
+        secondID = try graph.addObservation(KeyPath(parsing: "x"), options: [.prior]) { change in
+            log.append("second:\(change.isPrior)")
+        }.id
+        try graph.set(KeyPath(parsing: "x"), to: 1)
+        #expect(log == ["first:true", "first:false"])
+    }
+
+    @Test func unrelatedChangesNotifyNobody() throws {
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "person.name", [.new])
+        try graph.set(KeyPath(parsing: "other"), to: 1)
+        try graph.set(KeyPath(parsing: "person.age"), to: 30)
+        #expect(recorder.log.isEmpty)
+    }
+
+    @Test func observingAnUnknownObjectFails() {
+        let graph = Graph()
+        #expect(throws: GraphError.undefinedKey(path: "$77")) {
+            try graph.addObservation(KeyPath(parsing: "$77.x"), options: [.new]) { _ in }
+        }
+    }
+
+    @Test func observedOriginSurvivesGarbageCollection() throws {
+        let graph = Graph()
+        try graph.set(KeyPath(parsing: "tmp.v"), to: 1)
+        guard case .object(let id) = try graph.value(at: KeyPath(parsing: "tmp")) else {
+            Issue.record("no object")
+            return
+        }
+        let recorder = Recorder()
+        try recorder.observe(graph, "$\(id).v", [.new])
+        try graph.set(KeyPath(parsing: "tmp"), to: nil)
+        graph.collectGarbage()
+        try graph.set(KeyPath(parsing: "$\(id).v"), to: 2)
+        #expect(recorder.log.last?.new == 2)
+    }
+
+    @Test func equalPayloadsShareAPayloadID() throws {
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "x", [.new])
+        try recorder.observe(graph, "x", [.new, .old])
+        try graph.set(KeyPath(parsing: "x"), to: 1)
+        #expect(recorder.log.count == 2)
+        #expect(recorder.log[0].payloadID == recorder.log[1].payloadID)
+        try graph.set(KeyPath(parsing: "x"), to: 2)
+        #expect(recorder.log[2].payloadID != recorder.log[0].payloadID)
+    }
+}
