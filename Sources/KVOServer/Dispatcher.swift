@@ -93,6 +93,7 @@ final class Dispatcher {
         case "unsubscribe": try self.unsubscribe(request, on: connection)
         case "ping": try self.ping(request, on: connection)
         case "hello": try self.hello(request, on: connection)
+        case "observers": try self.observers(request, on: connection)
         default:
             self.server.countRequest(isMutation: false)
             throw RPCError(.methodNotFound, "method not found: \(request.method)")

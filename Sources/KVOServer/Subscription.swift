@@ -11,6 +11,8 @@ final class Subscription {
     let id: ObservationID
     /// The key path as the client gave it.
     let path: String
+    /// The parsed path.
+    let keyPath: KeyPath
     let options: ObservationOptions
     let context: JSONValue?
     unowned let connection: Connection
@@ -19,9 +21,13 @@ final class Subscription {
     /// `,"context":C` or nothing.
     private let contextMember: [UInt8]
 
-    init(id: ObservationID, path: String, options: ObservationOptions, context: JSONValue?, connection: Connection) {
+    init(
+        id: ObservationID, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?,
+        connection: Connection
+    ) {
         self.id = id
         self.path = path
+        self.keyPath = keyPath
         self.options = options
         self.context = context
         self.connection = connection

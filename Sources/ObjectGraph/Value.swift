@@ -73,10 +73,10 @@ public struct Record: Sendable, Hashable {
     }
 }
 
-extension Value: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+// Deliberately not ExpressibleByNilLiteral: `condition ? value : nil` must stay an Optional, never `.null`.
+extension Value: ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral
 {
-    public init(nilLiteral: ()) { self = .null }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(integerLiteral value: Int64) { self = .int(value) }
     public init(floatLiteral value: Double) { self = .double(value) }

@@ -10,7 +10,7 @@ struct KeyValueCodingTests {
 
     @Test func setAndGetScalars() throws {
         let graph = Graph()
-        let values: [Value] = [.null, true, 42, .int(.max), .int(.min), 2.5, "Savings", ["a", 1, 2.0, nil]]
+        let values: [Value] = [.null, true, 42, .int(.max), .int(.min), 2.5, "Savings", ["a", 1, 2.0, .null]]
         for (index, value) in values.enumerated() {
             try graph.set(KeyPath(parsing: "k\(index)"), to: value)
             #expect(try graph.get(KeyPath(parsing: "k\(index)")) == value)
@@ -57,7 +57,7 @@ struct KeyValueCodingTests {
 
     @Test func nullIntermediateIsReplacedBySet() throws {
         let graph = Graph()
-        try graph.set(KeyPath(parsing: "a"), to: nil)
+        try graph.set(KeyPath(parsing: "a"), to: .null)
         #expect(try graph.get(KeyPath(parsing: "a.b")) == .null)
         try graph.set(KeyPath(parsing: "a.b"), to: 1)
         #expect(try graph.get(KeyPath(parsing: "a.b")) == 1)

@@ -101,7 +101,7 @@ struct ObservationTests {
         #expect(recorder.log.map(\.new) == [nil, .string("Braga")])
 
         // A null intermediate reads as null, and the path comes back when it is set again.
-        try graph.set(KeyPath(parsing: "person"), to: nil)
+        try graph.set(KeyPath(parsing: "person"), to: .null)
         #expect(recorder.log.last?.old == "Braga")
         #expect(recorder.log.last?.new == .null)
         try graph.set(KeyPath(parsing: "person.address.city"), to: "Evora")
@@ -165,6 +165,7 @@ struct ObservationTests {
     @Test func unrelatedChangesNotifyNobody() throws {
         let graph = Graph()
         let recorder = Recorder()
+        try graph.set(KeyPath(parsing: "person.name"), to: "Ada")
         try recorder.observe(graph, "person.name", [.new])
         try graph.set(KeyPath(parsing: "other"), to: 1)
         try graph.set(KeyPath(parsing: "person.age"), to: 30)
@@ -187,7 +188,7 @@ struct ObservationTests {
         }
         let recorder = Recorder()
         try recorder.observe(graph, "$\(id).v", [.new])
-        try graph.set(KeyPath(parsing: "tmp"), to: nil)
+        try graph.set(KeyPath(parsing: "tmp"), to: .null)
         graph.collectGarbage()
         try graph.set(KeyPath(parsing: "$\(id).v"), to: 2)
         #expect(recorder.log.last?.new == 2)

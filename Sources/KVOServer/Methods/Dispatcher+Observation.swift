@@ -17,7 +17,8 @@ extension Dispatcher {
         let (id, initial) = try graph.addObservation(path, options: options) { change in
             subscription?.deliver(change)
         }
-        let created = Subscription(id: id, path: text, options: options, context: context, connection: connection)
+        let created = Subscription(
+            id: id, path: text, keyPath: path, options: options, context: context, connection: connection)
         subscription = created
         connection.add(created)
         let seq = graph.seq

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what kvod needs to build and test on a fresh Debian 12 machine with the Swift toolchain: libuv's
+# headers (Debian libuv1-dev), pkg-config, and the Python packages the cross-language test uses. Idempotent and
+# quiet when everything is already there.
+set -euo pipefail
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+        echo "deps: need root to run: $*" >&2; return 1
+    fi
+}
+
+missing=()
+pkg-config --exists libuv 2>/dev/null || missing+=(libuv1-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+if [ "${1:-}" = "--test" ]; then
+    command -v nc >/dev/null || missing+=(netcat-openbsd)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = "--test" ]; then
+    if ! python3 -c 'import tinyrpc, jsonschema, pytest' 2>/dev/null; then
+        echo "deps: installing Python test packages" >&2
+        python3 -m pip install -q --disable-pip-version-check -r Tests/python/requirements.txt
+    fi
+fi

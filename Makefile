@@ -1,0 +1,31 @@
+# kvod: the two commands of the README contract (`make run`, `make test`) and a few helpers.
+# Every target installs what is missing first (.ci/deps.sh), so they work on a fresh machine.
+SWIFT ?= swift
+HOST ?= 127.0.0.1
+PORT ?= 7070
+
+.PHONY: deps build release run test test-swift test-python clean
+
+deps:
+	@bash .ci/deps.sh
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product kvod
+	$(SWIFT) build -c release --product kvoctl
+
+## run: build and start kvod in the foreground on $(HOST):$(PORT) with its embedded default graph.
+run: release
+	.build/release/kvod --host $(HOST) --port $(PORT)
+
+## test: build everything with no warnings allowed in our code, then run every test suite.
+test:
+	@bash .ci/deps.sh --test
+	@bash .ci/build-no-warnings.sh
+	$(SWIFT) test
+	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
+
+clean:
+	rm -rf .build

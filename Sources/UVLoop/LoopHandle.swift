@@ -1,0 +1,68 @@
+// The ownership idiom every handle class shares: one Swift object owns one heap-allocated libuv handle, is retained
+// through `handle.data` from a successful init until the close callback, and frees the memory in its deinit. Also the
+// pointer casts between handle types. No public API lives here.
+
+internal import CLibUV
+
+/// A loop-owned object that owns exactly one libuv handle.
+@MainActor
+protocol LoopHandleOwner: AnyObject, Sendable {
+    /// Starts closing the handle; idempotent. `EventLoop.shutdown()` calls it on every open handle.
+    func close()
+    /// Runs from the close callback, just before the retain taken at init is dropped.
+    func didClose()
+}
+
+/// Views any libuv handle (`uv_tcp_t`, `uv_timer_t`, …) as the `uv_handle_t` it starts with.
+@inline(__always)
+func asHandle<Handle>(_ pointer: UnsafeMutablePointer<Handle>) -> UnsafeMutablePointer<uv_handle_t> {
+    UnsafeMutablePointer<uv_handle_t>(OpaquePointer(pointer))
+}
+
+/// Views a `uv_tcp_t` as the `uv_stream_t` it starts with.
+@inline(__always)
+func asStream(_ pointer: UnsafeMutablePointer<uv_tcp_t>) -> UnsafeMutablePointer<uv_stream_t> {
+    UnsafeMutablePointer<uv_stream_t>(OpaquePointer(pointer))
+}
+
+/// Allocates never-moving memory for one zeroed libuv struct (handle or request).
+@inline(__always)
+func allocateZeroed<Struct>(_ value: Struct) -> UnsafeMutablePointer<Struct> {
+    let pointer = UnsafeMutablePointer<Struct>.allocate(capacity: 1)
+    pointer.initialize(to: value)
+    return pointer
+}
+
+/// Takes the retain that keeps `owner` alive while libuv holds its handle (libuv design rule 3); `onHandleClosed`
+/// gives it back.
+@MainActor
+func retainThroughData<Handle>(_ handle: UnsafeMutablePointer<Handle>, owner: some LoopHandleOwner) {
+    let handle = asHandle(handle)
+    handle.pointee.data = Unmanaged.passRetained(owner as AnyObject).toOpaque()
+    EventLoop.owning(handle)?.openHandleCount += 1
+}
+
+/// The owner stored in a handle's `data`, without touching its retain count; nil once the close callback ran.
+@inline(__always)
+func owner<Owner: AnyObject>(of handle: UnsafeMutablePointer<uv_handle_t>?, as type: Owner.Type) -> Owner? {
+    guard let data = handle?.pointee.data else { return nil }
+    return Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as? Owner
+}
+
+/// The close callback of every handle: tells the owner, then drops the retain taken at init, which lets the owner's
+/// deinit free the handle memory (never earlier than this callback).
+///
+/// Callbacks in this module read C pointers before entering the main actor and hand only Sendable values (the
+/// owner objects are `@MainActor`, hence Sendable) into `MainActor.assumeIsolated`.
+let onHandleClosed: uv_close_cb = { handle in
+    guard let handle, let data = handle.pointee.data else { return }
+    handle.pointee.data = nil
+    let loop = EventLoop.owning(handle)
+    let retained = Unmanaged<AnyObject>.fromOpaque(data)
+    let owner = retained.takeUnretainedValue() as? any LoopHandleOwner
+    MainActor.assumeIsolated {
+        loop?.openHandleCount -= 1
+        owner?.didClose()
+    }
+    retained.release()
+}

@@ -1,0 +1,241 @@
+// TCPStream over real sockets on 127.0.0.1: echo both ways, the uv_write remainder path (4 MB), write order, EOF,
+// close semantics, back-pressure, half-close, and errors (refused connect, writes to a vanished peer).
+
+import Testing
+@testable import UVLoop
+
+@MainActor
+@Suite struct TCPStreamTests {
+    @Test func echoesBytesBothWays() throws {
+        let loop = try EventLoop()
+        let server = try EchoServer(loop: loop)
+        let client = try Client(loop: loop, port: server.listener.localPort)
+        try #require(drive(loop) { client.stream != nil })
+        let stream = try #require(client.stream)
+        #expect(stream.remoteAddress == "127.0.0.1:\(server.listener.localPort)")
+        let message = Array("hello, kvod\n".utf8)
+        stream.write(message)
+        #expect(drive(loop) { client.received.count >= message.count })
+        #expect(client.received == message)
+        let accepted = try #require(server.accepted.streams.first)
+        #expect(accepted.remoteAddress.hasPrefix("127.0.0.1:"))
+        #expect(accepted.remoteAddress != "127.0.0.1:\(server.listener.localPort)")
+        #expect(loop.shutdown())
+    }
+
+    @Test func largeWriteGoesThroughTheQueueIntact() throws {
+        let loop = try EventLoop()
+        let server = try EchoServer(loop: loop)
+        let client = try Client(loop: loop, port: server.listener.localPort)
+        try #require(drive(loop) { client.stream != nil })
+        let stream = try #require(client.stream)
+        let payload = pattern(count: 4 * 1024 * 1024)
+        let immediate = payload.withUnsafeBytes { stream.write($0) }
+        #expect(immediate < payload.count, "the kernel cannot take 4 MB at once, so uv_write gets the rest")
+        #expect(stream.pendingWriteBytes == payload.count - immediate)
+        #expect(drive(loop, seconds: 10) { client.received.count >= payload.count })
+        #expect(client.received.count == payload.count)
+        #expect(client.received == payload)
+        #expect(stream.pendingWriteBytes == 0)
+        #expect(client.drainCount == 1)
+        #expect(loop.shutdown())
+    }
+
+    @Test func writesKeepTheirOrder() throws {
+        let loop = try EventLoop()
+        let server = try EchoServer(loop: loop)
+        let client = try Client(loop: loop, port: server.listener.localPort)
+        try #require(drive(loop) { client.stream != nil })
+        let stream = try #require(client.stream)
+        // Small writes go straight to the socket, big ones queue; later small ones must wait behind them.
+        let chunks = [pattern(count: 1, seed: 1), pattern(count: 3_000_000, seed: 2), pattern(count: 5, seed: 3),
+                      pattern(count: 700_000, seed: 4), Array("end".utf8)]
+        for chunk in chunks { stream.write(chunk) }
+        let expected = chunks.flatMap { $0 }
+        #expect(drive(loop, seconds: 10) { client.received.count >= expected.count })
+        #expect(client.received == expected)
+        #expect(loop.shutdown())
+    }
+
+    @Test func peerCloseGivesEOFOnce() throws {
+        let loop = try EventLoop()
+        let accepted = StreamList()
+        var received: [UInt8] = []
+        var ends: [UVError?] = []
+        var closes = 0
+        let listener = try TCPListener(loop: loop, host: "127.0.0.1", port: 0) { stream in
+            accepted.streams.append(stream)
+            stream.onRead = { received.append(contentsOf: $0) }
+            stream.onEnd = { error in
+                ends.append(error)
+                stream.close()
+            }
+            stream.onClose = { closes += 1 }
+            try? stream.startReading()
+        }
+        let client = try Client(loop: loop, port: listener.localPort)
+        try #require(drive(loop) { client.stream != nil })
+        client.stream?.write(Array("bye".utf8))
+        client.stream?.close()
+        #expect(drive(loop) { closes == 1 })
+        #expect(received == Array("bye".utf8))
+        #expect(ends.count == 1)
+        #expect(ends.first.map { $0 == nil } == true, "EOF is reported as nil")
+        #expect(client.closeCount == 1)
+        #expect(client.ends.isEmpty, "the closing side hears nothing but onClose")
+        #expect(loop.shutdown())
+    }
+
+    @Test func closeIsIdempotentAndSilencesCallbacks() throws {
+        let loop = try EventLoop()
+        let accepted = StreamList()
+        let listener = try TCPListener(loop: loop, host: "127.0.0.1", port: 0) { accepted.streams.append($0) }
+        let client = try Client(loop: loop, port: listener.localPort)
+        try #require(drive(loop) { client.stream != nil && accepted.streams.count == 1 })
+        let stream = try #require(client.stream)
+        // Set up everything that would call back: queued writes (the server does not read), bytes waiting to be read,
+        // and a reset from the server closing with unread data (uv_close closes the fd at once).
+        let queued = pattern(count: 8 * 1024 * 1024)
+        queued.withUnsafeBytes { _ = stream.write($0) }
+        #expect(stream.pendingWriteBytes > 0)
+        accepted.streams[0].write(Array("pending".utf8))
+        accepted.streams[0].close()
+        stream.close()
+        stream.close()
+        #expect(stream.isClosing)
+        #expect(drive(loop) { client.closeCount == 1 })
+        settle(loop, milliseconds: 20)
+        stream.close()
+        stream.write(Array("ignored".utf8))
+        settle(loop, milliseconds: 20)
+        #expect(client.closeCount == 1)
+        #expect(client.received.isEmpty, "no onRead after close()")
+        #expect(client.ends.isEmpty, "no onEnd after close(), although the peer reset the connection")
+        #expect(client.drainCount == 0, "cancelled writes do not report a drain")
+        #expect(throws: UVError.self) { try stream.startReading() }
+        listener.close()
+        #expect(loop.shutdown())
+    }
+
+    @Test func peerResetGivesAnErrorEnd() throws {
+        let loop = try EventLoop()
+        let accepted = StreamList()
+        let listener = try TCPListener(loop: loop, host: "127.0.0.1", port: 0) { accepted.streams.append($0) }
+        let client = try Client(loop: loop, port: listener.localPort)
+        try #require(drive(loop) { client.stream != nil && accepted.streams.count == 1 })
+        client.stream?.write(Array("never read".utf8))
+        settle(loop, milliseconds: 10)
+        // Closing with unread bytes makes the kernel send RST instead of FIN.
+        accepted.streams[0].close()
+        #expect(drive(loop) { !client.ends.isEmpty })
+        #expect(client.ends.count == 1)
+        #expect(client.ends.first??.isConnectionReset == true, "\(client.ends)")
+        #expect(loop.shutdown())
+    }
+
+    @Test func stopReadingPausesDelivery() throws {
+        let loop = try EventLoop()
+        let server = try EchoServer(loop: loop)
+        let client = try Client(loop: loop, port: server.listener.localPort)
+        try #require(drive(loop) { client.stream != nil })
+        let stream = try #require(client.stream)
+        stream.stopReading()
+        stream.write(Array("ping".utf8))
+        settle(loop, milliseconds: 30)
+        #expect(client.received.isEmpty)
+        try stream.startReading()
+        try stream.startReading()  // already reading: no-op
+        #expect(drive(loop) { client.received == Array("ping".utf8) })
+        #expect(loop.shutdown())
+    }
+
+    @Test func shutdownWritesHalfClosesAfterFlushing() throws {
+        let loop = try EventLoop()
+        var shutdownDone = 0
+        let payload = pattern(count: 1_000_000)
+        var repeatedDone = 0
+        var lateWrite = -1
+        let listener = try TCPListener(loop: loop, host: "127.0.0.1", port: 0) { stream in
+            stream.write(payload)
+            stream.shutdownWrites {
+                shutdownDone += 1
+                stream.close()
+            }
+            // A second request is refused by libuv; its `done` runs at once and nothing is reported as an error.
+            stream.shutdownWrites { repeatedDone += 1 }
+            lateWrite = Array("late".utf8).withUnsafeBytes { stream.write($0) }
+        }
+        let client = try Client(loop: loop, port: listener.localPort)
+        #expect(drive(loop) { client.ends.count == 1 })
+        #expect(client.received == payload, "queued bytes are flushed before the FIN; the late write is dropped")
+        #expect(client.ends.first.map { $0 == nil } == true)
+        #expect(drive(loop) { shutdownDone == 1 })
+        #expect(repeatedDone == 1)
+        #expect(lateWrite == 0)
+        #expect(loop.shutdown())
+    }
+
+    @Test func connectToClosedPortReportsError() throws {
+        let loop = try EventLoop()
+        // Find a port nobody listens on: bind one, then close it.
+        let probe = try TCPListener(loop: loop, host: "127.0.0.1", port: 0) { $0.close() }
+        let port = probe.localPort
+        probe.close()
+        settle(loop, milliseconds: 5)
+        let client = try Client(loop: loop, port: port)
+        #expect(drive(loop) { client.isConnectDone })
+        #expect(client.stream == nil)
+        #expect(client.connectError?.isConnectionRefused == true)
+        #expect(drive(loop) { loop.openHandleCount == 0 }, "the failed stream closed itself")
+        #expect(loop.shutdown())
+    }
+
+    @Test func connectToMalformedAddressThrows() throws {
+        let loop = try EventLoop()
+        #expect(throws: UVError.self) {
+            try TCPStream.connect(loop: loop, host: "nowhere", port: 1) { _, _ in Issue.record("no callback") }
+        }
+        #expect(loop.openHandleCount == 0)
+        #expect(loop.shutdown())
+    }
+
+    @Test func writingToAVanishedPeerReportsAnErrorNotSIGPIPE() throws {
+        let loop = try EventLoop()
+        let accepted = StreamList()
+        var ends: [UVError?] = []
+        let listener = try TCPListener(loop: loop, host: "127.0.0.1", port: 0) { stream in
+            // Not reading: the EOF goes unnoticed and only writes find out the peer is gone.
+            stream.onEnd = { ends.append($0) }
+            accepted.streams.append(stream)
+        }
+        let client = try Client(loop: loop, port: listener.localPort)
+        try #require(drive(loop) { client.stream != nil && accepted.streams.count == 1 })
+        client.stream?.close()
+        try #require(drive(loop) { client.closeCount == 1 })
+        let server = accepted.streams[0]
+        // The first write is accepted by the kernel and answered with RST; a later one fails with EPIPE/ECONNRESET.
+        #expect(drive(loop) {
+            server.write(Array("anyone?".utf8))
+            return !ends.isEmpty
+        })
+        #expect(ends.count == 1)
+        let error = try #require(ends.first ?? nil)
+        #expect(error.isBrokenPipe || error.isConnectionReset, "\(error)")
+        let more = Array("more".utf8)
+        #expect(more.withUnsafeBytes { server.write($0) } == 0, "writes after a write error are dropped")
+        #expect(ends.count == 1, "onEnd fires once")
+        server.close()
+        #expect(loop.shutdown())
+    }
+
+    @Test func noDelayCanBeToggled() throws {
+        let loop = try EventLoop()
+        let server = try EchoServer(loop: loop)
+        let client = try Client(loop: loop, port: server.listener.localPort)
+        try #require(drive(loop) { client.stream != nil })
+        client.stream?.setNoDelay(true)
+        client.stream?.setNoDelay(false)
+        #expect(client.ends.isEmpty)
+        #expect(loop.shutdown())
+    }
+}
