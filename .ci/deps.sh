@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kvod needs to build and test on a fresh Debian 12 machine with the Swift toolchain: libuv's
-# headers (Debian libuv1-dev), pkg-config, and the Python packages the cross-language test uses. Idempotent and
-# quiet when everything is already there.
+# headers (Debian libuv1-dev), pkg-config, and nc for the README's examples. The Python test packages are left to
+# Tests/python/run.sh. Idempotent and quiet when everything is already there.
 set -euo pipefail
 
 as_root() {
@@ -21,10 +21,4 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-
-if [ "${1:-}" = "--test" ]; then
-    if ! python3 -c 'import tinyrpc, jsonschema, pytest' 2>/dev/null; then
-        echo "deps: installing Python test packages" >&2
-        python3 -m pip install -q --disable-pip-version-check -r Tests/python/requirements.txt
-    fi
-fi
+# The Python test packages are installed by Tests/python/run.sh, which copes with the different pips out there.

@@ -37,7 +37,11 @@ final class Connection {
     func start() throws(UVError) {
         self.stream.onRead = { [unowned self] bytes in self.received(bytes) }
         self.stream.onEnd = { [unowned self] error in self.close(error == nil ? .clientClosed : .ioError) }
-        self.stream.onClose = { [unowned self] in self.server.connectionDidClose(self) }
+        self.stream.onClose = { [unowned self] in
+            self.lingerTimer?.close()
+            self.lingerTimer = nil
+            self.server.connectionDidClose(self)
+        }
         self.stream.setNoDelay(true)
         try self.stream.startReading()
     }
@@ -131,13 +135,34 @@ final class Connection {
         case .ioError, .outputLimit:
             self.output.removeAll()
             self.stream.close()
-        case .clientClosed, .lineTooLong, .serverShutdown:
+        case .clientClosed:
+            // The client sent EOF, so nothing unread is left: send what is queued, then close.
             self.flush()
-            if self.stream.pendingWriteBytes == 0 {
-                self.stream.close()
-            } else {
-                self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
-            }
+            self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
+        case .lineTooLong, .serverShutdown:
+            self.flush()
+            self.stream.shutdownWrites { [weak self] in self?.linger() }
         }
     }
+
+    /// Closing a socket that still has unread input makes the kernel send a reset, which can destroy the last
+    /// messages in flight (the error and `closing` notice). So after a server-initiated close the connection reads
+    /// and discards input until the client closes its end or `lingerMilliseconds` pass (Apache's lingering close).
+    private func linger() {
+        let stream = self.stream
+        stream.onRead = { _ in }
+        stream.onEnd = { _ in stream.close() }
+        do {
+            try stream.startReading()
+            let timer = try LoopTimer(loop: self.server.loop)
+            try timer.start(afterMilliseconds: Self.lingerMilliseconds) { stream.close() }
+            self.lingerTimer = timer
+        } catch {
+            stream.close()
+        }
+    }
+
+    /// How long a server-initiated close waits for the client to close its end.
+    static let lingerMilliseconds: UInt64 = 2000
+    private var lingerTimer: LoopTimer?
 }

@@ -37,8 +37,10 @@ final class Dispatcher {
             }
         case .batch(let items):
             if items.count > self.server.limits.maxBatchRequests {
+                let limit = self.server.limits.maxBatchRequests
                 let error = RPCError(
-                    .limitExceeded, "batch of \(items.count) requests exceeds \(self.server.limits.maxBatchRequests)")
+                    .limitExceeded, "batch of \(items.count) requests exceeds \(limit)",
+                    data: .object(["limit": .int(Int64(limit))]))
                 connection.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
                 return
             }

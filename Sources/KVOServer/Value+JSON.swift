@@ -16,7 +16,7 @@ extension Value {
         case .string(let text): self = .string(text)
         case .array(let elements): self = .array(elements.map(Value.init(json:)))
         case .object(let object):
-            if object.count == 1, case .int(let id)? = object["$ref"] {
+            if case .int(let id)? = object["$ref"], object.keys.allSatisfy({ $0 == "$ref" || $0 == "$id" }) {
                 self = .object(ObjectID(truncatingIfNeeded: id))
                 return
             }

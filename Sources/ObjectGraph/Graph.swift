@@ -63,24 +63,32 @@ public final class Graph {
             // Fast path: arrays of scalars need no copy.
             if !elements.contains(where: \.containsObjects) { return value }
             var seen = Set<ObjectID>()
-            return .array(elements.map { self.export($0, seen: &seen) })
+            return .array(elements.map { self.export($0, seen: &seen, depth: 1) })
         case .object:
             var seen = Set<ObjectID>()
-            return self.export(value, seen: &seen)
+            return self.export(value, seen: &seen, depth: 0)
         }
     }
 
-    private func export(_ value: Value, seen: inout Set<ObjectID>) -> Value {
+    /// Objects nested deeper than this in an exported value stay references, so output is never nested deeper
+    /// than input may be (a client follows the reference with `$ID`).
+    public static let maxExportDepth = 62
+
+    private func export(_ value: Value, seen: inout Set<ObjectID>, depth: Int) -> Value {
         switch value {
         case .null, .bool, .int, .double, .string, .record:
             return value
         case .array(let elements):
-            return .array(elements.map { self.export($0, seen: &seen) })
+            return .array(elements.map { self.export($0, seen: &seen, depth: depth + 1) })
         case .object(let id):
-            guard seen.insert(id).inserted, let object = self.objects[id] else { return value }
+            guard depth < Self.maxExportDepth, seen.insert(id).inserted, let object = self.objects[id] else {
+                return value
+            }
             var record = Record(id: id)
             record.keys = object.keys
-            record.values = object.keys.map { self.export(object.value(forKey: $0) ?? .null, seen: &seen) }
+            record.values = object.keys.map {
+                self.export(object.value(forKey: $0) ?? .null, seen: &seen, depth: depth + 1)
+            }
             return .record(record)
         }
     }
@@ -94,7 +102,7 @@ public final class Graph {
     @discardableResult
     public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> UInt64 {
         guard let last = path.keys.last else {
-            throw GraphError.invalidPath(path: path.description, reason: "cannot replace the root object")
+            throw GraphError.invalidPath(path: path.description, reason: "a set needs a key to set")
         }
         try self.checkStorable(value, path: path, depth: 0)
         guard var object = self.objects[path.origin] else {
