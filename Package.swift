@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "KVOClient", targets: ["KVOClient"]),
         .executable(name: "kvod", targets: ["kvod"]),
         .executable(name: "kvoctl", targets: ["kvoctl"]),
+        .executable(name: "kvod-bench", targets: ["kvod-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -43,6 +44,10 @@ let package = Package(
         .executableTarget(name: "kvod", dependencies: ["KVOServer", argumentParser, logging], swiftSettings: strict),
         .executableTarget(
             name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+        // The load generator (Benchmarks/README.md); never part of the test suite.
+        .executableTarget(
+            name: "kvod-bench", dependencies: ["UVLoop", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",
+            swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),

@@ -23,7 +23,8 @@ public enum JSONValue: Equatable, Sendable {
 ///
 /// Equality ignores member order: two objects are equal when they have the same set of keys and equal values for
 /// each key (JSON gives member order no meaning). Lookup is a linear scan, which is fastest for the small objects the
-/// protocol uses; the parser builds large objects in O(n) expected time.
+/// protocol uses; the parser builds large objects in O(n) expected time. Keys compare as Swift strings do, by
+/// canonical equivalence (precomposed "é" and "e" + U+0301 are the same key).
 public struct JSONObject: Equatable, Sendable {
     /// The keys, in document order, without duplicates.
     public private(set) var keys: [String]

@@ -8,8 +8,11 @@ import WireProtocol
 /// One client connection to a live kvod, seen as a stream of JSON lines.
 final class Peer {
     let client: KVOClient
+    /// Held so the server outlives every peer that talks to it.
+    let server: KVODProcess
 
     init(_ server: KVODProcess) throws {
+        self.server = server
         self.client = try server.client()
     }
 

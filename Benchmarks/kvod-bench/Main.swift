@@ -1,0 +1,2 @@
+// Placeholder until the benchmark lands.
+@main struct Bench { static func main() {} }

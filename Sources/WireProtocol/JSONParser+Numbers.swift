@@ -1,0 +1,121 @@
+// JSON numbers: grammar validation, exact Int64 integers, a fast exact path for short decimals (one IEEE operation on
+// exact operands, which is correctly rounded), and the stdlib's correctly rounded Double(String) for everything else.
+
+extension JSONParser {
+    /// A number; `index` is at its `-` or first digit and ends just past it. O(length).
+    mutating func parseNumber() throws(WireError) -> JSONValue {
+        let start = self.index
+        var position = start
+        let isNegative = self.bytes[position] == UInt8(ascii: "-")
+        if isNegative { position += 1 }
+
+        // The decimal digits seen so far as one integer (while it fits), and the power of ten that scales it.
+        var significand: UInt64 = 0
+        var significandOverflowed = false
+        var scale = 0
+
+        // Integer part: "0" or a nonzero digit followed by digits.
+        guard position < self.bytes.count, Self.isDigit(self.bytes[position]) else {
+            throw .syntax(offset: position, reason: "expected a digit")
+        }
+        if self.bytes[position] == UInt8(ascii: "0") {
+            position += 1
+            if position < self.bytes.count && Self.isDigit(self.bytes[position]) {
+                throw .syntax(offset: position, reason: "leading zeros are not allowed")
+            }
+        } else {
+            while position < self.bytes.count && Self.isDigit(self.bytes[position]) {
+                Self.accumulate(self.bytes[position], into: &significand, overflowed: &significandOverflowed)
+                position += 1
+            }
+        }
+
+        var isInteger = true
+        if position < self.bytes.count && self.bytes[position] == UInt8(ascii: ".") {
+            isInteger = false
+            position += 1
+            guard position < self.bytes.count, Self.isDigit(self.bytes[position]) else {
+                throw .syntax(offset: position, reason: "expected a digit after the decimal point")
+            }
+            while position < self.bytes.count && Self.isDigit(self.bytes[position]) {
+                Self.accumulate(self.bytes[position], into: &significand, overflowed: &significandOverflowed)
+                if !significandOverflowed { scale -= 1 }
+                position += 1
+            }
+        }
+
+        if position < self.bytes.count && (self.bytes[position] | 0x20) == UInt8(ascii: "e") {
+            isInteger = false
+            position += 1
+            var exponentIsNegative = false
+            if position < self.bytes.count
+                && (self.bytes[position] == UInt8(ascii: "+") || self.bytes[position] == UInt8(ascii: "-"))
+            {
+                exponentIsNegative = self.bytes[position] == UInt8(ascii: "-")
+                position += 1
+            }
+            guard position < self.bytes.count, Self.isDigit(self.bytes[position]) else {
+                throw .syntax(offset: position, reason: "expected a digit in the exponent")
+            }
+            var exponent = 0
+            while position < self.bytes.count && Self.isDigit(self.bytes[position]) {
+                // Clamped: only the fast path reads it, and it only needs to know "large".
+                if exponent < 100_000 { exponent = exponent * 10 + Int(self.bytes[position] &- UInt8(ascii: "0")) }
+                position += 1
+            }
+            scale += exponentIsNegative ? -exponent : exponent
+        }
+        self.index = position
+
+        if isInteger && !significandOverflowed {
+            if isNegative {
+                if significand <= UInt64(Int64.max) { return .int(-Int64(significand)) }
+                if significand == Int64.min.magnitude { return .int(.min) }
+            } else if significand <= UInt64(Int64.max) {
+                return .int(Int64(significand))
+            }
+        }
+
+        // Clinger's fast path: both operands are exact Doubles, so one multiplication or division rounds correctly.
+        if !significandOverflowed && significand <= 1 << 53 && scale >= -22 && scale <= 22 {
+            let magnitude = Double(significand)
+            let value = scale >= 0 ? magnitude * Self.powerOfTen(scale) : magnitude / Self.powerOfTen(-scale)
+            return .double(isNegative ? -value : value)
+        }
+
+        let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<position]), as: UTF8.self)
+        // The grammar was validated above, and the stdlib accepts every JSON number, so nil cannot happen.
+        guard let value = Double(text) else { throw .syntax(offset: start, reason: "invalid number") }
+        guard value.isFinite else { throw .numberOutOfRange(offset: start) }
+        return .double(value)
+    }
+
+    @inline(__always)
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte &- UInt8(ascii: "0") < 10
+    }
+
+    /// Appends one decimal digit to `significand`, or records that it no longer fits.
+    @inline(__always)
+    private static func accumulate(_ digit: UInt8, into significand: inout UInt64, overflowed: inout Bool) {
+        guard !overflowed else { return }
+        let (shifted, overflow1) = significand.multipliedReportingOverflow(by: 10)
+        let (sum, overflow2) = shifted.addingReportingOverflow(UInt64(digit &- UInt8(ascii: "0")))
+        if overflow1 || overflow2 { overflowed = true } else { significand = sum }
+    }
+
+    /// 10^exponent for 0...22, all exactly representable as Doubles.
+    @inline(__always)
+    private static func powerOfTen(_ exponent: Int) -> Double {
+        var result = 1.0
+        var base = 10.0
+        var remaining = exponent
+        // Square-and-multiply stays exact: every intermediate is a power of ten at most 10^22.
+        while remaining > 0 {
+            if remaining & 1 == 1 { result *= base }
+            remaining >>= 1
+            if remaining > 0 { base *= base }
+        }
+        return result
+    }
+}

@@ -1,0 +1,216 @@
+// JSON strings: the no-escape fast path (validate in place, then decode straight from the input), the escape path
+// (decode into a reused scratch buffer), `\uXXXX` with surrogate pairs, and strict UTF-8 validation (RFC 3629).
+
+extension JSONParser {
+    /// A string; `index` is at the opening quote and ends just past the closing quote. O(length).
+    mutating func parseString() throws(WireError) -> String {
+        let start = self.index + 1
+        var position = start
+        while position < self.bytes.count {
+            let byte = self.bytes[position]
+            if byte >= 0x80 {
+                position = try self.skipUTF8Sequence(at: position)
+            } else if byte == UInt8(ascii: "\"") {
+                self.index = position + 1
+                let text = UnsafeBufferPointer(rebasing: self.bytes[start..<position])
+                if let known = Self.knownString(text) { return known }
+                // Already validated above, so decoding cannot repair anything.
+                return String(decoding: text, as: UTF8.self)
+            } else if byte == UInt8(ascii: "\\") {
+                return try self.parseEscapedString(start: start, firstEscape: position)
+            } else if byte < 0x20 {
+                throw .syntax(offset: position, reason: "control character \(Self.describe(byte)) in a string")
+            } else {
+                position += 1
+            }
+        }
+        throw .syntax(offset: position, reason: "unterminated string")
+    }
+
+    /// The protocol's member names and the version string, returned as literals: comparing a few bytes is much
+    /// cheaper than validating and building a new String, and these make up most strings in a request.
+    @inline(__always)
+    private static func knownString(_ text: UnsafeBufferPointer<UInt8>) -> String? {
+        switch text.count {
+        case 2:
+            if Self.matches(text, "id") { return "id" }
+        case 3:
+            if Self.matches(text, "2.0") { return "2.0" }
+            if Self.matches(text, "seq") { return "seq" }
+        case 4:
+            if Self.matches(text, "path") { return "path" }
+            if Self.matches(text, "code") { return "code" }
+        case 5:
+            if Self.matches(text, "value") { return "value" }
+            if Self.matches(text, "error") { return "error" }
+        case 6:
+            if Self.matches(text, "method") { return "method" }
+            if Self.matches(text, "params") { return "params" }
+            if Self.matches(text, "result") { return "result" }
+        case 7:
+            if Self.matches(text, "jsonrpc") { return "jsonrpc" }
+            if Self.matches(text, "message") { return "message" }
+        case 12:
+            if Self.matches(text, "subscription") { return "subscription" }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// Whether `text` holds exactly the bytes of `literal` (the caller has checked the length).
+    @inline(__always)
+    private static func matches(_ text: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        let expected = literal.utf8Start
+        for offset in 0..<text.count where text[offset] != expected[offset] { return false }
+        return true
+    }
+
+    /// The rest of a string that contains at least one escape, decoded into `scratch`.
+    private mutating func parseEscapedString(start: Int, firstEscape: Int) throws(WireError) -> String {
+        self.scratch.removeAll(keepingCapacity: true)
+        self.scratch.append(contentsOf: UnsafeBufferPointer(rebasing: self.bytes[start..<firstEscape]))
+        var runStart = firstEscape
+        var position = firstEscape
+        while position < self.bytes.count {
+            let byte = self.bytes[position]
+            if byte >= 0x80 {
+                position = try self.skipUTF8Sequence(at: position)
+            } else if byte == UInt8(ascii: "\"") {
+                self.scratch.append(contentsOf: UnsafeBufferPointer(rebasing: self.bytes[runStart..<position]))
+                self.index = position + 1
+                return String(decoding: self.scratch, as: UTF8.self)
+            } else if byte == UInt8(ascii: "\\") {
+                self.scratch.append(contentsOf: UnsafeBufferPointer(rebasing: self.bytes[runStart..<position]))
+                position = try self.decodeEscape(at: position)
+                runStart = position
+            } else if byte < 0x20 {
+                throw .syntax(offset: position, reason: "control character \(Self.describe(byte)) in a string")
+            } else {
+                position += 1
+            }
+        }
+        throw .syntax(offset: position, reason: "unterminated string")
+    }
+
+    /// Appends the character of the escape at `position` (a backslash) to `scratch`; returns the index after it.
+    private mutating func decodeEscape(at position: Int) throws(WireError) -> Int {
+        guard position + 1 < self.bytes.count else {
+            throw .syntax(offset: position + 1, reason: "unterminated string")
+        }
+        let simple: UInt8
+        switch self.bytes[position + 1] {
+        case UInt8(ascii: "\""): simple = UInt8(ascii: "\"")
+        case UInt8(ascii: "\\"): simple = UInt8(ascii: "\\")
+        case UInt8(ascii: "/"): simple = UInt8(ascii: "/")
+        case UInt8(ascii: "b"): simple = 0x08
+        case UInt8(ascii: "f"): simple = 0x0C
+        case UInt8(ascii: "n"): simple = 0x0A
+        case UInt8(ascii: "r"): simple = 0x0D
+        case UInt8(ascii: "t"): simple = 0x09
+        case UInt8(ascii: "u"):
+            return try self.decodeUnicodeEscape(at: position)
+        default:
+            throw .syntax(offset: position + 1, reason: "invalid escape \\\(Self.describe(self.bytes[position + 1]))")
+        }
+        self.scratch.append(simple)
+        return position + 2
+    }
+
+    /// `\uXXXX`, or a `\uD8xx\uDCxx` surrogate pair, at `position`; a lone or mismatched surrogate is an error.
+    private mutating func decodeUnicodeEscape(at position: Int) throws(WireError) -> Int {
+        let first = try self.hexQuad(at: position + 2)
+        var scalar = first
+        var next = position + 6
+        if first >= 0xDC00 && first <= 0xDFFF {
+            throw .syntax(offset: position, reason: "lone low surrogate escape")
+        }
+        if first >= 0xD800 && first <= 0xDBFF {
+            guard next + 1 < self.bytes.count, self.bytes[next] == UInt8(ascii: "\\"),
+                self.bytes[next + 1] == UInt8(ascii: "u")
+            else {
+                throw .syntax(offset: position, reason: "high surrogate escape not followed by a low surrogate escape")
+            }
+            let second = try self.hexQuad(at: next + 2)
+            guard second >= 0xDC00 && second <= 0xDFFF else {
+                throw .syntax(offset: next, reason: "high surrogate escape not followed by a low surrogate escape")
+            }
+            scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+            next += 6
+        }
+        self.appendUTF8(scalar)
+        return next
+    }
+
+    /// Four hex digits at `position`.
+    private func hexQuad(at position: Int) throws(WireError) -> UInt32 {
+        var value: UInt32 = 0
+        for offset in 0..<4 {
+            guard position + offset < self.bytes.count else {
+                throw .syntax(offset: position + offset, reason: "unterminated \\u escape")
+            }
+            let byte = self.bytes[position + offset]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte &- UInt8(ascii: "A") &+ 10
+            default:
+                throw .syntax(offset: position + offset, reason: "expected a hex digit, found \(Self.describe(byte))")
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+
+    /// Appends the UTF-8 encoding of a scalar value (never a surrogate) to `scratch`.
+    private mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case 0..<0x80:
+            self.scratch.append(UInt8(scalar))
+        case 0x80..<0x800:
+            self.scratch.append(0xC0 | UInt8(scalar >> 6))
+            self.scratch.append(0x80 | UInt8(scalar & 0x3F))
+        case 0x800..<0x10000:
+            self.scratch.append(0xE0 | UInt8(scalar >> 12))
+            self.scratch.append(0x80 | UInt8((scalar >> 6) & 0x3F))
+            self.scratch.append(0x80 | UInt8(scalar & 0x3F))
+        default:
+            self.scratch.append(0xF0 | UInt8(scalar >> 18))
+            self.scratch.append(0x80 | UInt8((scalar >> 12) & 0x3F))
+            self.scratch.append(0x80 | UInt8((scalar >> 6) & 0x3F))
+            self.scratch.append(0x80 | UInt8(scalar & 0x3F))
+        }
+    }
+
+    /// Validates the multi-byte UTF-8 sequence starting at `position` (a byte >= 0x80) and returns the index after
+    /// it. Rejects stray continuation bytes, overlong forms, UTF-8-encoded surrogates, values above U+10FFFF,
+    /// bytes 0xF5-0xFF and truncated sequences.
+    private func skipUTF8Sequence(at position: Int) throws(WireError) -> Int {
+        let lead = self.bytes[position]
+        let length: Int
+        // The allowed range of the second byte depends on the lead byte (RFC 3629 section 4); the rest are 80-BF.
+        let secondRange: ClosedRange<UInt8>
+        switch lead {
+        case 0xC2...0xDF: (length, secondRange) = (2, 0x80...0xBF)
+        case 0xE0: (length, secondRange) = (3, 0xA0...0xBF)
+        case 0xE1...0xEC, 0xEE...0xEF: (length, secondRange) = (3, 0x80...0xBF)
+        case 0xED: (length, secondRange) = (3, 0x80...0x9F)
+        case 0xF0: (length, secondRange) = (4, 0x90...0xBF)
+        case 0xF1...0xF3: (length, secondRange) = (4, 0x80...0xBF)
+        case 0xF4: (length, secondRange) = (4, 0x80...0x8F)
+        default:
+            throw .syntax(offset: position, reason: "invalid UTF-8 byte \(Self.describe(lead))")
+        }
+        guard position + length <= self.bytes.count else {
+            throw .syntax(offset: position, reason: "truncated UTF-8 sequence")
+        }
+        guard secondRange.contains(self.bytes[position + 1]) else {
+            throw .syntax(offset: position + 1, reason: "invalid UTF-8 sequence")
+        }
+        for offset in 2..<length where self.bytes[position + offset] & 0xC0 != 0x80 {
+            throw .syntax(offset: position + offset, reason: "invalid UTF-8 sequence")
+        }
+        return position + length
+    }
+}

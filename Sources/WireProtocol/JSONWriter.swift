@@ -1,0 +1,139 @@
+// JSONWriter: compact JSON text appended to a byte buffer. Strings are escaped minimally (quote, backslash, controls),
+// integers are written digit by digit, doubles use Swift's shortest round-trip text. Never writes a trailing newline:
+// framing is the caller's job.
+
+/// Appends compact JSON (no insignificant whitespace) to a `[UInt8]`.
+///
+/// Cost: O(size of the output) with no intermediate allocations, except for a double whose shortest text is longer
+/// than 15 bytes (Swift's `description` allocates then). `append` recurses once per nesting level; values that came
+/// from `JSONParser` are at most its `maxDepth` deep.
+public enum JSONWriter {
+    /// Encodes `value` as compact JSON.
+    public static func encode(_ value: JSONValue) -> [UInt8] {
+        var bytes: [UInt8] = []
+        self.append(value, to: &bytes)
+        return bytes
+    }
+
+    /// Encodes `value` as compact JSON text.
+    public static func encodeString(_ value: JSONValue) -> String {
+        String(decoding: self.encode(value), as: UTF8.self)
+    }
+
+    /// Appends `value` as compact JSON; object members keep their order.
+    public static func append(_ value: JSONValue, to bytes: inout [UInt8]) {
+        switch value {
+        case .null: self.appendLiteral("null", to: &bytes)
+        case .bool(let flag): self.appendLiteral(flag ? "true" : "false", to: &bytes)
+        case .int(let number): self.appendInt(number, to: &bytes)
+        case .double(let number): self.appendDouble(number, to: &bytes)
+        case .string(let text): self.appendString(text, to: &bytes)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                self.append(element, to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let object):
+            bytes.append(UInt8(ascii: "{"))
+            for position in 0..<object.count {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                self.appendString(object.keys[position], to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                self.append(object.values[position], to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends `text` as a JSON string: `"` and `\` are escaped, controls below U+0020 become `\n`, `\r`, `\t`,
+    /// `\b`, `\f` or `\u00XX`, and everything else (including non-ASCII) is copied as raw UTF-8. Runs of bytes
+    /// that need no escaping are copied in one go.
+    public static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        bytes.append(UInt8(ascii: "\""))
+        text.withUTF8 { utf8 in
+            var runStart = 0
+            for position in 0..<utf8.count {
+                let byte = utf8[position]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if runStart < position {
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<position]))
+                }
+                self.appendEscape(for: byte, to: &bytes)
+                runStart = position + 1
+            }
+            if runStart < utf8.count {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// The escape sequence for a byte that may not appear raw in a JSON string.
+    private static func appendEscape(for byte: UInt8, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
+        case 0x08: bytes.append(UInt8(ascii: "b"))
+        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        default:
+            let hexDigits: StaticString = "0123456789abcdef"
+            bytes.append(UInt8(ascii: "u"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(hexDigits.utf8Start[Int(byte >> 4)])
+            bytes.append(hexDigits.utf8Start[Int(byte & 0x0F)])
+        }
+    }
+
+    /// Appends `value` in decimal, written digit by digit without allocating a String.
+    public static func appendInt(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        if magnitude < 10 {
+            bytes.append(UInt8(ascii: "0") &+ UInt8(magnitude))
+            return
+        }
+        // 20 digits hold UInt64.max; fill from the right, then copy the used part.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var first = digits.count
+            while magnitude > 0 {
+                first -= 1
+                let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
+                digits[first] = UInt8(ascii: "0") &+ UInt8(remainder)
+                magnitude = quotient
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
+        }
+    }
+
+    /// Appends a finite `value` as the shortest text that parses back to exactly the same Double, always with a
+    /// `.` or an exponent so that readers see a double (`42.0`, `0.1`, `1e-05`, `1e+20`, `-0.0`, `5e-324`).
+    /// Precondition: `value.isFinite` (JSON has no NaN or infinity).
+    public static func appendDouble(_ value: Double, to bytes: inout [UInt8]) {
+        precondition(value.isFinite, "JSON cannot represent \(value)")
+        // Swift's description is the shortest round-trip form and is valid JSON as it stands: an optional minus,
+        // digits, an optional fraction with digits on both sides, an optional exponent `e[+-]digits`.
+        var text = value.description
+        var hasFractionOrExponent = false
+        text.withUTF8 { utf8 in
+            for byte in utf8 where byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") {
+                hasFractionOrExponent = true
+            }
+            bytes.append(contentsOf: utf8)
+        }
+        // Defensive: should a future stdlib print an integral double without ".0", keep it recognisably a double.
+        if !hasFractionOrExponent { self.appendLiteral(".0", to: &bytes) }
+    }
+
+    /// Appends ASCII text known at compile time.
+    @inline(__always)
+    static func appendLiteral(_ literal: StaticString, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+}

@@ -1,0 +1,60 @@
+// `kvoctl ping` and `kvoctl hello`: liveness and identification requests.
+
+import ArgumentParser
+import KVOClient
+import WireProtocol
+
+extension KVOCtl {
+    /// Checks that kvod answers.
+    struct Ping: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check that kvod answers; prints pong.",
+            discussion: """
+                EXAMPLE:
+                  kvoctl ping --port 7070
+                """)
+
+        /// Where kvod is and how long to wait for it.
+        @OptionGroup var connection: ConnectionOptions
+
+        /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
+        func run() throws {
+            let client = try self.connection.connect()
+            let result: JSONValue
+            do {
+                result = try client.call("ping")
+            } catch {
+                throw self.connection.report(error)
+            }
+            try Output.line(result.stringValue ?? JSONWriter.encodeString(result))
+        }
+    }
+
+    /// Shows what kvod says about itself.
+    struct Hello: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print kvod's hello result, e.g. {\"server\":\"kvod\",\"version\":\"0.1.0\",\"protocol\":1}.",
+            discussion: """
+                EXAMPLE:
+                  kvoctl hello --client my-script
+                """)
+
+        /// Where kvod is and how long to wait for it.
+        @OptionGroup var connection: ConnectionOptions
+
+        @Option(help: "The client name to introduce kvoctl as.")
+        var client = "kvoctl"
+
+        /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
+        func run() throws {
+            let connectedClient = try self.connection.connect()
+            let result: JSONValue
+            do {
+                result = try connectedClient.hello(client: self.client)
+            } catch {
+                throw self.connection.report(error)
+            }
+            try Output.line(JSONWriter.encodeString(result))
+        }
+    }
+}

@@ -1,0 +1,86 @@
+// `kvoctl watch PATH`: subscribe, then print each change notification's params as one compact JSON line.
+
+import ArgumentParser
+import KVOClient
+import WireProtocol
+
+extension KVOCtl {
+    /// Prints change notifications for a key path.
+    struct Watch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Subscribe to a key path and print one JSON line per change notification.",
+            discussion: """
+                Each line is the notification's params object, e.g. \
+                {"subscription":7,"path":"a.b","kind":"setting","new":2,"old":1,"seq":42}, written and flushed as \
+                it arrives. Without any of --new, --old, --initial, --prior, watch behaves as if --new was given. \
+                It runs until interrupted, or until --count notifications (the initial one included) were printed, \
+                then exits 0. It waits for notifications forever unless --timeout is given, in which case going \
+                that long without a notification exits with status 4.
+
+                EXAMPLES:
+                  kvoctl watch person.address.city --initial --old --new
+                  kvoctl watch counter --count 1 --context '"mine"'
+                """)
+
+        /// Where kvod is and how long to wait for it.
+        @OptionGroup var connection: ConnectionOptions
+
+        @Argument(help: "The key path to observe, e.g. person.address.city.")
+        var path: String
+
+        @Flag(help: "Include the new value in each notification (the default when no option flag is given).")
+        var new = false
+
+        @Flag(help: "Include the old value in each notification.")
+        var old = false
+
+        @Flag(help: "Send one notification with the current value right away.")
+        var initial = false
+
+        @Flag(help: "Also send a notification before each change (marked \"prior\":true).")
+        var prior = false
+
+        @Option(
+            help: ArgumentHelp("A value echoed back in every notification: JSON, or else a string.", valueName: "json"))
+        var context: String?
+
+        @Option(help: "Exit 0 after printing this many notifications.")
+        var count: Int?
+
+        /// Rejects invalid values with a ValidationError (exit status 64).
+        func validate() throws {
+            if let count = self.count, count < 1 {
+                throw ValidationError("--count must be at least 1.")
+            }
+        }
+
+        /// The subscription options: those flagged, in protocol order, or `new` alone when none are.
+        var options: [String] {
+            let flagged = [("new", self.new), ("old", self.old), ("initial", self.initial), ("prior", self.prior)]
+                .filter(\.1).map(\.0)
+            return flagged.isEmpty ? ["new"] : flagged
+        }
+
+        /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
+        func run() throws {
+            let client = try self.connection.connect()
+            // Explicit --timeout bounds the wait between notifications; by default a watch waits forever.
+            let notificationTimeout: Duration? = self.connection.timeout.map { .seconds($0) }
+            do {
+                let subscription = try client.subscribe(
+                    self.path, options: self.options, context: self.context.map(parseJSONOrString))
+                var printed = 0
+                while self.count.map({ printed < $0 }) ?? true {
+                    let notification = try client.nextNotification(timeout: .some(notificationTimeout))
+                    guard notification.method == "change",
+                        notification.params["subscription"] == .int(Int64(subscription.id))
+                    else { continue }
+                    try Output.line(JSONWriter.encodeString(notification.params))
+                    printed += 1
+                }
+            } catch let error as KVOClientError {
+                throw self.connection.report(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+// The options every kvoctl subcommand shares (where kvod is, how long to wait) and the one place that turns a
+// KVOClientError into a message on stderr and an exit status.
+
+import ArgumentParser
+import KVOClient
+import WireProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where kvod listens and how long to wait for it.
+struct ConnectionOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp("kvod's host name or IP address (default: $KVOD_HOST, else 127.0.0.1).", valueName: "host"))
+    var host: String?
+
+    @Option(help: ArgumentHelp("kvod's TCP port (default: $KVOD_PORT, else 7070).", valueName: "port"))
+    var port: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for the connection and for each response (default: 5); for watch, also the longest "
+                + "wait between notifications (default: forever).",
+            valueName: "seconds"))
+    var timeout: Double?
+
+    /// The host to connect to: `--host`, else `$KVOD_HOST`, else 127.0.0.1.
+    var resolvedHost: String {
+        self.host ?? Self.environment("KVOD_HOST") ?? "127.0.0.1"
+    }
+
+    /// The port to connect to: `--port`, else `$KVOD_PORT`, else 7070 (`validate()` checked it).
+    var resolvedPort: Int {
+        self.port ?? Self.environment("KVOD_PORT").flatMap { Int($0) } ?? 7070
+    }
+
+    /// The connect and response timeout in seconds.
+    var resolvedTimeout: Double { self.timeout ?? 5 }
+
+    /// `host:port` for messages.
+    var endpoint: String { formatEndpoint(host: self.resolvedHost, port: self.resolvedPort) }
+
+    /// Rejects invalid combinations with a ValidationError (exit status 64).
+    func validate() throws {
+        if let port = self.port, !(1...65535).contains(port) {
+            throw ValidationError("--port must be between 1 and 65535, not \(port).")
+        }
+        if self.port == nil, let text = Self.environment("KVOD_PORT") {
+            guard let port = Int(text), (1...65535).contains(port) else {
+                throw ValidationError("KVOD_PORT must be a port number between 1 and 65535, not '\(text)'.")
+            }
+        }
+        if let timeout = self.timeout, !(timeout > 0 && timeout <= 1_000_000) {
+            throw ValidationError("--timeout must be a positive number of seconds (at most 1000000).")
+        }
+    }
+
+    /// Connects to kvod, or reports the failure and throws the matching exit status.
+    func connect() throws(ExitCode) -> KVOClient {
+        do {
+            return try KVOClient(
+                host: self.resolvedHost, port: self.resolvedPort, timeout: .seconds(self.resolvedTimeout))
+        } catch {
+            throw self.report(error)
+        }
+    }
+
+    /// Connects a bare line connection (for `kvoctl -`), or reports the failure and throws the exit status.
+    func connectLines() throws(ExitCode) -> LineConnection {
+        do {
+            return try LineConnection(
+                host: self.resolvedHost, port: self.resolvedPort, timeout: .seconds(self.resolvedTimeout))
+        } catch {
+            throw self.report(error)
+        }
+    }
+
+    /// Prints `error` to stderr as one `kvoctl: …` line and returns the exit status it maps to.
+    func report(_ error: KVOClientError) -> ExitCode {
+        switch error {
+        case .connectionFailed(let host, let port, let reason):
+            Output.error("cannot connect to \(formatEndpoint(host: host, port: port)): \(reason)")
+            return KVOCtlExitCode.connectionFailed
+        case .closed:
+            Output.error("connection to \(self.endpoint) lost: closed by the server")
+            return KVOCtlExitCode.connectionFailed
+        case .connectionLost(let reason):
+            Output.error("connection to \(self.endpoint) lost: \(reason)")
+            return KVOCtlExitCode.connectionFailed
+        case .timeout(let what):
+            Output.error("timed out \(what) (\(self.endpoint))")
+            return KVOCtlExitCode.timeout
+        case .server(let rpcError):
+            Output.error(Self.describe(rpcError))
+            return KVOCtlExitCode.serverError
+        case .protocolViolation(let what):
+            Output.error("protocol error from \(self.endpoint): \(what)")
+            return KVOCtlExitCode.protocolError
+        }
+    }
+
+    /// `error CODE: MESSAGE`, followed by the data as compact JSON when present.
+    static func describe(_ error: RPCError) -> String {
+        if let data = error.data { return "error \(error.code): \(error.message) \(data)" }
+        return "error \(error.code): \(error.message)"
+    }
+
+    /// A non-empty environment variable.
+    private static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+}
+
+/// Parses command-line text as a JSON value, or takes it as a string when it is not JSON (`Alice` → "Alice").
+func parseJSONOrString(_ text: String) -> JSONValue {
+    (try? JSONParser.parse(text)) ?? .string(text)
+}

@@ -1,0 +1,41 @@
+// kvoctl's entry point and routing table. Each subcommand lives in Commands/<Name>.swift; shared connection options
+// in ConnectionOptions.swift; exit statuses in ExitCodes.swift.
+
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The kvoctl command: a command-line client for kvod.
+@main
+struct KVOCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kvoctl",
+        abstract: "Command-line client for kvod, the key-value-observing server.",
+        discussion: """
+            Reads and writes values by key path and watches them change, over kvod's line-delimited JSON-RPC \
+            protocol (see Protocol/README.md).
+
+            EXAMPLES:
+              kvoctl set person.name Alice        # not JSON, so stored as "Alice"
+              kvoctl set person.address '{"city":"Paris"}'
+              kvoctl get person.address.city      # prints "Paris"
+              kvoctl watch person.address.city --old --new --count 1
+              printf 'get person.name\\nping\\n' | kvoctl -
+
+            ENVIRONMENT:
+              KVOD_HOST, KVOD_PORT   defaults for --host and --port
+
+            \(KVOCtlExitCode.helpText)
+            """,
+        subcommands: [Get.self, Set.self, Watch.self, Ping.self, Hello.self, Script.self]
+    )
+
+    /// Ignores SIGPIPE (a vanished peer becomes an EPIPE error, not a silent death), then runs the parsed command.
+    static func main() {
+        signal(SIGPIPE, SIG_IGN)
+        self.main(nil)
+    }
+}

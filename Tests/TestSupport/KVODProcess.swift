@@ -1,0 +1,87 @@
+// A real kvod daemon for live tests: launched from the build directory on 127.0.0.1 with an ephemeral port, ready
+// once it prints `kvod listening on HOST:PORT`, stopped with SIGTERM (then SIGKILL) when the test is done.
+
+import Foundation
+public import KVOClient
+
+/// A running kvod process listening on an ephemeral port.
+public final class KVODProcess: @unchecked Sendable {
+    // @unchecked: immutable after `start`; RunningCommand synchronizes itself.
+    /// The host kvod listens on (as it reported it).
+    public let host: String
+    /// The port kvod listens on (as it reported it).
+    public let port: Int
+    /// The child process, with its captured output.
+    public let command: RunningCommand
+
+    private init(host: String, port: Int, command: RunningCommand) {
+        self.host = host
+        self.port = port
+        self.command = command
+    }
+
+    deinit {
+        self.command.terminate()
+    }
+
+    /// Launches `kvod --host 127.0.0.1 --port 0` plus `extraArguments` and waits (at most `timeout`) for its
+    /// `kvod listening on HOST:PORT` line on stdout. Throws `binaryNotFound` when kvod was not built, and
+    /// `kvodNotReady` (with kvod's output) when it exits or stays silent.
+    public static func start(_ extraArguments: [String] = [], timeout: Duration = .seconds(10)) throws -> KVODProcess {
+        let executable = try existingBinaryURL(named: "kvod")
+        let command = try RunningCommand(executable, ["--host", "127.0.0.1", "--port", "0"] + extraArguments)
+        var endpoint: (host: String, port: Int)?
+        command.stdout.wait(timeout: timeout) { text in
+            endpoint = Self.listeningEndpoint(in: text)
+            return endpoint != nil
+        }
+        guard let endpoint else {
+            let reason =
+                command.isRunning
+                ? "no 'kvod listening on HOST:PORT' line within \(OutputCollector.seconds(timeout)) s"
+                : "it exited with status \(command.waitForExitStatus(timeout: .seconds(1)).map(String.init) ?? "?")"
+            command.terminate()
+            throw TestSupportError.kvodNotReady(reason: reason, stdout: command.stdoutText, stderr: command.stderrText)
+        }
+        return KVODProcess(host: endpoint.host, port: endpoint.port, command: command)
+    }
+
+    /// A new client connection to this kvod; `timeout` bounds the connect and each response.
+    public func client(timeout: Duration? = .seconds(5)) throws -> KVOClient {
+        try KVOClient(host: self.host, port: self.port, timeout: timeout)
+    }
+
+    /// The `--host H --port P` arguments that point kvoctl at this kvod.
+    public var connectionArguments: [String] { ["--host", self.host, "--port", String(self.port)] }
+
+    /// What kvod printed on stderr so far (its log).
+    public var stderrText: String { self.command.stderrText }
+
+    /// What kvod printed on stdout so far.
+    public var stdoutText: String { self.command.stdoutText }
+
+    /// True while the kvod process runs.
+    public var isRunning: Bool { self.command.isRunning }
+
+    /// Stops kvod: SIGTERM, up to 5 s to exit, then SIGKILL. Returns its exit status (128 + signal when a signal
+    /// ended it). Calling it again returns the same status.
+    @discardableResult
+    public func stop() -> Int32 {
+        self.command.terminate(grace: .seconds(5))
+    }
+
+    /// The endpoint in the first `kvod listening on HOST:PORT` line of `text` (an IPv6 host may be bracketed).
+    static func listeningEndpoint(in text: String) -> (host: String, port: Int)? {
+        let marker = "kvod listening on "
+        for line in text.split(separator: "\n") {
+            guard let range = line.range(of: marker) else { continue }
+            let address = line[range.upperBound...].trimmingCharacters(in: .whitespaces)
+            guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...])
+            else { continue }
+            var host = String(address[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return (host, port)
+        }
+        return nil
+    }
+}
