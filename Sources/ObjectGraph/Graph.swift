@@ -1,6 +1,6 @@
-// The object graph: objects by id, the root, the global change counter `seq`, and key-value coding (get and set by
-// key path). Observation lives in Observation/; every mutation goes through `commit` (Graph+Commit.swift) so that
-// observers are notified. Not thread-safe by design: one owner (the server's loop, or one actor) drives it.
+// The object graph: objects by id, the model their classes come from, the global change counter `seq`, and
+// key-value coding reads (get by key path, computed keys, snapshots). Writes are in Graph+Set.swift, observation in
+// Observation/. Not thread-safe by design: one owner (the server's loop, or one actor) drives it.
 
 /// An observable object graph with key-value coding and key-value observing semantics.
 public final class Graph {
@@ -8,16 +8,26 @@ public final class Graph {
     public internal(set) var seq: UInt64 = 0
     /// The maximum nesting of a value (records and arrays) a `set` accepts.
     public var maxValueDepth = 64
+    /// The classes of this graph's objects.
+    public let model: Model
 
     var objects: [ObjectID: GraphObject] = [:]
     var nextObjectID: ObjectID = ObjectID.root + 1
     let registry = ObservationRegistry()
     /// Objects created since the last collection; drives when garbage collection runs.
     var allocatedSinceCollection = 0
+    /// Manual change brackets opened by `willChangeValue` and not yet closed.
+    var manualBrackets: [ChangeBracket] = []
+    /// Guards computed keys that read each other through object cycles.
+    var evaluationDepth = 0
 
-    /// Creates a graph whose root is an object of `rootClass`.
-    public init(rootClass: ObjectClass = .open) {
-        self.objects[.root] = GraphObject(id: .root, objectClass: rootClass)
+    /// Creates a graph whose root is an object of the model's root class, with its defaults.
+    public init(model: Model = .open) {
+        self.model = model
+        let root = GraphObject(id: .root, objectClass: model.root)
+        self.objects[.root] = root
+        self.applyDefaults(to: root, except: [])
+        self.allocatedSinceCollection = 0
     }
 
     /// The number of live objects, the root included.
@@ -26,8 +36,9 @@ public final class Graph {
     // MARK: - Reading
 
     /// The value at `path`, with objects given as snapshots (`Value.record`, a second visit of the same object as
-    /// `Value.object(id)`). A key that was never set reads as null.
-    /// - Throws: `undefinedKey` for an unknown `$id`, `typeMismatch` for a path through a non-object.
+    /// `Value.object(id)`). A key that was never set reads as null; a computed key is evaluated.
+    /// - Throws: `undefinedKey` for an unknown `$id` or a key a typed class does not declare, `typeMismatch` for a
+    ///   path through a non-object.
     public func get(_ path: KeyPath) throws(GraphError) -> Value {
         self.export(try self.value(at: path))
     }
@@ -38,7 +49,10 @@ public final class Graph {
             throw GraphError.undefinedKey(path: path.prefixDescription(0))
         }
         for (index, key) in path.keys.enumerated() {
-            let value = object.value(forKey: key) ?? .null
+            if !object.objectClass.isOpen && object.objectClass.property(key) == nil {
+                throw GraphError.undefinedKey(path: path.prefixDescription(index + 1))
+            }
+            let value = self.read(object, key)
             if index == path.keys.count - 1 { return value }
             switch value {
             case .object(let id):
@@ -53,8 +67,45 @@ public final class Graph {
         return .object(object.id)
     }
 
+    /// The class of the object at `path` (nil when the path does not lead to an object).
+    public func objectClass(at path: KeyPath) throws(GraphError) -> ObjectClass? {
+        guard case .object(let id) = try self.value(at: path) else { return nil }
+        return self.objects[id]?.objectClass
+    }
+
+    /// The current value of `key` on `object`: computed keys are evaluated, a never-set key is null.
+    func read(_ object: GraphObject, _ key: String) -> Value {
+        if let property = object.objectClass.property(key), case .computed(let computed) = property.kind {
+            return self.evaluate(computed, on: object)
+        }
+        return object.value(forKey: key) ?? .null
+    }
+
+    /// Evaluates a computed key. Reads through object cycles deeper than 64 computed keys give null.
+    func evaluate(_ computed: ComputedProperty, on object: GraphObject) -> Value {
+        guard self.evaluationDepth < 64 else { return .null }
+        self.evaluationDepth += 1
+        defer { self.evaluationDepth -= 1 }
+        return computed.evaluate { path in self.read(relativePath: path, from: object) }
+    }
+
+    /// Reads a dotted key path relative to `object`, leniently: through a missing or non-object value it is null.
+    func read(relativePath path: String, from object: GraphObject) -> Value {
+        var current = object
+        var keys = path.split(separator: ".", omittingEmptySubsequences: false)[...]
+        while let key = keys.popFirst() {
+            let value = self.read(current, String(key))
+            if keys.isEmpty { return value }
+            guard case .object(let id) = value, let next = self.objects[id] else { return .null }
+            current = next
+        }
+        return .object(current.id)
+    }
+
+    // MARK: - Snapshots
+
     /// A detached copy of `value`: live object references become records (with their `id`), and an object met a
-    /// second time stays a reference, so cycles and shared objects terminate.
+    /// second time stays a reference, so cycles and shared objects terminate. Computed keys are not included.
     public func export(_ value: Value) -> Value {
         switch value {
         case .null, .bool, .int, .double, .string, .record:
@@ -93,69 +144,28 @@ public final class Graph {
         }
     }
 
-    // MARK: - Writing
+    // MARK: - Objects
 
-    /// Sets the value at `path`, creating missing or null intermediate objects (like `mkdir -p`), and notifies every
-    /// observer the change reaches before returning. A record becomes a new object.
-    /// - Returns: the seq of this change.
-    /// - Throws: nothing is changed when it throws.
-    @discardableResult
-    public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> UInt64 {
-        guard let last = path.keys.last else {
-            throw GraphError.invalidPath(path: path.description, reason: "a set needs a key to set")
-        }
-        try self.checkStorable(value, path: path, depth: 0)
-        guard var object = self.objects[path.origin] else {
-            throw GraphError.undefinedKey(path: path.prefixDescription(0))
-        }
-        // Walk to the deepest existing object; a missing or null intermediate turns the rest of the path into
-        // nested records, so the whole change is one mutation of one key.
-        for (index, key) in path.keys.dropLast().enumerated() {
-            switch object.value(forKey: key) ?? .null {
-            case .object(let id):
-                object = self.objects[id]!  // invariant: stored references point to live objects
-            case .null:
-                var nested = value
-                for inner in path.keys[(index + 1)...].reversed() {
-                    nested = .record(Record(keys: [inner], values: [nested]))
-                }
-                return self.commitSet(object: object, key: key, value: nested)
-            case let other:
-                throw GraphError.typeMismatch(
-                    path: path.prefixDescription(index + 1), reason: "\(other.typeName) is not an object")
-            }
-        }
-        return self.commitSet(object: object, key: last, value: value)
+    /// Allocates a new object of `objectClass` with its defaults, except for the keys in `except` (which the
+    /// caller is about to set).
+    func makeObject(_ objectClass: ObjectClass, except: Set<String> = []) -> GraphObject {
+        let object = GraphObject(id: self.nextObjectID, objectClass: objectClass)
+        self.nextObjectID += 1
+        self.objects[object.id] = object
+        self.allocatedSinceCollection += 1
+        self.applyDefaults(to: object, except: except)
+        return object
     }
 
-    private func commitSet(object: GraphObject, key: String, value: Value) -> UInt64 {
-        self.commit([Touch(object: object.id, key: key)]) {
-            object.setValue(self.materialize(value), forKey: key)
-        }
-    }
-
-    /// Checks what can be checked before a change: references point to live objects, keys are valid, depth.
-    func checkStorable(_ value: Value, path: KeyPath, depth: Int) throws(GraphError) {
-        if depth > self.maxValueDepth {
-            throw GraphError.tooDeep(path: path.description, limit: self.maxValueDepth)
-        }
-        switch value {
-        case .null, .bool, .int, .string: return
-        case .double(let number):
-            if !number.isFinite {
-                throw GraphError.validationFailed(path: path.description, reason: "number is not finite")
-            }
-        case .array(let elements):
-            for element in elements { try self.checkStorable(element, path: path, depth: depth + 1) }
-        case .object(let id):
-            if self.objects[id] == nil { throw GraphError.undefinedKey(path: "$\(id)") }
-        case .record(let record):
-            for (key, element) in zip(record.keys, record.values) {
-                if key.isEmpty || key.utf8.contains(UInt8(ascii: ".")) || key.utf8.first == UInt8(ascii: "$") {
-                    throw GraphError.invalidPath(
-                        path: path.description, reason: "'\(key)' cannot be a key (empty, '.' or leading '$')")
-                }
-                try self.checkStorable(element, path: path, depth: depth + 1)
+    private func applyDefaults(to object: GraphObject, except: Set<String>) {
+        for property in object.objectClass.properties where !except.contains(property.name) {
+            guard let stored = property.stored, !stored.defaultValue.isNull else { continue }
+            if case .record(let record) = stored.defaultValue, let target = self.model.objectClass(for: stored.type) {
+                var typed = record
+                typed.className = target.name
+                object.setValue(self.materialize(.record(typed)), forKey: property.name)
+            } else {
+                object.setValue(self.materialize(stored.defaultValue), forKey: property.name)
             }
         }
     }
@@ -169,21 +179,13 @@ public final class Graph {
             if !elements.contains(where: \.containsObjects) { return value }
             return .array(elements.map { self.materialize($0) })
         case .record(let record):
-            let object = self.makeObject(ObjectClass.open)
+            let objectClass = record.className.flatMap { self.model.classes[$0] } ?? .open
+            let object = self.makeObject(objectClass, except: Set(record.keys))
             for (key, element) in zip(record.keys, record.values) {
                 object.setValue(self.materialize(element), forKey: key)
             }
             return .object(object.id)
         }
-    }
-
-    /// Allocates a new, empty object.
-    func makeObject(_ objectClass: ObjectClass) -> GraphObject {
-        let object = GraphObject(id: self.nextObjectID, objectClass: objectClass)
-        self.nextObjectID += 1
-        self.objects[object.id] = object
-        self.allocatedSinceCollection += 1
-        return object
     }
 }
 
@@ -195,5 +197,12 @@ extension Value {
         case .object, .record: true
         case .array(let elements): elements.contains(where: \.containsObjects)
         }
+    }
+}
+
+extension Graph {
+    /// A snapshot of the object with `id` (a record), or null when there is no such object.
+    public func get(id: ObjectID) -> Value {
+        self.objects[id] == nil ? .null : self.export(.object(id))
     }
 }

@@ -1,21 +1,5 @@
-// One object in the graph: its identity, its class and its stored values. It knows nothing of observation; the
-// graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
-
-/// An object's class: whether any key may be set (open) or only declared ones (typed, the model layer).
-public final class ObjectClass: Sendable {
-    /// The class name shown by `describe`.
-    public let name: String
-    /// True when any key may be set on instances.
-    public let isOpen: Bool
-
-    public init(name: String, isOpen: Bool) {
-        self.name = name
-        self.isOpen = isOpen
-    }
-
-    /// The class of objects created from JSON objects and of the default root: any key, any value.
-    public static let open = ObjectClass(name: "Object", isOpen: true)
-}
+// One object in the graph: its identity, its class and its stored values. It knows nothing of observation or
+// validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
 
 /// An object in a graph. Loop-owned by whoever owns the graph.
 final class GraphObject {

@@ -50,6 +50,8 @@ public enum Value: Sendable, Hashable {
 public struct Record: Sendable, Hashable {
     /// The object this record was taken from (snapshots only); nil for input records.
     public var id: ObjectID?
+    /// The class a validated input record becomes (set by validation; not part of equality).
+    public internal(set) var className: String?
     /// The keys in insertion order.
     public var keys: [String]
     /// The values, parallel to `keys`.
@@ -64,6 +66,16 @@ public struct Record: Sendable, Hashable {
 
     public init(_ pairs: KeyValuePairs<String, Value>) {
         self.init(keys: pairs.map(\.key), values: pairs.map(\.value))
+    }
+
+    public static func == (lhs: Record, rhs: Record) -> Bool {
+        lhs.id == rhs.id && lhs.keys == rhs.keys && lhs.values == rhs.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.id)
+        hasher.combine(self.keys)
+        hasher.combine(self.values)
     }
 
     /// The value for `key`, or nil when the record has no such key.

@@ -20,7 +20,7 @@ struct KeyValueCodingTests {
 
     @Test func keyPathCreatesIntermediatesLikeMkdirP() throws {
         let graph = Graph()
-        let seq = try graph.set(KeyPath(parsing: "person.address.city"), to: "Lisbon")
+        let seq = try graph.set(KeyPath(parsing: "person.address.city"), to: "Lisbon").seq
         #expect(seq == 1)
         #expect(try graph.get(KeyPath(parsing: "person.address.city")) == "Lisbon")
         guard case .record(let person) = try graph.get(KeyPath(parsing: "person")) else {

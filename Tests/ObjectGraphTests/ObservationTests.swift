@@ -22,7 +22,7 @@ struct ObservationTests {
             #expect(recorder.log.isEmpty)
         }
         recorder.clear()
-        let seq = try graph.set(KeyPath(parsing: "account.openingBalance"), to: 250.0)
+        let seq = try graph.set(KeyPath(parsing: "account.openingBalance"), to: 250.0).seq
         let expectedCount = options.contains(.prior) ? 2 : 1
         #expect(recorder.log.count == expectedCount)
         if options.contains(.prior) {

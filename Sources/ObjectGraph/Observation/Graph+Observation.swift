@@ -11,9 +11,7 @@ extension Graph {
     public func addObservation(
         _ keyPath: KeyPath, options: ObservationOptions, handler: @escaping (Change) -> Void
     ) throws(GraphError) -> (id: ObservationID, initial: Change?) {
-        guard self.objects[keyPath.origin] != nil else {
-            throw GraphError.undefinedKey(path: keyPath.prefixDescription(0))
-        }
+        try self.checkObservable(keyPath)
         let registry = self.registry
         let path: ObservedPath
         if let existing = registry.paths[keyPath] {
@@ -65,33 +63,65 @@ extension Graph {
     // MARK: - Walking observed paths
 
     /// The value an observer of `keyPath` sees now: like `value(at:)`, but a path through a missing object or a
-    /// non-object reads as null instead of failing.
+    /// non-object, or a key a typed class does not declare, reads as null instead of failing.
     func resolve(_ keyPath: KeyPath) -> Value {
         guard var object = self.objects[keyPath.origin] else { return .null }
         guard let last = keyPath.keys.indices.last else { return .object(object.id) }
         for key in keyPath.keys[..<last] {
-            guard case .object(let id) = object.value(forKey: key) ?? .null, let next = self.objects[id] else {
-                return .null
-            }
+            guard case .object(let id) = self.read(object, key), let next = self.objects[id] else { return .null }
             object = next
         }
-        return object.value(forKey: keyPath.keys[last]) ?? .null
+        return self.read(object, keyPath.keys[last])
     }
 
     /// Resolves `keyPath` and records every (object, key) it goes through, marking the last key's as a leaf: a
-    /// change of a leaf changes the value but not the route, so it needs no re-targeting.
+    /// change of a leaf changes the value but not the route, so it needs no re-targeting. A computed key adds the
+    /// triggers of its dependencies, walked from its object (dependent keys, `keyPathsForValuesAffecting<Key>`).
     func walk(_ keyPath: KeyPath, triggers: inout [Touch: Bool]) -> Value {
-        guard var object = self.objects[keyPath.origin] else { return .null }
-        guard let last = keyPath.keys.indices.last else { return .object(object.id) }
-        for (index, key) in keyPath.keys.enumerated() {
+        guard let origin = self.objects[keyPath.origin] else { return .null }
+        var visiting = Set<Touch>()
+        return self.walk(keyPath.keys[...], from: origin, triggers: &triggers, visiting: &visiting)
+    }
+
+    private func walk(
+        _ keys: ArraySlice<String>, from origin: GraphObject, triggers: inout [Touch: Bool], visiting: inout Set<Touch>
+    ) -> Value {
+        var object = origin
+        guard let last = keys.indices.last else { return .object(object.id) }
+        for index in keys.indices {
+            let key = keys[index]
             let touch = Touch(object: object.id, key: key)
             // A key that is both a route and a leaf (cycles: `a.a`) counts as a route.
             triggers[touch] = (triggers[touch] ?? true) && index == last
-            let value = object.value(forKey: key) ?? .null
+            if let computed = object.objectClass.property(key)?.computed, visiting.insert(touch).inserted {
+                for dependency in computed.dependencies {
+                    let dependencyKeys = dependency.split(separator: ".").map(String.init)
+                    _ = self.walk(dependencyKeys[...], from: object, triggers: &triggers, visiting: &visiting)
+                }
+                visiting.remove(touch)
+            }
+            let value = self.read(object, key)
             if index == last { return value }
             guard case .object(let id) = value, let next = self.objects[id] else { return .null }
             object = next
         }
         return .null
+    }
+
+    /// Checks a path an observation is about to follow: every key a typed class on its current route does not
+    /// declare is an `undefinedKey` error (open classes, missing and non-object values are not checked: the path
+    /// may come alive later).
+    func checkObservable(_ keyPath: KeyPath) throws(GraphError) {
+        guard var object = self.objects[keyPath.origin] else {
+            throw GraphError.undefinedKey(path: keyPath.prefixDescription(0))
+        }
+        for (index, key) in keyPath.keys.enumerated() {
+            if key.hasPrefix("@") { return }
+            if !object.objectClass.isOpen && object.objectClass.property(key) == nil {
+                throw GraphError.undefinedKey(path: keyPath.prefixDescription(index + 1))
+            }
+            guard case .object(let id) = self.read(object, key), let next = self.objects[id] else { return }
+            object = next
+        }
     }
 }

@@ -33,19 +33,17 @@ final class ObservedPath {
     /// The triggers currently registered in the index, with whether each is the path's last key.
     var triggers: [Touch: Bool] = [:]
 
-    // Per-commit scratch, valid while `commitMark` equals the commit's number.
+    /// Dedupes paths while a bracket is being opened: equal to the registry's commit counter once seen.
     var commitMark: UInt64 = 0
-    var needsRetarget = false
-    var oldValue: Value = .null
-    var payloadID: UInt64 = 0
+    /// The path's index in the bracket being opened (valid while `commitMark` is current).
+    var bracketIndex = 0
+
+    /// The union of the observers' options, kept current by `observersChanged()`.
+    private(set) var options = ObservationOptions()
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
     }
-
-    /// The union of the observers' options, kept current by `observersChanged()`.
-    private(set) var options = ObservationOptions()
-    var newValue: Value = .null
 
     /// Recomputes what the observers ask for after one was added or removed.
     func observersChanged() {

@@ -1,0 +1,227 @@
+// Key-value coding writes: `set` by key path (creating missing intermediates like `mkdir -p`), with key-value
+// validation against the model (types, coercions, null policy, rules), notification policies and side effects.
+// Everything that can fail is checked before the change, so a failed set changes nothing and notifies nobody.
+
+/// What a successful `set` did.
+public struct SetResult: Sendable, Equatable {
+    /// The seq of the change.
+    public var seq: UInt64
+    /// The value stored when validation changed it (coerced, trimmed, a null replacement); nil when stored as given.
+    public var storedValue: Value?
+}
+
+extension Graph {
+    /// Sets the value at `path` and notifies every observer the change reaches before returning. A record becomes
+    /// a new object (of the declared class where the key is typed). Missing or null intermediates are created.
+    /// - Throws: `undefinedKey`, `readOnly`, `validationFailed`, `nullNotAllowed`, `typeMismatch`, `tooDeep`,
+    ///   `invalidPath`; nothing is changed when it throws.
+    @discardableResult
+    public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> SetResult {
+        let (object, key, prepared) = try self.prepareSet(path, value)
+        var touches = [Touch(object: object.id, key: key.name)]
+        var stored: StoredProperty?
+        if case .stored(let property)? = key.descriptor?.kind { stored = property }
+        let automatic = object.objectClass.automaticallyNotifies(key.name)
+        switch automatic ? stored?.notification ?? .always : .manual {
+        case .always:
+            break
+        case .onChange:
+            // The seeds' Listing 4: notify only when the value really changes.
+            if let current = object.value(forKey: key.name), current == prepared { touches = [] }
+        case .manual:
+            touches = []
+        }
+        if !touches.isEmpty, let effects = stored?.sideEffects {
+            for case .increment(let target, _) in effects { touches.append(Touch(object: object.id, key: target)) }
+        }
+        let seq = self.commit(touches) {
+            object.setValue(self.materialize(prepared), forKey: key.name)
+            guard let effects = stored?.sideEffects, !touches.isEmpty else { return }
+            for case .increment(let target, let amount) in effects {
+                let current: Int64
+                if case .int(let number)? = object.value(forKey: target) { current = number } else { current = 0 }
+                object.setValue(.int(current &+ amount), forKey: target)
+            }
+        }
+        return SetResult(seq: seq, storedValue: prepared == value ? nil : prepared)
+    }
+
+    /// Convenience: `set(KeyPath(parsing: path), to: value)`.
+    @discardableResult
+    public func set(_ path: String, to value: Value) throws(GraphError) -> SetResult {
+        try self.set(KeyPath(parsing: path), to: value)
+    }
+
+    /// Runs key-value validation for `value` at `path` without storing or notifying; returns the value that `set`
+    /// would store.
+    public func validate(_ path: KeyPath, _ value: Value) throws(GraphError) -> Value {
+        try self.prepareSet(path, value).2
+    }
+
+    /// Stores a value without any notification (a manual-notification owner calls this between
+    /// `willChangeValue` and `didChangeValue`). Validation still applies. Takes a seq unless inside a bracket.
+    @discardableResult
+    public func setPrimitiveValue(_ value: Value, forKey key: String, of object: ObjectID) throws(GraphError) -> UInt64 {
+        let (target, property, prepared) = try self.prepareSet(KeyPath(origin: object, keys: [key]), value)
+        return self.commit([]) { target.setValue(self.materialize(prepared), forKey: property.name) }
+    }
+
+    // MARK: - Preparing
+
+    /// The key being set, with its declaration when the class has one.
+    struct SetKey {
+        let name: String
+        let descriptor: PropertyDescriptor?
+    }
+
+    /// Resolves the target object (the deepest existing one) and validates the value for the key being set.
+    private func prepareSet(_ path: KeyPath, _ value: Value) throws(GraphError) -> (GraphObject, SetKey, Value) {
+        guard !path.keys.isEmpty else {
+            throw GraphError.invalidPath(path: path.description, reason: "a set needs a key to set")
+        }
+        guard var object = self.objects[path.origin] else {
+            throw GraphError.undefinedKey(path: path.prefixDescription(0))
+        }
+        for (index, key) in path.keys.enumerated() {
+            let here = path.prefixDescription(index + 1)
+            let descriptor = try self.declaredProperty(key, of: object.objectClass, path: here)
+            if index == path.keys.count - 1 {
+                return (object, SetKey(name: key, descriptor: descriptor), try self.prepare(value, for: descriptor, path: here))
+            }
+            if descriptor?.computed != nil { throw GraphError.readOnly(path: here) }
+            switch self.read(object, key) {
+            case .object(let id):
+                object = self.objects[id]!  // invariant: stored references point to live objects
+            case .null:
+                // A missing or null intermediate: the rest of the path becomes nested records, so the whole change
+                // is one mutation of this key (mkdir -p).
+                var nested = value
+                for inner in path.keys[(index + 1)...].reversed() {
+                    nested = .record(Record(keys: [inner], values: [nested]))
+                }
+                return (object, SetKey(name: key, descriptor: descriptor), try self.prepare(nested, for: descriptor, path: here))
+            case let other:
+                throw GraphError.typeMismatch(path: here, reason: "\(other.typeName) is not an object")
+            }
+        }
+        preconditionFailure("unreachable: the loop returns at the last key")
+    }
+
+    /// The declaration of `key` on `objectClass`; nil on an open class that does not declare it.
+    private func declaredProperty(
+        _ key: String, of objectClass: ObjectClass, path: String
+    ) throws(GraphError) -> PropertyDescriptor? {
+        if let property = objectClass.property(key) { return property }
+        guard objectClass.isOpen else { throw GraphError.undefinedKey(path: path) }
+        return nil
+    }
+
+    /// Validates a value for a key: computed keys are read-only, stored ones validated, undeclared keys of open
+    /// classes take any storable value.
+    private func prepare(_ value: Value, for descriptor: PropertyDescriptor?, path: String) throws(GraphError) -> Value {
+        switch descriptor?.kind {
+        case .computed?:
+            throw GraphError.readOnly(path: path)
+        case .stored(let stored)?:
+            return try self.validate(value, for: stored, path: path, depth: 0)
+        case nil:
+            return try self.prepareUntyped(value, path: path, depth: 0)
+        }
+    }
+
+    /// Key-value validation of one stored property (docs/MODEL.md#validation).
+    func validate(_ value: Value, for stored: StoredProperty, path: String, depth: Int) throws(GraphError) -> Value {
+        var result = value
+        if result.isNull {
+            guard !stored.isNullable else { return .null }
+            switch stored.nullPolicy {
+            case .reject: throw GraphError.nullNotAllowed(path: path)
+            case .replace(let replacement): result = replacement
+            }
+        }
+        do {
+            result = try stored.type.coerce(result)
+            for rule in stored.rules { result = try rule.apply(to: result) }
+            if let validator = stored.validator { result = try validator(result) }
+        } catch {
+            throw GraphError.validationFailed(path: path, reason: error.reason)
+        }
+        return try self.prepareObjects(result, type: stored.type, path: path, depth: depth)
+    }
+
+    /// Checks records and references against a declared type: a record becomes an object of the declared class.
+    private func prepareObjects(_ value: Value, type: PropertyType, path: String, depth: Int) throws(GraphError) -> Value {
+        if depth > self.maxValueDepth { throw GraphError.tooDeep(path: path, limit: self.maxValueDepth) }
+        switch (type, value) {
+        case (.array(let element), .array(let elements)):
+            var prepared: [Value] = []
+            for item in elements { prepared.append(try self.prepareObjects(item, type: element, path: path, depth: depth + 1)) }
+            return .array(prepared)
+        case (.object(let name), .record(let record)):
+            guard let objectClass = self.model.classes[name] else { return value }
+            return .record(try self.prepareRecord(record, as: objectClass, path: path, depth: depth + 1))
+        case (.object(let name), .object(let id)):
+            guard let target = self.objects[id] else { throw GraphError.undefinedKey(path: "$\(id)") }
+            if name != ObjectClass.open.name && target.objectClass.name != name {
+                throw GraphError.validationFailed(
+                    path: path, reason: "expected a \(name), got $\(id), a \(target.objectClass.name)")
+            }
+            return value
+        case (.any, _):
+            return try self.prepareUntyped(value, path: path, depth: depth)
+        default:
+            return value
+        }
+    }
+
+    /// Validates every key of a record against `objectClass` and tags it with the class.
+    private func prepareRecord(
+        _ record: Record, as objectClass: ObjectClass, path: String, depth: Int
+    ) throws(GraphError) -> Record {
+        var prepared = Record(keys: [], values: [])
+        prepared.className = objectClass.name
+        for (key, value) in zip(record.keys, record.values) {
+            let here = "\(path).\(key)"
+            try Self.checkKey(key, path: path)
+            let descriptor = try self.declaredProperty(key, of: objectClass, path: here)
+            let validated: Value
+            switch descriptor?.kind {
+            case .computed?: throw GraphError.readOnly(path: here)
+            case .stored(let stored)?: validated = try self.validate(value, for: stored, path: here, depth: depth)
+            case nil: validated = try self.prepareUntyped(value, path: here, depth: depth)
+            }
+            prepared.keys.append(key)
+            prepared.values.append(validated)
+        }
+        return prepared
+    }
+
+    /// Checks a value for an untyped slot: finite numbers, valid keys, live references, bounded depth. Records
+    /// become open objects.
+    private func prepareUntyped(_ value: Value, path: String, depth: Int) throws(GraphError) -> Value {
+        if depth > self.maxValueDepth { throw GraphError.tooDeep(path: path, limit: self.maxValueDepth) }
+        switch value {
+        case .null, .bool, .int, .string:
+            return value
+        case .double(let number):
+            guard number.isFinite else { throw GraphError.validationFailed(path: path, reason: "number is not finite") }
+            return value
+        case .array(let elements):
+            var prepared: [Value] = []
+            prepared.reserveCapacity(elements.count)
+            for element in elements { prepared.append(try self.prepareUntyped(element, path: path, depth: depth + 1)) }
+            return .array(prepared)
+        case .object(let id):
+            guard self.objects[id] != nil else { throw GraphError.undefinedKey(path: "$\(id)") }
+            return value
+        case .record(let record):
+            return .record(try self.prepareRecord(record, as: .open, path: path, depth: depth + 1))
+        }
+    }
+
+    private static func checkKey(_ key: String, path: String) throws(GraphError) {
+        if key.isEmpty || key.utf8.contains(UInt8(ascii: ".")) || key.utf8.first == UInt8(ascii: "$") {
+            throw GraphError.invalidPath(path: path, reason: "'\(key)' cannot be a key (empty, '.' or leading '$')")
+        }
+    }
+}
