@@ -2,6 +2,13 @@
 // validation against the model (types, coercions, null policy, rules), notification policies and side effects.
 // Everything that can fail is checked before the change, so a failed set changes nothing and notifies nobody.
 
+/// A validated change, ready to commit: the keys it touches and the closure that performs it.
+struct PlannedChange {
+    var mutations: [Mutation]
+    let apply: () -> Void
+    var storedValue: Value?
+}
+
 /// What a successful `set` did.
 public struct SetResult: Sendable, Equatable {
     /// The seq of the change.
@@ -17,6 +24,14 @@ extension Graph {
     ///   `invalidPath`; nothing is changed when it throws.
     @discardableResult
     public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> SetResult {
+        let planned = try self.planSet(path, value)
+        let seq = self.commit(mutations: planned.mutations, apply: planned.apply)
+        return SetResult(seq: seq, storedValue: planned.storedValue)
+    }
+
+    /// Validates a set and describes it: the keys it touches (none under the onChange policy when unchanged, or
+    /// manual notification) and the closure that performs it.
+    func planSet(_ path: KeyPath, _ value: Value) throws(GraphError) -> PlannedChange {
         let (object, key, prepared) = try self.prepareSet(path, value)
         var touches = [Touch(object: object.id, key: key.name)]
         var stored: StoredProperty?
@@ -31,19 +46,19 @@ extension Graph {
         case .manual:
             touches = []
         }
-        if !touches.isEmpty, let effects = stored?.sideEffects {
-            for case .increment(let target, _) in effects { touches.append(Touch(object: object.id, key: target)) }
-        }
-        let seq = self.commit(touches) {
-            object.setValue(self.materialize(prepared), forKey: key.name)
-            guard let effects = stored?.sideEffects, !touches.isEmpty else { return }
-            for case .increment(let target, let amount) in effects {
-                let current: Int64
-                if case .int(let number)? = object.value(forKey: target) { current = number } else { current = 0 }
-                object.setValue(.int(current &+ amount), forKey: target)
-            }
-        }
-        return SetResult(seq: seq, storedValue: prepared == value ? nil : prepared)
+        let effects = touches.isEmpty ? [] : stored?.sideEffects ?? []
+        for case .increment(let target, _) in effects { touches.append(Touch(object: object.id, key: target)) }
+        return PlannedChange(
+            mutations: touches.map { Mutation(touch: $0) },
+            apply: {
+                self.store(self.materialize(prepared), forKey: key.name, in: object)
+                for case .increment(let target, let amount) in effects {
+                    let current: Int64
+                    if case .int(let number)? = object.value(forKey: target) { current = number } else { current = 0 }
+                    self.store(.int(current &+ amount), forKey: target, in: object)
+                }
+            },
+            storedValue: prepared == value ? nil : prepared)
     }
 
     /// Convenience: `set(KeyPath(parsing: path), to: value)`.
@@ -63,7 +78,7 @@ extension Graph {
     @discardableResult
     public func setPrimitiveValue(_ value: Value, forKey key: String, of object: ObjectID) throws(GraphError) -> UInt64 {
         let (target, property, prepared) = try self.prepareSet(KeyPath(origin: object, keys: [key]), value)
-        return self.commit([]) { target.setValue(self.materialize(prepared), forKey: property.name) }
+        return self.commit([]) { self.store(self.materialize(prepared), forKey: property.name, in: target) }
     }
 
     // MARK: - Preparing
@@ -108,7 +123,7 @@ extension Graph {
     }
 
     /// The declaration of `key` on `objectClass`; nil on an open class that does not declare it.
-    private func declaredProperty(
+    func declaredProperty(
         _ key: String, of objectClass: ObjectClass, path: String
     ) throws(GraphError) -> PropertyDescriptor? {
         if let property = objectClass.property(key) { return property }
@@ -150,10 +165,10 @@ extension Graph {
     }
 
     /// Checks records and references against a declared type: a record becomes an object of the declared class.
-    private func prepareObjects(_ value: Value, type: PropertyType, path: String, depth: Int) throws(GraphError) -> Value {
+    func prepareObjects(_ value: Value, type: PropertyType, path: String, depth: Int) throws(GraphError) -> Value {
         if depth > self.maxValueDepth { throw GraphError.tooDeep(path: path, limit: self.maxValueDepth) }
         switch (type, value) {
-        case (.array(let element), .array(let elements)):
+        case (.array(let element), .array(let elements)), (.set(let element), .array(let elements)):
             var prepared: [Value] = []
             for item in elements { prepared.append(try self.prepareObjects(item, type: element, path: path, depth: depth + 1)) }
             return .array(prepared)
@@ -198,7 +213,7 @@ extension Graph {
 
     /// Checks a value for an untyped slot: finite numbers, valid keys, live references, bounded depth. Records
     /// become open objects.
-    private func prepareUntyped(_ value: Value, path: String, depth: Int) throws(GraphError) -> Value {
+    func prepareUntyped(_ value: Value, path: String, depth: Int) throws(GraphError) -> Value {
         if depth > self.maxValueDepth { throw GraphError.tooDeep(path: path, limit: self.maxValueDepth) }
         switch value {
         case .null, .bool, .int, .string:

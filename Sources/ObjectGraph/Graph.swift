@@ -20,6 +20,8 @@ public final class Graph {
     var manualBrackets: [ChangeBracket] = []
     /// Guards computed keys that read each other through object cycles.
     var evaluationDepth = 0
+    /// While a transaction's dry run is under way: how to undo what it wrote.
+    var undoLog: UndoLog?
 
     /// Creates a graph whose root is an object of the model's root class, with its defaults.
     public init(model: Model = .open) {
@@ -49,6 +51,10 @@ public final class Graph {
             throw GraphError.undefinedKey(path: path.prefixDescription(0))
         }
         for (index, key) in path.keys.enumerated() {
+            if key.utf8.first == UInt8(ascii: "@") {
+                throw GraphError.typeMismatch(
+                    path: path.prefixDescription(index + 1), reason: "a collection operator needs a collection")
+            }
             if !object.objectClass.isOpen && object.objectClass.property(key) == nil {
                 throw GraphError.undefinedKey(path: path.prefixDescription(index + 1))
             }
@@ -59,6 +65,14 @@ public final class Graph {
                 object = self.objects[id]!  // invariant: stored references point to live objects
             case .null:
                 return .null  // a null intermediate reads as null
+            case .array(let elements):
+                // A to-many relationship: the rest of the path maps over the elements or is an operator.
+                let next = path.keys[index + 1]
+                if next.utf8.first != UInt8(ascii: "@"), let scalar = elements.first(where: { !$0.isNull && !$0.isObjectReference }) {
+                    throw GraphError.typeMismatch(
+                        path: path.prefixDescription(index + 1), reason: "an array of \(scalar.typeName) has no keys")
+                }
+                return self.evaluate(path.keys[(index + 1)...], from: value)
             default:
                 throw GraphError.typeMismatch(
                     path: path.prefixDescription(index + 1), reason: "\(value.typeName) is not an object")
@@ -87,19 +101,6 @@ public final class Graph {
         self.evaluationDepth += 1
         defer { self.evaluationDepth -= 1 }
         return computed.evaluate { path in self.read(relativePath: path, from: object) }
-    }
-
-    /// Reads a dotted key path relative to `object`, leniently: through a missing or non-object value it is null.
-    func read(relativePath path: String, from object: GraphObject) -> Value {
-        var current = object
-        var keys = path.split(separator: ".", omittingEmptySubsequences: false)[...]
-        while let key = keys.popFirst() {
-            let value = self.read(current, String(key))
-            if keys.isEmpty { return value }
-            guard case .object(let id) = value, let next = self.objects[id] else { return .null }
-            current = next
-        }
-        return .object(current.id)
     }
 
     // MARK: - Snapshots
@@ -163,9 +164,9 @@ public final class Graph {
             if case .record(let record) = stored.defaultValue, let target = self.model.objectClass(for: stored.type) {
                 var typed = record
                 typed.className = target.name
-                object.setValue(self.materialize(.record(typed)), forKey: property.name)
+                self.store(self.materialize(.record(typed)), forKey: property.name, in: object)
             } else {
-                object.setValue(self.materialize(stored.defaultValue), forKey: property.name)
+                self.store(self.materialize(stored.defaultValue), forKey: property.name, in: object)
             }
         }
     }
@@ -182,7 +183,7 @@ public final class Graph {
             let objectClass = record.className.flatMap { self.model.classes[$0] } ?? .open
             let object = self.makeObject(objectClass, except: Set(record.keys))
             for (key, element) in zip(record.keys, record.values) {
-                object.setValue(self.materialize(element), forKey: key)
+                self.store(self.materialize(element), forKey: key, in: object)
             }
             return .object(object.id)
         }
@@ -190,6 +191,12 @@ public final class Graph {
 }
 
 extension Value {
+    /// True for a live object reference.
+    var isObjectReference: Bool {
+        if case .object = self { return true }
+        return false
+    }
+
     /// True when the value is or contains an object (a reference or a record).
     var containsObjects: Bool {
         switch self {

@@ -21,13 +21,15 @@ public enum GraphError: Error, Equatable, Sendable {
     case unknownObservation(ObservationID)
     /// A value is nested deeper than the graph accepts.
     case tooDeep(path: String, limit: Int)
+    /// The arguments of a mutation do not fit together (indexes and values of different lengths, repeats).
+    case invalidArgument(path: String, reason: String)
 
     /// The key path the error is about, when it has one.
     public var path: String? {
         switch self {
         case .invalidPath(let path, _), .undefinedKey(let path), .typeMismatch(let path, _),
             .validationFailed(let path, _), .nullNotAllowed(let path), .readOnly(let path),
-            .indexOutOfRange(let path, _, _), .tooDeep(let path, _):
+            .indexOutOfRange(let path, _, _), .tooDeep(let path, _), .invalidArgument(let path, _):
             path
         case .unknownObservation: nil
         }
@@ -47,6 +49,7 @@ extension GraphError: CustomStringConvertible {
             "index \(index) out of range for '\(path)' (count \(count))"
         case .unknownObservation(let id): "unknown observation \(id)"
         case .tooDeep(let path, let limit): "value for '\(path)' is nested deeper than \(limit)"
+        case .invalidArgument(let path, let reason): "invalid arguments for '\(path)': \(reason)"
         }
     }
 }

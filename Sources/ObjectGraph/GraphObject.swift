@@ -27,6 +27,15 @@ final class GraphObject {
         }
     }
 
+    /// Puts a key back as it was (undo): `previous` nil removes the key.
+    func restore(_ key: String, to previous: Value?) {
+        if let previous {
+            self.setValue(previous, forKey: key)
+        } else if self.storage.removeValue(forKey: key) != nil {
+            self.keys.removeAll { $0 == key }
+        }
+    }
+
     /// The number of stored keys.
     var count: Int { self.keys.count }
 }

@@ -49,7 +49,7 @@ struct KeyValueCodingTests {
         #expect(throws: GraphError.typeMismatch(path: "count", reason: "int is not an object")) {
             try graph.set(KeyPath(parsing: "count.x"), to: 1)
         }
-        #expect(throws: GraphError.typeMismatch(path: "list", reason: "array is not an object")) {
+        #expect(throws: GraphError.typeMismatch(path: "list", reason: "an array of int has no keys")) {
             try graph.get(KeyPath(parsing: "list.x"))
         }
         #expect(graph.seq == 2, "a failed set uses no seq")

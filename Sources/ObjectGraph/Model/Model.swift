@@ -79,7 +79,11 @@ public struct Model: Sendable {
 
     private func checkStored(_ stored: StoredProperty, field: String) throws(ModelError) {
         var type = stored.type
-        while case .array(let element) = type { type = element }
+        while true {
+            if case .array(let element) = type { type = element; continue }
+            if case .set(let element) = type { type = element; continue }
+            break
+        }
         if case .object(let name) = type, self.classes[name] == nil {
             throw ModelError(field: "\(field).type", "unknown class '\(name)'")
         }

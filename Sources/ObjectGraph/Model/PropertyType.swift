@@ -10,8 +10,10 @@ public indirect enum PropertyType: Sendable, Equatable, CustomStringConvertible 
     case string
     /// A to-one relationship to an object of the named class (`Object` is the open class).
     case object(String)
-    /// An array whose elements have the given type.
+    /// An array whose elements have the given type (an ordered to-many relationship when they are objects).
     case array(PropertyType)
+    /// An unordered collection without repeats (stored in insertion order; notified without indexes).
+    case set(PropertyType)
 
     public var description: String {
         switch self {
@@ -22,10 +24,11 @@ public indirect enum PropertyType: Sendable, Equatable, CustomStringConvertible 
         case .string: "string"
         case .object(let name): name
         case .array(let element): "[\(element)]"
+        case .set(let element): "set<\(element)>"
         }
     }
 
-    /// Parses `bool`, `int`, `double`, `string`, `any`, `[T]`, `array<T>` or a class name.
+    /// Parses `bool`, `int`, `double`, `string`, `any`, `[T]`, `array<T>`, `set<T>` or a class name.
     public init?(parsing text: String) {
         switch text {
         case "any": self = .any
@@ -36,6 +39,10 @@ public indirect enum PropertyType: Sendable, Equatable, CustomStringConvertible 
         default:
             if text.hasPrefix("["), text.hasSuffix("]"), let element = PropertyType(parsing: String(text.dropFirst().dropLast())) {
                 self = .array(element)
+            } else if text.hasPrefix("set<"), text.hasSuffix(">"),
+                let element = PropertyType(parsing: String(text.dropFirst(4).dropLast()))
+            {
+                self = .set(element)
             } else if text.hasPrefix("array<"), text.hasSuffix(">"),
                 let element = PropertyType(parsing: String(text.dropFirst(6).dropLast()))
             {

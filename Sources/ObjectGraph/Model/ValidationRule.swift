@@ -60,6 +60,11 @@ extension PropertyType {
                 coerced.append(try element.coerce(item))
             }
             return .array(coerced)
+        case (.set(let element), .array(let elements)):
+            // A set keeps the first of repeated members.
+            var coerced: [Value] = []
+            for item in elements where !item.isNull { coerced.append(try element.coerce(item)) }
+            return .array(CollectionOperator.distinct(coerced))
         default:
             throw ValidationFailure("expected \(self), got \(value.typeName)")
         }

@@ -1,51 +1,75 @@
 // One will/did bracket: the observed paths a change reaches, their values before it, and the observers to notify,
-// in subscription order. Opening a bracket sends the prior notifications; closing it re-targets, reads new values
-// and sends the after notifications in reverse order. Automatic changes open and close one bracket around their
-// mutation; manual notification (`willChangeValue`/`didChangeValue`) nests brackets as the caller does.
+// in order. Opening a bracket sends the prior notifications; closing it re-targets, reads new values and sends the
+// after notifications in reverse order. Automatic changes open and close one bracket around their mutation; manual
+// notification (`willChangeValue`/`didChangeValue`) nests brackets as the caller does.
+//
+// Order: observers go by the first op (of a transaction) that reaches their path, then by subscription; a single
+// change is one op, so that is plain subscription order. Observers of a collection key that the change mutated
+// directly get its kind, indexes and values; everyone else gets a `setting` change with whole values.
 
 /// The state of one open change bracket.
 struct ChangeBracket {
-    let touches: [Touch]
+    let mutations: [Mutation]
     let seq: UInt64
     /// The affected paths, each once.
     var paths: [ObservedPath] = []
-    /// Per path (parallel to `paths`): whether its route changed, its old value, its payload id.
+    /// Per path (parallel to `paths`): whether its route changed, its collection detail, its old value, payload.
     var needsRetarget: [Bool] = []
+    var details: [CollectionDetail?] = []
     var oldValues: [Value] = []
+    var oldDetailValues: [[Value]] = []
     var payloadIDs: [UInt64] = []
-    /// The observers to notify, in subscription order, with the index of their path.
+    /// The observers to notify, in order, with the index of their path.
     var observers: [(observer: Observer, path: Int)] = []
 
     var isEmpty: Bool { self.paths.isEmpty }
 }
 
 extension Graph {
-    /// Finds who a change of `touches` reaches, reads old values and sends prior notifications.
-    func openBracket(_ touches: [Touch], seq: UInt64) -> ChangeBracket {
-        var bracket = ChangeBracket(touches: touches, seq: seq)
+    /// Finds who a change reaches, reads old values and sends prior notifications.
+    func openBracket(_ mutations: [Mutation], seq: UInt64) -> ChangeBracket {
+        var bracket = ChangeBracket(mutations: mutations, seq: seq)
         let registry = self.registry
         guard !registry.triggerIndex.isEmpty else { return bracket }
         registry.commitCounter += 1
         let mark = registry.commitCounter
-        for touch in touches {
-            guard let paths = registry.triggerIndex[touch] else { continue }
+        var firstOps: [Int] = []
+        var directHits: [Int] = []
+        for mutation in mutations {
+            guard let paths = registry.triggerIndex[mutation.touch] else { continue }
             for path in paths {
-                let isRoute = path.triggers[touch] == false
+                let role = path.triggers[mutation.touch] ?? .leaf
                 if path.commitMark != mark {
                     path.commitMark = mark
                     path.bracketIndex = bracket.paths.count
                     bracket.paths.append(path)
-                    bracket.needsRetarget.append(isRoute)
-                } else if isRoute {
-                    bracket.needsRetarget[path.bracketIndex] = true
+                    bracket.needsRetarget.append(role == .route)
+                    bracket.details.append(role == .direct ? mutation.detail : nil)
+                    directHits.append(role == .direct ? 1 : 0)
+                    firstOps.append(mutation.op)
+                } else {
+                    let index = path.bracketIndex
+                    if role == .route { bracket.needsRetarget[index] = true }
+                    if role == .direct {
+                        // Hit directly twice (a transaction): one detail cannot say both, so send whole values.
+                        directHits[index] += 1
+                        bracket.details[index] = directHits[index] == 1 ? mutation.detail : nil
+                    }
                 }
             }
         }
         if bracket.paths.isEmpty { return bracket }
 
-        for path in bracket.paths {
+        for (index, path) in bracket.paths.enumerated() {
             bracket.payloadIDs.append(registry.nextPayloadID())
-            bracket.oldValues.append(path.options.contains(.old) ? self.export(self.resolve(path.keyPath)) : .null)
+            let wantsOld = path.options.contains(.old)
+            if let detail = bracket.details[index] {
+                bracket.oldValues.append(.null)
+                bracket.oldDetailValues.append(wantsOld ? detail.old.map { self.export($0) } : [])
+            } else {
+                bracket.oldValues.append(wantsOld ? self.export(self.resolve(path.keyPath)) : .null)
+                bracket.oldDetailValues.append([])
+            }
         }
         if bracket.paths.count == 1 {
             bracket.observers = bracket.paths[0].observers.map { ($0, 0) }
@@ -53,14 +77,12 @@ extension Graph {
             for (index, path) in bracket.paths.enumerated() {
                 bracket.observers.append(contentsOf: path.observers.map { ($0, index) })
             }
-            bracket.observers.sort { $0.observer.id < $1.observer.id }
+            bracket.observers.sort {
+                (firstOps[$0.path], $0.observer.id) < (firstOps[$1.path], $1.observer.id)
+            }
         }
         for (observer, index) in bracket.observers where observer.options.contains(.prior) && observer.isActive {
-            observer.handler(
-                Change(
-                    observation: observer.id, kind: .setting, isPrior: true, isInitial: false, new: nil,
-                    old: observer.options.contains(.old) ? bracket.oldValues[index] : nil, indexes: nil,
-                    seq: bracket.seq, payloadID: bracket.payloadIDs[index]))
+            observer.handler(self.change(for: observer, bracket, index, isPrior: true, new: .null))
         }
         return bracket
     }
@@ -73,24 +95,49 @@ extension Graph {
         var payloadIDs: [UInt64] = []
         newValues.reserveCapacity(bracket.paths.count)
         for (index, path) in bracket.paths.enumerated() {
+            let wantsNew = path.options.contains(.new)
             let value: Value
             if bracket.needsRetarget[index] {
-                var triggers: [Touch: Bool] = [:]
+                var triggers: [Touch: TriggerRole] = [:]
                 value = self.walk(path.keyPath, triggers: &triggers)
                 registry.setTriggers(triggers, for: path)
+            } else if let detail = bracket.details[index] {
+                value = wantsNew ? .array(detail.new) : .null
             } else {
-                value = path.options.contains(.new) ? self.resolve(path.keyPath) : .null
+                value = wantsNew ? self.resolve(path.keyPath) : .null
             }
-            newValues.append(path.options.contains(.new) ? self.export(value) : .null)
+            if let detail = bracket.details[index] {
+                newValues.append(wantsNew ? .array(detail.new.map { self.export($0) }) : .null)
+            } else {
+                newValues.append(wantsNew ? self.export(value) : .null)
+            }
             payloadIDs.append(registry.nextPayloadID())
         }
         for (observer, index) in bracket.observers.reversed() where observer.isActive {
-            observer.handler(
-                Change(
-                    observation: observer.id, kind: .setting, isPrior: false, isInitial: false,
-                    new: observer.options.contains(.new) ? newValues[index] : nil,
-                    old: observer.options.contains(.old) ? bracket.oldValues[index] : nil, indexes: nil,
-                    seq: bracket.seq, payloadID: payloadIDs[index]))
+            var change = self.change(for: observer, bracket, index, isPrior: false, new: newValues[index])
+            change.payloadID = payloadIDs[index]
+            observer.handler(change)
         }
+    }
+
+    /// The notification one observer gets, shaped by its options and by the collection detail when it has one.
+    private func change(
+        for observer: Observer, _ bracket: ChangeBracket, _ index: Int, isPrior: Bool, new: Value
+    ) -> Change {
+        let options = observer.options
+        guard let detail = bracket.details[index] else {
+            return Change(
+                observation: observer.id, kind: .setting, isPrior: isPrior, isInitial: false,
+                new: !isPrior && options.contains(.new) ? new : nil,
+                old: options.contains(.old) ? bracket.oldValues[index] : nil, indexes: nil, seq: bracket.seq,
+                payloadID: bracket.payloadIDs[index])
+        }
+        // An insertion has no old, a removal no new; values are always arrays.
+        let hasOld = detail.kind != .insertion && options.contains(.old)
+        let hasNew = !isPrior && detail.kind != .removal && options.contains(.new)
+        return Change(
+            observation: observer.id, kind: detail.kind, isPrior: isPrior, isInitial: false,
+            new: hasNew ? new : nil, old: hasOld ? .array(bracket.oldDetailValues[index]) : nil,
+            indexes: detail.indexes, seq: bracket.seq, payloadID: bracket.payloadIDs[index])
     }
 }

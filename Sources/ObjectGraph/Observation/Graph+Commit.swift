@@ -11,11 +11,16 @@ extension Graph {
     ///   - touches: every (object, key) the mutation changes, known before it runs.
     ///   - apply: performs the mutation; it must not fail (validate first).
     func commit(_ touches: [Touch], apply: () -> Void) -> UInt64 {
+        self.commit(mutations: touches.map { Mutation(touch: $0) }, apply: apply)
+    }
+
+    /// Applies a mutation described by `mutations` (with collection details) and notifies; returns the seq.
+    func commit(mutations: [Mutation], apply: () -> Void) -> UInt64 {
         let seq = self.takeSeq()
-        if touches.isEmpty {
+        if mutations.isEmpty {
             apply()
         } else {
-            let bracket = self.openBracket(touches, seq: seq)
+            let bracket = self.openBracket(mutations, seq: seq)
             apply()
             self.closeBracket(bracket)
         }
@@ -40,7 +45,7 @@ extension Graph {
             self.seq += 1
             return self.seq
         }()
-        self.manualBrackets.append(self.openBracket([Touch(object: object, key: key)], seq: seq))
+        self.manualBrackets.append(self.openBracket([Mutation(touch: Touch(object: object, key: key))], seq: seq))
     }
 
     /// Closes the innermost manual bracket (`didChangeValueForKey:`): re-targets, reads new values and sends after
@@ -50,7 +55,7 @@ extension Graph {
             preconditionFailure("didChangeValue(forKey: \(key)) without a matching willChangeValue")
         }
         precondition(
-            bracket.touches == [Touch(object: object, key: key)],
+            bracket.mutations.map(\.touch) == [Touch(object: object, key: key)],
             "didChangeValue(forKey: \(key)) does not match the innermost willChangeValue")
         self.closeBracket(bracket)
         if self.manualBrackets.isEmpty { self.collectGarbageIfNeeded() }

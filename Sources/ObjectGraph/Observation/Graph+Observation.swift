@@ -18,7 +18,7 @@ extension Graph {
             path = existing
         } else {
             path = ObservedPath(keyPath: keyPath)
-            var triggers: [Touch: Bool] = [:]
+            var triggers: [Touch: TriggerRole] = [:]
             _ = self.walk(keyPath, triggers: &triggers)
             registry.setTriggers(triggers, for: path)
             registry.paths[keyPath] = path
@@ -61,52 +61,6 @@ extension Graph {
     }
 
     // MARK: - Walking observed paths
-
-    /// The value an observer of `keyPath` sees now: like `value(at:)`, but a path through a missing object or a
-    /// non-object, or a key a typed class does not declare, reads as null instead of failing.
-    func resolve(_ keyPath: KeyPath) -> Value {
-        guard var object = self.objects[keyPath.origin] else { return .null }
-        guard let last = keyPath.keys.indices.last else { return .object(object.id) }
-        for key in keyPath.keys[..<last] {
-            guard case .object(let id) = self.read(object, key), let next = self.objects[id] else { return .null }
-            object = next
-        }
-        return self.read(object, keyPath.keys[last])
-    }
-
-    /// Resolves `keyPath` and records every (object, key) it goes through, marking the last key's as a leaf: a
-    /// change of a leaf changes the value but not the route, so it needs no re-targeting. A computed key adds the
-    /// triggers of its dependencies, walked from its object (dependent keys, `keyPathsForValuesAffecting<Key>`).
-    func walk(_ keyPath: KeyPath, triggers: inout [Touch: Bool]) -> Value {
-        guard let origin = self.objects[keyPath.origin] else { return .null }
-        var visiting = Set<Touch>()
-        return self.walk(keyPath.keys[...], from: origin, triggers: &triggers, visiting: &visiting)
-    }
-
-    private func walk(
-        _ keys: ArraySlice<String>, from origin: GraphObject, triggers: inout [Touch: Bool], visiting: inout Set<Touch>
-    ) -> Value {
-        var object = origin
-        guard let last = keys.indices.last else { return .object(object.id) }
-        for index in keys.indices {
-            let key = keys[index]
-            let touch = Touch(object: object.id, key: key)
-            // A key that is both a route and a leaf (cycles: `a.a`) counts as a route.
-            triggers[touch] = (triggers[touch] ?? true) && index == last
-            if let computed = object.objectClass.property(key)?.computed, visiting.insert(touch).inserted {
-                for dependency in computed.dependencies {
-                    let dependencyKeys = dependency.split(separator: ".").map(String.init)
-                    _ = self.walk(dependencyKeys[...], from: object, triggers: &triggers, visiting: &visiting)
-                }
-                visiting.remove(touch)
-            }
-            let value = self.read(object, key)
-            if index == last { return value }
-            guard case .object(let id) = value, let next = self.objects[id] else { return .null }
-            object = next
-        }
-        return .null
-    }
 
     /// Checks a path an observation is about to follow: every key a typed class on its current route does not
     /// declare is an `undefinedKey` error (open classes, missing and non-object values are not checked: the path

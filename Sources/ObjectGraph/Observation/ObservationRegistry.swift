@@ -16,7 +16,7 @@ final class ObservationRegistry {
     }
 
     /// Replaces the triggers of `path` with `newTriggers`, touching the index only where they differ.
-    func setTriggers(_ newTriggers: [Touch: Bool], for path: ObservedPath) {
+    func setTriggers(_ newTriggers: [Touch: TriggerRole], for path: ObservedPath) {
         for touch in path.triggers.keys where newTriggers[touch] == nil {
             self.unindex(touch, path)
         }

@@ -1,0 +1,91 @@
+// Atomic transactions: many mutations validated and applied all-or-nothing as one change with one seq. A dry run
+// applies the ops in order (each validated against the state the previous ones left) while an undo log records
+// every write; it is then rolled back whatever happened. On success the ops are replayed inside one change bracket:
+// prior notifications for every affected key first (in op order, then subscription order), then the changes, then
+// after notifications in reverse — each observer once per key, however many ops touch it.
+
+/// One operation of a transaction.
+public enum TransactionOp: Sendable, Equatable {
+    case set(KeyPath, Value)
+    case mutate(KeyPath, CollectionMutation)
+}
+
+/// A transaction that failed: which op, and why. Nothing was changed and nobody was notified.
+public struct TransactionError: Error, Equatable, Sendable {
+    /// The 0-based index of the failing op.
+    public var op: Int
+    public var error: GraphError
+
+    public init(op: Int, error: GraphError) {
+        self.op = op
+        self.error = error
+    }
+}
+
+/// What a dry run wrote, so it can be undone.
+final class UndoLog {
+    /// Objects with an id from here on were created by the dry run.
+    let firstNewID: ObjectID
+    let allocatedSinceCollection: Int
+    var entries: [(object: GraphObject, key: String, previous: Value?)] = []
+
+    init(firstNewID: ObjectID, allocatedSinceCollection: Int) {
+        self.firstNewID = firstNewID
+        self.allocatedSinceCollection = allocatedSinceCollection
+    }
+}
+
+extension Graph {
+    /// Runs `ops` as one atomic change and returns its seq.
+    /// - Throws: `TransactionError` naming the first op that failed; then nothing changed.
+    @discardableResult
+    public func transaction(_ ops: [TransactionOp]) throws(TransactionError) -> UInt64 {
+        precondition(self.undoLog == nil, "transactions do not nest")
+        let log = UndoLog(firstNewID: self.nextObjectID, allocatedSinceCollection: self.allocatedSinceCollection)
+        self.undoLog = log
+        var mutations: [Mutation] = []
+        var failure: TransactionError?
+        for (index, op) in ops.enumerated() {
+            do {
+                let planned = try self.plan(op)
+                planned.apply()
+                mutations.append(contentsOf: planned.mutations.map { Mutation(touch: $0.touch, op: index, detail: $0.detail) })
+            } catch {
+                failure = TransactionError(op: index, error: error)
+                break
+            }
+        }
+        self.rollBack(log)
+        if let failure { throw failure }
+        return self.commit(mutations: mutations) {
+            for op in ops {
+                // The dry run proved every op valid in this order from this state, so replaying cannot fail.
+                guard let planned = try? self.plan(op) else { preconditionFailure("transaction replay diverged") }
+                planned.apply()
+            }
+        }
+    }
+
+    private func plan(_ op: TransactionOp) throws(GraphError) -> PlannedChange {
+        switch op {
+        case .set(let path, let value): try self.planSet(path, value)
+        case .mutate(let path, let mutation): try self.planMutation(path, mutation)
+        }
+    }
+
+    /// Writes a value; during a dry run, remembers how to undo it (objects the dry run created need no undo).
+    func store(_ value: Value, forKey key: String, in object: GraphObject) {
+        if let log = self.undoLog, object.id < log.firstNewID {
+            log.entries.append((object, key, object.value(forKey: key)))
+        }
+        object.setValue(value, forKey: key)
+    }
+
+    private func rollBack(_ log: UndoLog) {
+        for entry in log.entries.reversed() { entry.object.restore(entry.key, to: entry.previous) }
+        for id in log.firstNewID..<self.nextObjectID { self.objects[id] = nil }
+        self.nextObjectID = log.firstNewID
+        self.allocatedSinceCollection = log.allocatedSinceCollection
+        self.undoLog = nil
+    }
+}
