@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .library(name: "WireProtocol", targets: ["WireProtocol"]),
+        .library(name: "ModelFile", targets: ["ModelFile"]),
         .library(name: "KVOClient", targets: ["KVOClient"]),
         .executable(name: "kvod", targets: ["kvod"]),
         .executable(name: "kvoctl", targets: ["kvoctl"]),
@@ -33,15 +34,19 @@ let package = Package(
         // The only module that imports CLibUV.
         .target(name: "UVLoop", dependencies: ["CLibUV"], swiftSettings: strict),
         // Pure: no I/O, no loop, no clock.
-        .target(name: "ObjectGraph", swiftSettings: strict),
+        .target(name: "ObjectGraph", exclude: ["Expression/README.md"], swiftSettings: strict),
         // Pure: bytes <-> JSON values and JSON-RPC messages.
         .target(name: "WireProtocol", swiftSettings: strict),
+        // Model files (docs/MODEL.md): JSON declarations of classes, loaded into an ObjectGraph model.
+        .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
         .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
         .target(
             name: "KVOServer", dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", logging],
             swiftSettings: strict),
-        .executableTarget(name: "kvod", dependencies: ["KVOServer", argumentParser, logging], swiftSettings: strict),
+        .executableTarget(
+            name: "kvod", dependencies: ["KVOServer", "ModelFile", argumentParser, logging],
+            resources: [.embedInCode("default-model.json")], swiftSettings: strict),
         .executableTarget(
             name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
         // The load generator (Benchmarks/README.md); never part of the test suite.
@@ -52,6 +57,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol"]),
+        .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
         .testTarget(name: "KVOServerTests", dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol"]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),

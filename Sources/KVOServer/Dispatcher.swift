@@ -96,6 +96,11 @@ final class Dispatcher {
         case "ping": try self.ping(request, on: connection)
         case "hello": try self.hello(request, on: connection)
         case "observers": try self.observers(request, on: connection)
+        case "validate": try self.validate(request, on: connection)
+        case "describe": try self.describe(request, on: connection)
+        case "insert", "remove", "replace", "union", "minus", "intersect", "setMembers":
+            try self.collectionMutation(request, on: connection)
+        case "transaction": try self.transaction(request, on: connection)
         default:
             self.server.countRequest(isMutation: false)
             throw RPCError(.methodNotFound, "method not found: \(request.method)")

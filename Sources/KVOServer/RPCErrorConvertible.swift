@@ -47,9 +47,25 @@ extension GraphError: RPCErrorConvertible {
         case .unknownObservation(let id):
             data["subscription"] = .int(Int64(id))
             return RPCError(.unknownSubscription, "unknown subscription \(id)", data: .object(data))
+        case .invalidArgument(_, let reason):
+            data["reason"] = .string(reason)
+            return RPCError(.invalidParams, message, data: .object(data))
         case .tooDeep(_, let limit):
             data["limit"] = .int(Int64(limit))
             return RPCError(.limitExceeded, message, data: .object(data))
         }
+    }
+}
+
+extension TransactionError: RPCErrorConvertible {
+    /// The failing op's error, with `data.op` its 0-based index.
+    var rpcError: RPCError {
+        var error = self.error.rpcError
+        var data: JSONObject
+        if case .object(let object)? = error.data { data = object } else { data = JSONObject() }
+        data["op"] = .int(Int64(self.op))
+        error.data = .object(data)
+        error.message = "op \(self.op): \(error.message)"
+        return error
     }
 }

@@ -69,6 +69,24 @@ extension Value {
         }
     }
 
+    /// The value as a JSON tree, for slow paths (describe) that build results as trees.
+    var jsonValue: JSONValue {
+        switch self {
+        case .null: return .null
+        case .bool(let flag): return .bool(flag)
+        case .int(let number): return .int(number)
+        case .double(let number): return .double(number)
+        case .string(let text): return .string(text)
+        case .array(let elements): return .array(elements.map(\.jsonValue))
+        case .object(let id): return .object(JSONObject(["$ref": .int(Int64(id))]))
+        case .record(let record):
+            var object = JSONObject()
+            if let id = record.id { object["$id"] = .int(Int64(id)) }
+            for (key, value) in zip(record.keys, record.values) { object[key] = value.jsonValue }
+            return .object(object)
+        }
+    }
+
     private static let nullBytes = Array("null".utf8)
     private static let trueBytes = Array("true".utf8)
     private static let falseBytes = Array("false".utf8)

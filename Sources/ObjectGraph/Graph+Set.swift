@@ -32,7 +32,13 @@ extension Graph {
     /// Validates a set and describes it: the keys it touches (none under the onChange policy when unchanged, or
     /// manual notification) and the closure that performs it.
     func planSet(_ path: KeyPath, _ value: Value) throws(GraphError) -> PlannedChange {
-        let (object, key, prepared) = try self.prepareSet(path, value)
+        let (object, key, prepared, wrapped) = try self.prepareSet(path, value)
+        // What validation made of the value itself: created intermediates wrap it in one-key records.
+        var leaf = prepared
+        for _ in 0..<wrapped {
+            guard case .record(let record) = leaf, let inner = record.values.first else { break }
+            leaf = inner
+        }
         var touches = [Touch(object: object.id, key: key.name)]
         var stored: StoredProperty?
         if case .stored(let property)? = key.descriptor?.kind { stored = property }
@@ -58,7 +64,7 @@ extension Graph {
                     self.store(.int(current &+ amount), forKey: target, in: object)
                 }
             },
-            storedValue: prepared == value ? nil : prepared)
+            storedValue: leaf == value ? nil : leaf)
     }
 
     /// Convenience: `set(KeyPath(parsing: path), to: value)`.
@@ -70,14 +76,14 @@ extension Graph {
     /// Runs key-value validation for `value` at `path` without storing or notifying; returns the value that `set`
     /// would store.
     public func validate(_ path: KeyPath, _ value: Value) throws(GraphError) -> Value {
-        try self.prepareSet(path, value).2
+        try self.prepareSet(path, value).value
     }
 
     /// Stores a value without any notification (a manual-notification owner calls this between
     /// `willChangeValue` and `didChangeValue`). Validation still applies. Takes a seq unless inside a bracket.
     @discardableResult
     public func setPrimitiveValue(_ value: Value, forKey key: String, of object: ObjectID) throws(GraphError) -> UInt64 {
-        let (target, property, prepared) = try self.prepareSet(KeyPath(origin: object, keys: [key]), value)
+        let (target, property, prepared, _) = try self.prepareSet(KeyPath(origin: object, keys: [key]), value)
         return self.commit([]) { self.store(self.materialize(prepared), forKey: property.name, in: target) }
     }
 
@@ -89,8 +95,11 @@ extension Graph {
         let descriptor: PropertyDescriptor?
     }
 
-    /// Resolves the target object (the deepest existing one) and validates the value for the key being set.
-    private func prepareSet(_ path: KeyPath, _ value: Value) throws(GraphError) -> (GraphObject, SetKey, Value) {
+    /// Resolves the target object (the deepest existing one) and validates the value for the key being set;
+    /// `wrapped` counts the records wrapped around the value for intermediates that do not exist yet.
+    private func prepareSet(
+        _ path: KeyPath, _ value: Value
+    ) throws(GraphError) -> (object: GraphObject, key: SetKey, value: Value, wrapped: Int) {
         guard !path.keys.isEmpty else {
             throw GraphError.invalidPath(path: path.description, reason: "a set needs a key to set")
         }
@@ -101,7 +110,7 @@ extension Graph {
             let here = path.prefixDescription(index + 1)
             let descriptor = try self.declaredProperty(key, of: object.objectClass, path: here)
             if index == path.keys.count - 1 {
-                return (object, SetKey(name: key, descriptor: descriptor), try self.prepare(value, for: descriptor, path: here))
+                return (object, SetKey(name: key, descriptor: descriptor), try self.prepare(value, for: descriptor, path: here), 0)
             }
             if descriptor?.computed != nil { throw GraphError.readOnly(path: here) }
             switch self.read(object, key) {
@@ -114,7 +123,8 @@ extension Graph {
                 for inner in path.keys[(index + 1)...].reversed() {
                     nested = .record(Record(keys: [inner], values: [nested]))
                 }
-                return (object, SetKey(name: key, descriptor: descriptor), try self.prepare(nested, for: descriptor, path: here))
+                let prepared = try self.prepare(nested, for: descriptor, path: here)
+                return (object, SetKey(name: key, descriptor: descriptor), prepared, path.keys.count - 1 - index)
             case let other:
                 throw GraphError.typeMismatch(path: here, reason: "\(other.typeName) is not an object")
             }

@@ -119,3 +119,15 @@ struct ConnectionOptions: ParsableArguments {
 func parseJSONOrString(_ text: String) -> JSONValue {
     (try? JSONParser.parse(text)) ?? .string(text)
 }
+
+extension ConnectionOptions {
+    /// Connects, calls `method` with `params`, and returns the result; failures become exit statuses.
+    func call(_ method: String, _ params: JSONValue?) throws(ExitCode) -> JSONValue {
+        let client = try self.connect()
+        do {
+            return try client.call(method, params)
+        } catch {
+            throw self.report(error)
+        }
+    }
+}

@@ -23,6 +23,9 @@ struct KVOCtl: ParsableCommand {
               kvoctl set person.address '{"city":"Paris"}'
               kvoctl get person.address.city      # prints "Paris"
               kvoctl watch person.address.city --old --new --count 1
+              kvoctl watch labColor.color --prior --old --new --format text
+              kvoctl insert department.employees '{"name":"Ada","salary":100}'
+              kvoctl describe labColor
               printf 'get person.name\\nping\\n' | kvoctl -
 
             ENVIRONMENT:
@@ -30,7 +33,10 @@ struct KVOCtl: ParsableCommand {
 
             \(KVOCtlExitCode.helpText)
             """,
-        subcommands: [Get.self, Set.self, Watch.self, Ping.self, Hello.self, Script.self]
+        subcommands: [
+            Get.self, Set.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
+            Describe.self, Observers.self, Ping.self, Hello.self, Script.self,
+        ]
     )
 
     /// Ignores SIGPIPE (a vanished peer becomes an EPIPE error, not a silent death), then runs the parsed command.

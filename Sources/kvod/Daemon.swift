@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import KVOServer
+import ModelFile
 import Logging
 import ObjectGraph
 import UVLoop
@@ -30,6 +31,14 @@ struct Daemon: ParsableCommand {
     @Option(help: ArgumentHelp("The TCP port to listen on; 0 picks a free one (env KVOD_PORT).", valueName: "port"))
     var port: String = ProcessInfo.processInfo.environment["KVOD_PORT"] ?? "7070"
 
+    @Option(help: ArgumentHelp(
+        "A model file declaring the classes to serve (docs/MODEL.md); default: the embedded seed model.",
+        valueName: "file"))
+    var model: String?
+
+    @Flag(help: "Serve an empty open root (any key, any value) instead of the default model.")
+    var empty = false
+
     @Option(help: ArgumentHelp("The longest request line accepted, in bytes.", valueName: "bytes"))
     var maxLineBytes: Int = Limits().maxLineBytes
 
@@ -42,6 +51,9 @@ struct Daemon: ParsableCommand {
         }
         guard Logger.Level(rawValue: self.logLevel) != nil else {
             throw ValidationError("unknown log level '\(self.logLevel)'")
+        }
+        if self.empty && self.model != nil {
+            throw ValidationError("--empty and --model exclude each other")
         }
         guard self.maxLineBytes >= 1024 else {
             throw ValidationError("--max-line-bytes must be at least 1024")
@@ -59,17 +71,24 @@ struct Daemon: ParsableCommand {
         limits.maxLineBytes = self.maxLineBytes
         let configuration = ServerConfiguration(host: self.host, port: Int(self.port) ?? 7070, limits: limits)
         // ArgumentParser calls run() on the main thread, which is the loop's thread: the main actor.
-        let status = MainActor.assumeIsolated { Self.serve(configuration) }
+        let loaded: (model: Model, name: String)
+        do {
+            loaded = self.empty ? (Model.open, "empty") : try ModelSource.load(path: self.model)
+        } catch {
+            Self.fail("\(error)")
+            throw ExitCode(1)
+        }
+        let status = MainActor.assumeIsolated { Self.serve(configuration, model: loaded.model, modelName: loaded.name) }
         if status != 0 { throw ExitCode(status) }
     }
 
     /// Runs the server until a signal stops it; returns the process exit status.
     @MainActor
-    private static func serve(_ configuration: ServerConfiguration) -> Int32 {
+    private static func serve(_ configuration: ServerConfiguration, model: Model, modelName: String) -> Int32 {
         let logger = Logger(label: "kvod")
         do {
             let loop = try EventLoop()
-            let graph = DefaultModel.makeGraph()
+            let graph = Graph(model: model)
             let server = Server(configuration: configuration, graph: graph, loop: loop, logger: logger)
             let address: String
             do {
@@ -89,7 +108,7 @@ struct Daemon: ParsableCommand {
             logger.info(
                 "kvod started",
                 metadata: [
-                    "version": "\(KVODVersion.current)", "address": "\(address)", "model": "default",
+                    "version": "\(KVODVersion.current)", "address": "\(address)", "model": "\(modelName)",
                     "storage": "in memory (no data directory)",
                 ])
             Self.announce("kvod listening on \(address)\n")

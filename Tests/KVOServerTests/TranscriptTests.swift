@@ -2,6 +2,8 @@
 // code. Transcript lines: {"conn":"A","send":JSON} sends a message; {"conn":"A","sendText":"..."} sends raw text;
 // {"conn":"A","recv":JSON} expects the next message on that connection to equal JSON (object member order aside);
 // {"conn":"A","recvMatch":JSON} expects it to contain JSON (extra members allowed); {"comment":"..."} is prose.
+// kvod serves an empty open root (`--empty`) unless the first line is {"kvod": [ARGS]}: then it runs with ARGS
+// (`[]` is the embedded default model).
 import Foundation
 import KVOClient
 import TestSupport
@@ -25,12 +27,17 @@ struct TranscriptTests {
     @Test("transcript replays against a live kvod", arguments: TranscriptTests.transcripts)
     func replay(_ name: String) throws {
         let text = try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8)
-        let server = try KVODProcess.start()
+        let lines = text.split(separator: "\n").filter { !$0.isEmpty }
+        var arguments: [String]?
+        if let first = lines.first, case .array(let items)? = try JSONParser.parse(String(first))["kvod"] {
+            arguments = items.compactMap(\.stringValue)
+        }
+        let server = try arguments.map { try KVODProcess.start($0, defaultModel: true) } ?? KVODProcess.start()
         var peers: [String: Peer] = [:]
-        for (number, line) in text.split(separator: "\n").enumerated() where !line.isEmpty {
+        for (number, line) in lines.enumerated() {
             let step = try JSONParser.parse(String(line))
             let context = "\(name):\(number + 1)"
-            if step["comment"] != nil { continue }
+            if step["comment"] != nil || step["kvod"] != nil { continue }
             guard case .string(let name)? = step["conn"] else {
                 Issue.record("\(context): no conn")
                 continue

@@ -25,11 +25,16 @@ public final class KVODProcess: @unchecked Sendable {
     }
 
     /// Launches `kvod --host 127.0.0.1 --port 0` plus `extraArguments` and waits (at most `timeout`) for its
-    /// `kvod listening on HOST:PORT` line on stdout. Throws `binaryNotFound` when kvod was not built, and
-    /// `kvodNotReady` (with kvod's output) when it exits or stays silent.
-    public static func start(_ extraArguments: [String] = [], timeout: Duration = .seconds(10)) throws -> KVODProcess {
+    /// `kvod listening on HOST:PORT` line on stdout. Unless the arguments name a model (`--model`) or
+    /// `defaultModel` is true, kvod serves an empty open root (`--empty`), so protocol tests own every key.
+    /// Throws `binaryNotFound` when kvod was not built, and `kvodNotReady` (with kvod's output) when it exits or
+    /// stays silent.
+    public static func start(
+        _ extraArguments: [String] = [], defaultModel: Bool = false, timeout: Duration = .seconds(10)
+    ) throws -> KVODProcess {
         let executable = try existingBinaryURL(named: "kvod")
-        let command = try RunningCommand(executable, ["--host", "127.0.0.1", "--port", "0"] + extraArguments)
+        let model = defaultModel || extraArguments.contains("--model") || extraArguments.contains("--empty") ? [] : ["--empty"]
+        let command = try RunningCommand(executable, ["--host", "127.0.0.1", "--port", "0"] + model + extraArguments)
         var endpoint: (host: String, port: Int)?
         command.stdout.wait(timeout: timeout) { text in
             endpoint = Self.listeningEndpoint(in: text)

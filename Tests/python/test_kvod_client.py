@@ -365,7 +365,7 @@ def kvod(tmp_path_factory, schemas):
     log_path = tmp_path_factory.mktemp("kvod") / "kvod.stderr.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(binary), "--host", "127.0.0.1", "--port", "0"],
+            [str(binary), "--host", "127.0.0.1", "--port", "0", "--empty"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,

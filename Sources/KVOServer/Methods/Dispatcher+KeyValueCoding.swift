@@ -25,11 +25,29 @@ extension Dispatcher {
         let path = try KeyPath(parsing: params.string("path"))
         let value = Value(json: try params.required("value"))
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
-        let seq = try self.server.graph.set(path, to: value)
+        let result = try self.server.graph.set(path, to: value)
         self.server.countRequest(isMutation: true)
         self.writeResult {
             $0.append(contentsOf: #"{"seq":"#.utf8)
-            JSONWriter.appendInt(Int64(seq), to: &$0)
+            JSONWriter.appendInt(Int64(result.seq), to: &$0)
+            if let stored = result.storedValue {
+                // Validation stored something else than was sent (coerced, trimmed, a null replacement).
+                $0.append(contentsOf: #","value":"#.utf8)
+                stored.appendJSON(to: &$0)
+            }
+            $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    func validate(_ request: RPCRequest, on connection: Connection) throws {
+        self.server.countRequest(isMutation: false)
+        let params = Params(request.params, names: ["path", "value"], method: "validate")
+        try params.rejectUnknown()
+        let path = try KeyPath(parsing: params.string("path"))
+        let value = try self.server.graph.validate(path, Value(json: try params.required("value")))
+        self.writeResult {
+            $0.append(contentsOf: #"{"value":"#.utf8)
+            value.appendJSON(to: &$0)
             $0.append(UInt8(ascii: "}"))
         }
     }

@@ -47,6 +47,9 @@ extension KVOCtl {
         @Option(help: "Exit 0 after printing this many notifications.")
         var count: Int?
 
+        @Option(help: "json (one params object per line, the default) or text (one readable line per notification).")
+        var format: OutputFormat = .json
+
         /// Rejects invalid values with a ValidationError (exit status 64).
         func validate() throws {
             if let count = self.count, count < 1 {
@@ -59,6 +62,33 @@ extension KVOCtl {
             let flagged = [("new", self.new), ("old", self.old), ("initial", self.initial), ("prior", self.prior)]
                 .filter(\.1).map(\.0)
             return flagged.isEmpty ? ["new"] : flagged
+        }
+
+        /// One readable line: `seq 7 list insertion at [1, 4]: new ["x","y"]`, `seq 8 name will change (old "a")`.
+        static func text(_ params: JSONValue) -> String {
+            let seq = params["seq"]?.intValue.map(String.init) ?? "?"
+            let path = params["path"]?.stringValue ?? "?"
+            let kind = params["kind"]?.stringValue ?? "setting"
+            var line = "seq \(seq) \(path)"
+            if params["initial"] == true {
+                line += " initially"
+            } else if params["prior"] == true {
+                line += " will change (\(kind))"
+            } else {
+                line += " \(kind)"
+            }
+            if let indexes = params["indexes"]?.arrayValue {
+                line += " at [" + indexes.map { $0.intValue.map(String.init) ?? "?" }.joined(separator: ", ") + "]"
+            }
+            var parts: [String] = []
+            if let old = params["old"] { parts.append("old \(JSONWriter.encodeString(old))") }
+            if let new = params["new"] { parts.append("new \(JSONWriter.encodeString(new))") }
+            if kind == "setting", params["prior"] != true, let old = params["old"], let new = params["new"] {
+                parts = ["\(JSONWriter.encodeString(old)) -> \(JSONWriter.encodeString(new))"]
+            }
+            if !parts.isEmpty { line += ": " + parts.joined(separator: ", ") }
+            if let context = params["context"] { line += "  (context \(JSONWriter.encodeString(context)))" }
+            return line
         }
 
         /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
@@ -75,7 +105,9 @@ extension KVOCtl {
                     guard notification.method == "change",
                         notification.params["subscription"] == .int(Int64(subscription.id))
                     else { continue }
-                    try Output.line(JSONWriter.encodeString(notification.params))
+                    try Output.line(
+                        self.format == .json
+                            ? JSONWriter.encodeString(notification.params) : Self.text(notification.params))
                     printed += 1
                 }
             } catch let error as KVOClientError {

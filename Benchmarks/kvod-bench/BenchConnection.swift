@@ -1,0 +1,152 @@
+// The client side of one benchmark socket: an output buffer that collects every request of a loop turn and goes to
+// the socket in one write just before the loop polls (as a server should batch its output), and a dialer that opens
+// many connections with a bounded number of connects in flight. Protocol parsing lives with the scenarios.
+
+import UVLoop
+
+/// Loop-owned. One client socket whose requests are batched into one write per loop turn.
+@MainActor
+final class BenchConnection {
+    /// The socket.
+    let stream: TCPStream
+    private unowned let batcher: OutputBatcher
+    /// Requests appended this turn, not yet written.
+    private var output: [UInt8] = []
+    private var isQueued = false
+
+    /// Wraps a connected stream and starts reading: every chunk goes to `onBytes`; the end of the stream (EOF or an
+    /// error) goes to `onEnd` with a description.
+    init(
+        stream: TCPStream, batcher: OutputBatcher, onBytes: @escaping @MainActor (UnsafeRawBufferPointer) -> Void,
+        onEnd: @escaping @MainActor (String) -> Void
+    ) throws(UVError) {
+        self.stream = stream
+        self.batcher = batcher
+        self.output.reserveCapacity(4096)
+        stream.setNoDelay(true)
+        stream.onRead = onBytes
+        stream.onEnd = { error in onEnd(error.map { "\($0)" } ?? "the server closed the connection") }
+        try stream.startReading()
+    }
+
+    /// Appends one request to this turn's output; it is written when the loop is about to poll.
+    @inline(__always)
+    func send(_ write: (inout [UInt8]) -> Void) {
+        write(&self.output)
+        if !self.isQueued {
+            self.isQueued = true
+            self.batcher.queue(self)
+        }
+    }
+
+    /// Writes the collected output in one call (what the socket does not take at once, libuv queues).
+    func flush() {
+        self.isQueued = false
+        guard !self.output.isEmpty else { return }
+        self.output.withUnsafeBytes { _ = self.stream.write($0) }
+        self.output.removeAll(keepingCapacity: self.output.capacity <= 1 << 20)
+    }
+
+    /// Closes the socket; pending output is dropped.
+    func close() {
+        self.output.removeAll()
+        self.stream.close()
+    }
+}
+
+/// Loop-owned. Flushes every connection that has output, once per loop turn, from a before-poll hook.
+@MainActor
+final class OutputBatcher {
+    private var hook: BeforePollHook?
+    private var queued: [BenchConnection] = []
+
+    /// Installs the hook on `loop`.
+    init(loop: EventLoop) throws(UVError) {
+        self.hook = try BeforePollHook(loop: loop) { [weak self] in self?.flushAll() }
+    }
+
+    /// Remembers that `connection` has output for this turn.
+    func queue(_ connection: BenchConnection) {
+        self.queued.append(connection)
+    }
+
+    /// Writes every queued connection's output, in the order they were first queued this turn.
+    func flushAll() {
+        guard !self.queued.isEmpty else { return }
+        let connections = self.queued
+        self.queued.removeAll(keepingCapacity: true)
+        for connection in connections { connection.flush() }
+    }
+
+    /// Stops the hook.
+    func close() {
+        self.hook?.close()
+        self.hook = nil
+    }
+}
+
+/// Loop-owned. Opens `count` connections to one address with at most `concurrency` connects in flight, handing each
+/// connected stream (with its index, in completion order) to `onConnected`. The first failure goes to `onFailure`
+/// and stops further connects.
+@MainActor
+final class Dialer {
+    private let loop: EventLoop
+    private let host: String
+    private let port: Int
+    private let count: Int
+    private let concurrency: Int
+    private let onConnected: @MainActor (Int, TCPStream) -> Void
+    private let onFailure: @MainActor (String) -> Void
+    private var started = 0
+    private var connected = 0
+    private var inFlight = 0
+    private var hasFailed = false
+
+    /// Prepares the dialer; nothing happens until `start()`.
+    init(
+        loop: EventLoop, host: String, port: Int, count: Int, concurrency: Int = 128,
+        onConnected: @escaping @MainActor (Int, TCPStream) -> Void, onFailure: @escaping @MainActor (String) -> Void
+    ) {
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.count = count
+        self.concurrency = max(concurrency, 1)
+        self.onConnected = onConnected
+        self.onFailure = onFailure
+    }
+
+    /// Starts connecting; returns at once.
+    func start() {
+        while self.inFlight < self.concurrency && self.started < self.count && !self.hasFailed {
+            self.started += 1
+            self.inFlight += 1
+            do throws(UVError) {
+                try TCPStream.connect(loop: self.loop, host: self.host, port: self.port) { [self] stream, error in
+                    self.inFlight -= 1
+                    guard !self.hasFailed else {
+                        stream?.close()
+                        return
+                    }
+                    guard let stream else {
+                        self.fail("connect to \(self.host):\(self.port) failed: \(error.map { "\($0)" } ?? "?")")
+                        return
+                    }
+                    let index = self.connected
+                    self.connected += 1
+                    self.onConnected(index, stream)
+                    self.start()
+                }
+            } catch {
+                self.inFlight -= 1
+                self.fail("connect to \(self.host):\(self.port) failed: \(error)")
+            }
+        }
+    }
+
+    private func fail(_ message: String) {
+        guard !self.hasFailed else { return }
+        self.hasFailed = true
+        self.onFailure(message)
+    }
+}

@@ -1,0 +1,47 @@
+// What a fan-out run is asked to do, and the server it talks to. FanoutCommand builds it from the command line;
+// FanoutRun carries it out.
+
+/// What a fan-out run does.
+struct FanoutConfiguration {
+    var target: Target
+    var host: String
+    var port: Int
+    var subscribers: Int
+    var publishers: Int
+    var pipeline: Int
+    var warmupSeconds: Double
+    var seconds: Double
+    /// Stop after this many mutations instead of after `seconds` (no warm-up): a workload that repeats exactly.
+    var mutationLimit: Int?
+    var key: String
+    /// The server's process id, to report its CPU use during the window.
+    var serverPID: Int32?
+    var drainTimeoutSeconds: Double = 20
+    var setupTimeoutSeconds: Double = 60
+
+    /// The whole run gives up after this long: its phases plus a margin, or 30 minutes in count mode (a server
+    /// under valgrind is slow).
+    var deadlineSeconds: Double {
+        if self.mutationLimit != nil { return 1800 }
+        return self.setupTimeoutSeconds + self.warmupSeconds + self.seconds + self.drainTimeoutSeconds + 30
+    }
+}
+
+/// The server under test and, for Redis, which command makes the notifications.
+enum Target: Equatable {
+    /// Redis commands: PUBLISH to a channel, or SET of a key whose keyspace channel is subscribed.
+    enum RedisCommand: String {
+        case publish, set
+    }
+
+    case kvod
+    case redis(RedisCommand)
+
+    /// "kvod", "redis-publish" or "redis-set": the name in reports.
+    var name: String {
+        switch self {
+        case .kvod: "kvod"
+        case .redis(let command): "redis-\(command.rawValue)"
+        }
+    }
+}

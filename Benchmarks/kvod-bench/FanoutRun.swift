@@ -1,0 +1,305 @@
+// The fan-out scenario: M subscribers of one key (kvod `subscribe`, or Redis SUBSCRIBE to a channel or to the key's
+// keyspace channel), P publishers each keeping up to D `set`s (or PUBLISHes, or SETs) in flight, a warm-up, a
+// measured window, then a drain that waits for every response and every notification and checks that each
+// subscriber got all of them, in order. Set-up is in FanoutRun+SetUp.swift, reporting in Report.swift.
+
+import UVLoop
+import WireProtocol
+
+/// Loop-owned. One fan-out run on its own event loop; `run()` drives it to the end and returns the result.
+@MainActor
+final class FanoutRun {
+    /// Where the run is.
+    enum Phase {
+        case settingUp, warmingUp, measuring, draining, done
+    }
+
+    let configuration: FanoutConfiguration
+    /// The run's own loop, shut down when `run()` returns.
+    let loop: EventLoop
+    /// Writes every connection's output once per loop turn.
+    let batcher: OutputBatcher
+    /// Every timer of the run, closed when it ends.
+    var timers: [LoopTimer] = []
+    private(set) var phase = Phase.settingUp
+
+    /// The connections, in the order they connected.
+    var subscribers: [FanoutSubscriber] = []
+    var publishers: [FanoutPublisher] = []
+    /// Redis SET mode: the connection that turned keyspace notifications on.
+    var control: BenchConnection?
+    /// Subscribers whose subscribe was acknowledged.
+    var subscribedCount = 0
+    /// Mutations sent (all phases) and acknowledged.
+    private(set) var sentCount = 0
+    private(set) var acknowledgedCount = 0
+    /// Notifications received by all subscribers (all phases).
+    private(set) var notificationCount = 0
+    /// Send times in global send order, for Redis keyspace notifications, which carry no value (in-order matching).
+    private(set) var sendTimes: [UInt64] = []
+    /// Latencies of notifications received in the measured window.
+    var histogram = LatencyHistogram()
+    /// Problems found: a gap, a reordering, a lost notification, an error reply, a dropped connection.
+    private(set) var discrepancies: [String] = []
+    private var discrepancyCount = 0
+    /// The kvod seq every subscribe reported; the first set must be this plus one.
+    var subscribeSeq: Int64?
+
+    // Window snapshots.
+    private var windowStart: UInt64 = 0
+    private var windowEnd: UInt64 = 0
+    private var acknowledgedAtStart = 0
+    private var acknowledgedAtEnd = 0
+    private var notificationsAtStart = 0
+    private var notificationsAtEnd = 0
+    private var benchCPUAtStart: UInt64 = 0
+    private var benchCPUAtEnd: UInt64 = 0
+    private var serverCPUAtStart: UInt64?
+    private var serverCPUAtEnd: UInt64?
+    private var drainStart: UInt64 = 0
+
+    /// Creates the run with a fresh loop.
+    init(configuration: FanoutConfiguration) throws(UVError) {
+        self.configuration = configuration
+        self.loop = try EventLoop()
+        self.batcher = try OutputBatcher(loop: self.loop)
+    }
+
+    /// Runs to completion (or failure) and returns the result.
+    func run() throws(UVError) -> FanoutResult {
+        let setupTimer = try LoopTimer(loop: self.loop)
+        self.timers.append(setupTimer)
+        try setupTimer.start(afterMilliseconds: UInt64(self.configuration.setupTimeoutSeconds * 1000)) { [self] in
+            if self.phase == .settingUp {
+                self.fail("set-up did not finish within \(self.configuration.setupTimeoutSeconds) s "
+                    + "(\(self.subscribedCount) of \(self.configuration.subscribers) subscribed)")
+            }
+        }
+        let deadline = try LoopTimer(loop: self.loop)
+        self.timers.append(deadline)
+        try deadline.start(afterMilliseconds: UInt64(self.configuration.deadlineSeconds * 1000)) { [self] in
+            self.fail("the run did not finish within \(self.configuration.deadlineSeconds) s")
+        }
+        if case .redis(.set) = self.configuration.target {
+            self.configureKeyspaceNotifications()
+        } else {
+            self.connectSubscribers()
+        }
+        self.loop.run()
+        let result = self.makeResult()
+        _ = self.loop.shutdown()
+        return result
+    }
+
+    // MARK: - Phases
+
+    func startPublishing() {
+        do throws(UVError) {
+            if self.configuration.mutationLimit != nil {
+                self.beginWindow()
+            } else {
+                self.phase = .warmingUp
+                let warmup = try LoopTimer(loop: self.loop)
+                self.timers.append(warmup)
+                try warmup.start(afterMilliseconds: UInt64(self.configuration.warmupSeconds * 1000)) { [self] in
+                    self.beginWindow()
+                    let window = try? LoopTimer(loop: self.loop)
+                    guard let window else { return self.fail("cannot start the window timer") }
+                    self.timers.append(window)
+                    do throws(UVError) {
+                        try window.start(afterMilliseconds: UInt64(self.configuration.seconds * 1000)) { [self] in
+                            self.endWindow()
+                        }
+                    } catch {
+                        self.fail("cannot start the window timer: \(error)")
+                    }
+                }
+            }
+            for publisher in self.publishers { publisher.fill() }
+        } catch {
+            self.fail("cannot start the warm-up timer: \(error)")
+        }
+    }
+
+    private func beginWindow() {
+        guard self.phase == .settingUp || self.phase == .warmingUp else { return }
+        self.phase = .measuring
+        self.windowStart = Clock.nanoseconds()
+        self.acknowledgedAtStart = self.acknowledgedCount
+        self.notificationsAtStart = self.notificationCount
+        self.benchCPUAtStart = Clock.processCPUNanoseconds()
+        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+    }
+
+    private func endWindow() {
+        guard self.phase == .measuring else { return }
+        self.windowEnd = Clock.nanoseconds()
+        self.acknowledgedAtEnd = self.acknowledgedCount
+        self.notificationsAtEnd = self.notificationCount
+        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
+        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.phase = .draining
+        self.drainStart = self.windowEnd
+        do throws(UVError) {
+            let poll = try LoopTimer(loop: self.loop)
+            self.timers.append(poll)
+            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in self.checkDrained() }
+        } catch {
+            self.fail("cannot start the drain timer: \(error)")
+        }
+    }
+
+    /// Whether publishers may send another mutation.
+    var mayPublish: Bool {
+        switch self.phase {
+        case .warmingUp, .measuring:
+            if let limit = self.configuration.mutationLimit { return self.sentCount < limit }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Records one mutation about to be sent at `now`; returns its global index.
+    @inline(__always)
+    func willSend(at now: UInt64) -> Int {
+        if case .redis(.set) = self.configuration.target { self.sendTimes.append(now) }
+        self.sentCount += 1
+        return self.sentCount - 1
+    }
+
+    /// When the mutation with global index `index` was sent (Redis SET mode only).
+    @inline(__always)
+    func sendTime(ofMutation index: Int) -> UInt64? {
+        index < self.sendTimes.count ? self.sendTimes[index] : nil
+    }
+
+    /// A publisher got an acknowledgement.
+    @inline(__always)
+    func didAcknowledge() {
+        self.acknowledgedCount += 1
+        if let limit = self.configuration.mutationLimit, self.acknowledgedCount == limit, self.phase == .measuring {
+            // Count mode: the window closes when everything is delivered (checked while draining).
+            self.phase = .draining
+            self.drainStart = Clock.nanoseconds()
+            do throws(UVError) {
+                let poll = try LoopTimer(loop: self.loop)
+                self.timers.append(poll)
+                try poll.start(afterMilliseconds: 1, repeatMilliseconds: 1) { [self] in self.checkDrained() }
+            } catch {
+                self.fail("cannot start the drain timer: \(error)")
+            }
+        }
+    }
+
+    /// A subscriber received one notification that took `latency` nanoseconds (nil: not measurable).
+    func didNotify(latency: UInt64?) {
+        self.notificationCount += 1
+        if self.phase == .measuring, let latency { self.histogram.record(latency) }
+    }
+
+    /// A subscriber received one notification per element of `latencies` (the hot path: one call per chunk).
+    @inline(__always)
+    func didNotify(latencies: UnsafeBufferPointer<UInt64>) {
+        guard !latencies.isEmpty else { return }
+        self.notificationCount += latencies.count
+        if self.phase == .measuring { self.histogram.record(contentsOf: latencies) }
+    }
+
+    private func checkDrained() {
+        guard self.phase == .draining else { return }
+        let inFlight = self.publishers.reduce(0) { $0 + $1.inFlight }
+        let expected = self.acknowledgedCount
+        let complete = inFlight == 0 && self.subscribers.allSatisfy { $0.receivedCount >= expected }
+        let now = Clock.nanoseconds()
+        if complete {
+            if self.configuration.mutationLimit != nil {
+                // Count mode measures from the first send to the last delivery.
+                self.windowEnd = now
+                self.acknowledgedAtEnd = self.acknowledgedCount
+                self.notificationsAtEnd = self.notificationCount
+                self.benchCPUAtEnd = Clock.processCPUNanoseconds()
+                self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+            }
+            self.verifyDelivery()
+            self.finish()
+        } else if Double(now - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
+            self.report("drain timed out after \(self.configuration.drainTimeoutSeconds) s: \(inFlight) mutations "
+                + "unacknowledged")
+            self.verifyDelivery()
+            self.finish()
+        }
+    }
+
+    /// The final check: every subscriber got exactly one notification per acknowledged mutation.
+    private func verifyDelivery() {
+        let expected = self.acknowledgedCount
+        var short = 0
+        for subscriber in self.subscribers where subscriber.receivedCount != expected {
+            short += 1
+            if short <= 5 {
+                self.report("subscriber \(subscriber.index) received \(subscriber.receivedCount) notifications, "
+                    + "expected \(expected)")
+            }
+        }
+        if short > 5 { self.report("... and \(short - 5) more subscribers with a wrong count") }
+        if self.sentCount != self.acknowledgedCount {
+            self.report("\(self.sentCount) mutations sent but \(self.acknowledgedCount) acknowledged")
+        }
+    }
+
+    // MARK: - Ending
+
+    /// Records a discrepancy (the first 20 are kept verbatim).
+    func report(_ message: String) {
+        self.discrepancyCount += 1
+        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+    }
+
+    /// A connection ended; outside the final close that is a failure.
+    func connectionEnded(_ who: String, _ reason: String) {
+        guard self.phase != .done else { return }
+        self.fail("\(who) ended: \(reason)")
+    }
+
+    /// Stops the run with a discrepancy.
+    func fail(_ message: String) {
+        guard self.phase != .done else { return }
+        self.report(message)
+        if self.windowEnd == 0 {
+            self.windowEnd = Clock.nanoseconds()
+            self.acknowledgedAtEnd = self.acknowledgedCount
+            self.notificationsAtEnd = self.notificationCount
+            self.benchCPUAtEnd = Clock.processCPUNanoseconds()
+        }
+        self.finish()
+    }
+
+    private func finish() {
+        guard self.phase != .done else { return }
+        self.phase = .done
+        for timer in self.timers { timer.close() }
+        for subscriber in self.subscribers { subscriber.close() }
+        for publisher in self.publishers { publisher.close() }
+        self.control?.close()
+        self.batcher.close()
+        self.loop.stop()
+    }
+
+    private func makeResult() -> FanoutResult {
+        let window = Double(self.windowEnd &- self.windowStart) / 1e9
+        let serverCPU: Double? =
+            if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
+                Double(end &- start) / 1e9 / window
+            } else {
+                nil
+            }
+        return FanoutResult(
+            configuration: self.configuration, windowSeconds: window,
+            mutations: self.acknowledgedAtEnd - self.acknowledgedAtStart,
+            notifications: self.notificationsAtEnd - self.notificationsAtStart,
+            totalMutations: self.acknowledgedCount, latency: self.histogram.summary,
+            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
+            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+    }
+}

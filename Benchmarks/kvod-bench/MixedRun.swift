@@ -1,0 +1,294 @@
+// The mixed scenario on kvod: C clients, each keeping D requests in flight, drawing gets, sets, sets of whole
+// intermediate objects (which re-target key-path subscriptions), subscribes and unsubscribes over flat keys and key
+// paths (`mx.d3.b.c`), plus dependent keys when the server's model has them (probed with `describe`). It reports
+// ops/s, latency per operation kind (request to response) and notifications/s; every error response is a
+// discrepancy, and each connection checks that notification seqs never go backwards.
+
+import UVLoop
+import WireProtocol
+
+/// What a mixed run does.
+struct MixedConfiguration {
+    var host: String
+    var port: Int
+    var clients: Int
+    var pipeline: Int
+    var warmupSeconds: Double
+    var seconds: Double
+    var seed: UInt64
+    var serverPID: Int32?
+    var drainTimeoutSeconds: Double = 20
+}
+
+/// One kind of request in the mix.
+enum MixedOperation: Int, CaseIterable {
+    case get, getPath, set, setPath, replaceObject, subscribe, unsubscribe, setDependent
+
+    /// The name in reports.
+    var name: String {
+        switch self {
+        case .get: "get"
+        case .getPath: "get a.b.c"
+        case .set: "set"
+        case .setPath: "set a.b.c"
+        case .replaceObject: "set a.b={c}"
+        case .subscribe: "subscribe"
+        case .unsubscribe: "unsubscribe"
+        case .setDependent: "set (dependent)"
+        }
+    }
+
+    /// Relative frequency in the mix.
+    var weight: Int {
+        switch self {
+        case .get: 30
+        case .getPath: 10
+        case .set: 20
+        case .setPath: 10
+        case .replaceObject: 5
+        case .subscribe: 10
+        case .unsubscribe: 10
+        case .setDependent: 5
+        }
+    }
+}
+
+/// SplitMix64: a small, fast, seedable generator, so a run's sequence of operations is reproducible.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        self.state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = self.state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}
+
+/// Loop-owned. One mixed run on its own event loop.
+@MainActor
+final class MixedRun {
+    enum Phase {
+        case probing, warmingUp, measuring, draining, done
+    }
+
+    let configuration: MixedConfiguration
+    private let loop: EventLoop
+    private let batcher: OutputBatcher
+    private var timers: [LoopTimer] = []
+    private(set) var phase = Phase.probing
+    private var clients: [MixedClient] = []
+    private var probe: BenchConnection?
+    /// Whether the server's model has the dependent keys of the default model (`labColor`, `person`).
+    private(set) var hasDependentKeys = false
+
+    /// Latency per operation kind, in the window.
+    var histograms = Array(repeating: LatencyHistogram(), count: MixedOperation.allCases.count)
+    private(set) var operationCount = 0
+    private(set) var notificationCount = 0
+    private var operationsAtStart = 0
+    private var notificationsAtStart = 0
+    private var operationsAtEnd = 0
+    private var notificationsAtEnd = 0
+    private var windowStart: UInt64 = 0
+    private var windowEnd: UInt64 = 0
+    private var serverCPUAtStart: UInt64?
+    private var serverCPUAtEnd: UInt64?
+    private var benchCPUAtStart: UInt64 = 0
+    private var benchCPUAtEnd: UInt64 = 0
+    private var drainStart: UInt64 = 0
+    private(set) var discrepancies: [String] = []
+    private var discrepancyCount = 0
+
+    init(configuration: MixedConfiguration) throws(UVError) {
+        self.configuration = configuration
+        self.loop = try EventLoop()
+        self.batcher = try OutputBatcher(loop: self.loop)
+    }
+
+    /// Runs to completion and returns the result.
+    func run() throws(UVError) -> MixedResult {
+        let deadline = try LoopTimer(loop: self.loop)
+        self.timers.append(deadline)
+        let limit = 60 + self.configuration.warmupSeconds + self.configuration.seconds
+            + self.configuration.drainTimeoutSeconds
+        try deadline.start(afterMilliseconds: UInt64(limit * 1000)) { [self] in
+            self.fail("the run took over \(limit) s")
+        }
+        self.probeModel()
+        self.loop.run()
+        let window = Double(self.windowEnd &- self.windowStart) / 1e9
+        var serverCPU: Double?
+        if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
+            serverCPU = Double(end &- start) / 1e9 / window
+        }
+        let result = MixedResult(
+            configuration: self.configuration, windowSeconds: window,
+            operations: self.operationsAtEnd - self.operationsAtStart,
+            notifications: self.notificationsAtEnd - self.notificationsAtStart,
+            latencies: self.histograms.map(\.summary), hasDependentKeys: self.hasDependentKeys,
+            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
+            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+        _ = self.loop.shutdown()
+        return result
+    }
+
+    // MARK: - Set-up
+
+    /// Asks `describe` whether the model has dependent keys, then connects the clients.
+    private func probeModel() {
+        let dialer = Dialer(
+            loop: self.loop, host: self.configuration.host, port: self.configuration.port, count: 1,
+            onConnected: { [self] _, stream in
+                var framer = LineFramer(maxLineBytes: 64 << 20)
+                do {
+                    let connection = try BenchConnection(
+                        stream: stream, batcher: self.batcher,
+                        onBytes: { [self] chunk in
+                            try? framer.feed(chunk) { line in
+                                guard self.phase == .probing else { return }
+                                let text = String(decoding: line, as: UTF8.self)
+                                // The default model of Protocol/README.md: LabColor and Person with computed keys.
+                                self.hasDependentKeys = text.contains("\"result\"") && text.contains("lComponent")
+                                    && text.contains("fullName")
+                                self.probe?.close()
+                                self.probe = nil
+                                self.connectClients()
+                            }
+                        },
+                        onEnd: { [self] reason in
+                            if self.phase == .probing { self.fail("probe connection ended: \(reason)") }
+                        })
+                    self.probe = connection
+                    connection.send { KVODRequest.append(id: 1, method: "describe", params: .object([:]), to: &$0) }
+                } catch {
+                    self.fail("probe: \(error)")
+                }
+            },
+            onFailure: { [self] message in self.fail(message) })
+        dialer.start()
+    }
+
+    private func connectClients() {
+        self.phase = .warmingUp
+        let dialer = Dialer(
+            loop: self.loop, host: self.configuration.host, port: self.configuration.port,
+            count: self.configuration.clients,
+            onConnected: { [self] index, stream in
+                let client = MixedClient(
+                    index: index, run: self, seed: self.configuration.seed &+ UInt64(index) &* 0x1000_0001)
+                self.clients.append(client)
+                do {
+                    try client.attach(stream, batcher: self.batcher)
+                } catch {
+                    return self.fail("client \(index): \(error)")
+                }
+                if self.clients.count == self.configuration.clients { self.startWarmup() }
+            },
+            onFailure: { [self] message in self.fail(message) })
+        dialer.start()
+    }
+
+    private func startWarmup() {
+        do throws(UVError) {
+            let warmup = try LoopTimer(loop: self.loop)
+            self.timers.append(warmup)
+            try warmup.start(afterMilliseconds: UInt64(self.configuration.warmupSeconds * 1000)) { [self] in
+                self.beginWindow()
+            }
+            for client in self.clients { client.fill() }
+        } catch {
+            self.fail("timer: \(error)")
+        }
+    }
+
+    private func beginWindow() {
+        guard self.phase == .warmingUp else { return }
+        self.phase = .measuring
+        self.windowStart = Clock.nanoseconds()
+        self.operationsAtStart = self.operationCount
+        self.notificationsAtStart = self.notificationCount
+        self.benchCPUAtStart = Clock.processCPUNanoseconds()
+        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        do throws(UVError) {
+            let window = try LoopTimer(loop: self.loop)
+            self.timers.append(window)
+            try window.start(afterMilliseconds: UInt64(self.configuration.seconds * 1000)) { [self] in
+                self.endWindow()
+            }
+        } catch {
+            self.fail("timer: \(error)")
+        }
+    }
+
+    private func endWindow() {
+        guard self.phase == .measuring else { return }
+        self.snapshotEnd()
+        self.phase = .draining
+        self.drainStart = self.windowEnd
+        do throws(UVError) {
+            let poll = try LoopTimer(loop: self.loop)
+            self.timers.append(poll)
+            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in
+                if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
+                    self.finish()
+                } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
+                    self.fail("drain timed out: requests still unanswered")
+                }
+            }
+        } catch {
+            self.fail("timer: \(error)")
+        }
+    }
+
+    private func snapshotEnd() {
+        self.windowEnd = Clock.nanoseconds()
+        self.operationsAtEnd = self.operationCount
+        self.notificationsAtEnd = self.notificationCount
+        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
+        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+    }
+
+    // MARK: - Counting
+
+    /// Whether clients may send more requests.
+    var mayIssue: Bool { self.phase == .warmingUp || self.phase == .measuring }
+
+    /// One response arrived for an operation of `kind` sent at `sent`.
+    func didComplete(_ kind: MixedOperation, sent: UInt64, now: UInt64) {
+        self.operationCount += 1
+        if self.phase == .measuring { self.histograms[kind.rawValue].record(now >= sent ? now - sent : 0) }
+    }
+
+    /// One notification arrived.
+    func didNotify() {
+        self.notificationCount += 1
+    }
+
+    func report(_ message: String) {
+        self.discrepancyCount += 1
+        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+    }
+
+    func fail(_ message: String) {
+        guard self.phase != .done else { return }
+        self.report(message)
+        if self.windowEnd == 0 { self.snapshotEnd() }
+        self.finish()
+    }
+
+    private func finish() {
+        guard self.phase != .done else { return }
+        self.phase = .done
+        for timer in self.timers { timer.close() }
+        for client in self.clients { client.close() }
+        self.probe?.close()
+        self.batcher.close()
+        self.loop.stop()
+    }
+}

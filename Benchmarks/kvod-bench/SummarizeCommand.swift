@@ -1,0 +1,137 @@
+// `kvod-bench summarize`: reads the JSON lines of fan-out runs (kvod, redis-publish, redis-set, alternated by
+// Benchmarks/compare.sh), takes per-cell medians and prints kvod/Redis ratios of notifications/s and p99 latency.
+
+import ArgumentParser
+import WireProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `summarize` subcommand.
+struct Summarize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Median and kvod/Redis ratio tables from fan-out JSON lines.",
+        discussion: """
+            Groups runs by subscribers M and publishers×pipeline, takes the median of each target's runs, and \
+            prints two tables: notifications/s (ratio above 1 means kvod delivers more) and p99 latency (ratio \
+            below 1 means kvod is faster). Runs whose delivery check failed are counted and left out.
+            """)
+
+    @Argument(help: "Files of JSON lines written by `kvod-bench fanout --json`.")
+    var files: [String]
+
+    @Flag(help: "Print Markdown tables.")
+    var markdown = false
+
+    func run() throws {
+        var runs: [FanoutRecord] = []
+        var failed: [String] = []
+        for file in self.files {
+            guard let text = Clock.readLargeFile(file) else { throw ValidationError("cannot read \(file)") }
+            for line in text.split(separator: "\n") where !line.isEmpty {
+                guard let value = try? JSONParser.parse(String(line)), let record = FanoutRecord(value) else {
+                    continue
+                }
+                if record.ok {
+                    runs.append(record)
+                } else {
+                    failed.append(
+                        "\(record.target) M=\(record.subscribers) P×D=\(record.publishers)×\(record.pipeline)")
+                }
+            }
+        }
+        emit(Self.report(runs, failed: failed, markdown: self.markdown))
+        if !failed.isEmpty { throw ExitCode(2) }
+    }
+
+    /// The two ratio tables.
+    static func report(_ runs: [FanoutRecord], failed: [String], markdown: Bool) -> String {
+        var cells: [FanoutCell] = []
+        for run in runs where !cells.contains(run.cell) { cells.append(run.cell) }
+        cells.sort { ($0.subscribers, $0.publishers, $0.pipeline) < ($1.subscribers, $1.publishers, $1.pipeline) }
+        let targets = ["kvod", "redis-publish", "redis-set"]
+
+        func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double) -> Double? {
+            let values = runs.filter { $0.cell == cell && $0.target == target }.map(value).sorted()
+            guard !values.isEmpty else { return nil }
+            let middle = values.count / 2
+            return values.count % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2
+        }
+        func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
+            guard let numerator, let denominator, denominator > 0 else { return "-" }
+            return Format.ratio(numerator / denominator)
+        }
+        func rate(_ value: Double?) -> String { value.map { Format.rate($0) } ?? "-" }
+        func latency(_ value: Double?) -> String { value.map { Format.latency(UInt64($0 * 1000)) } ?? "-" }
+
+        var throughput: [[String]] = []
+        var latencies: [[String]] = []
+        for cell in cells {
+            let label = ["\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)"]
+            let count = targets.map { target in runs.filter { $0.cell == cell && $0.target == target }.count }
+            let rates = targets.map { median(cell, $0, \.notificationsPerSecond) }
+            let p99s = targets.map { median(cell, $0, \.p99Microseconds) }
+            throughput.append(
+                label + [
+                    rate(rates[0]), rate(rates[1]), ratio(rates[0], rates[1]), rate(rates[2]),
+                    ratio(rates[0], rates[2]), count.map(String.init).joined(separator: "/"),
+                ])
+            latencies.append(
+                label + [
+                    latency(p99s[0]), latency(p99s[1]), ratio(p99s[0], p99s[1]), latency(p99s[2]),
+                    ratio(p99s[0], p99s[2]),
+                ])
+        }
+        var text = "notifications/s, median per cell (ratio > 1: kvod delivers more)\n"
+        text += Format.table(
+            ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET", "runs"],
+            throughput, markdown: markdown)
+        text += "\np99 latency send → notification, median per cell (ratio < 1: kvod is faster)\n"
+        text += Format.table(
+            ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET"], latencies,
+            markdown: markdown)
+        if !failed.isEmpty {
+            text += "\nFAILED delivery checks (left out): " + failed.joined(separator: ", ") + "\n"
+        }
+        return text
+    }
+}
+
+/// The cell of the matrix a run belongs to.
+struct FanoutCell: Equatable {
+    var subscribers: Int
+    var publishers: Int
+    var pipeline: Int
+}
+
+/// The members of a `fanout --json` line that the summary reads.
+struct FanoutRecord {
+    var target: String
+    var subscribers: Int
+    var publishers: Int
+    var pipeline: Int
+    var notificationsPerSecond: Double
+    var p99Microseconds: Double
+    var ok: Bool
+
+    var cell: FanoutCell {
+        FanoutCell(subscribers: self.subscribers, publishers: self.publishers, pipeline: self.pipeline)
+    }
+
+    /// Reads a fan-out line; nil for anything else.
+    init?(_ value: JSONValue) {
+        guard value["scenario"]?.stringValue == "fanout", let target = value["target"]?.stringValue,
+            let subscribers = value["subscribers"]?.intValue, let publishers = value["publishers"]?.intValue,
+            let pipeline = value["pipeline"]?.intValue, let rate = value["notifications_per_s"]?.doubleValue,
+            let p99 = value["latency_us"]?["p99"]?.doubleValue, let ok = value["ok"]?.boolValue
+        else { return nil }
+        self.target = target
+        self.subscribers = Int(subscribers)
+        self.publishers = Int(publishers)
+        self.pipeline = Int(pipeline)
+        self.notificationsPerSecond = rate
+        self.p99Microseconds = p99
+        self.ok = ok
+    }
+}
