@@ -28,6 +28,13 @@ enum ValueFitting {
                 throw ValidationFailure("must be {}: a new \(name) takes its keys' defaults from class \(name)")
             }
             return value
+        case (.set(let element), .array(let elements)):
+            var fitted: [Value] = []
+            for item in elements where !item.isNull {
+                let member = try Self.fit(item, to: element)
+                if !fitted.contains(member) { fitted.append(member) }
+            }
+            return .array(fitted)
         case (.array(let element), .array(let elements)):
             if Self.namesClass(element) && elements.contains(where: { !$0.isNull }) {
                 throw ValidationFailure("must be []: an array of \(element) starts empty")
@@ -44,7 +51,7 @@ enum ValueFitting {
     private static func namesClass(_ type: PropertyType) -> Bool {
         switch type {
         case .object(let name): name != ObjectClass.open.name
-        case .array(let element): Self.namesClass(element)
+        case .array(let element), .set(let element): Self.namesClass(element)
         default: false
         }
     }

@@ -161,13 +161,11 @@ public final class Graph {
     private func applyDefaults(to object: GraphObject, except: Set<String>) {
         for property in object.objectClass.properties where !except.contains(property.name) {
             guard let stored = property.stored, !stored.defaultValue.isNull else { continue }
-            if case .record(let record) = stored.defaultValue, let target = self.model.objectClass(for: stored.type) {
-                var typed = record
-                typed.className = target.name
-                self.store(self.materialize(.record(typed)), forKey: property.name, in: object)
-            } else {
-                self.store(self.materialize(stored.defaultValue), forKey: property.name, in: object)
-            }
+            // Defaults take the declared type (0 into a double is 0.0) and records the declared class; a default
+            // that does not validate is stored as written (the model's checks refuse the ones that matter).
+            let typed = (try? stored.type.coerce(stored.defaultValue)) ?? stored.defaultValue
+            let prepared = (try? self.prepareObjects(typed, type: stored.type, path: property.name, depth: 0)) ?? typed
+            self.store(self.materialize(prepared), forKey: property.name, in: object)
         }
     }
 

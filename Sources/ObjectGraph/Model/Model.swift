@@ -34,6 +34,7 @@ public struct Model: Sendable {
         var names: [String] = []
         for objectClass in classes + (classes.contains { $0 === root } ? [] : [root]) {
             if objectClass === ObjectClass.open { continue }
+            try Self.checkClassName(objectClass.name)
             guard byName[objectClass.name] == nil else {
                 throw ModelError(field: "classes.\(objectClass.name)", "class '\(objectClass.name)' is declared twice")
             }
@@ -55,18 +56,24 @@ public struct Model: Sendable {
     // MARK: - Checks
 
     private func check() throws(ModelError) {
-        for objectClass in self.classes.values {
+        for objectClass in self.orderedClasses {
             for property in objectClass.properties {
                 let field = "classes.\(objectClass.name).properties.\(property.name)"
                 try Self.checkKey(property.name, field: field)
                 switch property.kind {
-                case .stored(let stored): try self.checkStored(stored, field: field)
+                case .stored(let stored): try self.checkStored(stored, of: objectClass, field: field)
                 case .computed(let computed): try self.checkDependencies(computed, of: objectClass, field: field)
                 }
             }
         }
         try self.checkDependencyCycles()
         try self.checkDefaultNesting()
+    }
+
+    static func checkClassName(_ name: String) throws(ModelError) {
+        if name.isEmpty || PropertyType(parsing: name) != .object(name) {
+            throw ModelError(field: "classes.\(name)", "'\(name)' cannot be a class name (an identifier, not a built-in type)")
+        }
     }
 
     static func checkKey(_ key: String, field: String) throws(ModelError) {
@@ -77,7 +84,13 @@ public struct Model: Sendable {
         }
     }
 
-    private func checkStored(_ stored: StoredProperty, field: String) throws(ModelError) {
+    /// The classes in declaration order (the root first when it is not declared): checks report the same error on
+    /// every run.
+    private var orderedClasses: [ObjectClass] {
+        self.classNames.compactMap { self.classes[$0] }
+    }
+
+    private func checkStored(_ stored: StoredProperty, of objectClass: ObjectClass, field: String) throws(ModelError) {
         var type = stored.type
         while true {
             if case .array(let element) = type { type = element; continue }
@@ -95,6 +108,18 @@ public struct Model: Sendable {
                 throw ModelError(field: "\(field).pattern", "invalid regular expression \(pattern)")
             }
         }
+        if self.objectClass(for: stored.type) != nil, !stored.defaultValue.isNull {
+            guard case .record = stored.defaultValue else {
+                throw ModelError(field: "\(field).default", "the default of an object property is {} (a new object) or null")
+            }
+        }
+        if case .replace(let replacement) = stored.nullPolicy, self.objectClass(for: stored.type) == nil {
+            do {
+                _ = try stored.type.coerce(replacement)
+            } catch {
+                throw ModelError(field: "\(field).nullValue", "the replacement for null does not fit the type: \(error.reason)")
+            }
+        }
         if !stored.defaultValue.isNull && self.objectClass(for: stored.type) == nil {
             do {
                 _ = try stored.type.coerce(stored.defaultValue)
@@ -102,8 +127,10 @@ public struct Model: Sendable {
                 throw ModelError(field: "\(field).default", "default does not fit the type: \(error.reason)")
             }
         }
-        for effect in stored.sideEffects {
-            guard case .increment = effect else { continue }
+        for case .increment(let key, _) in stored.sideEffects {
+            guard let target = objectClass.property(key)?.stored, target.type == .int else {
+                throw ModelError(field: "\(field).increments", "'\(key)' is not a stored int property of \(objectClass.name)")
+            }
         }
     }
 
@@ -131,7 +158,7 @@ public struct Model: Sendable {
     private func checkDependencyCycles() throws(ModelError) {
         struct Node: Hashable { let className: String; let key: String }
         var edges: [Node: [Node]] = [:]
-        for objectClass in self.classes.values {
+        for objectClass in self.orderedClasses {
             for property in objectClass.properties {
                 guard let computed = property.computed else { continue }
                 let node = Node(className: objectClass.name, key: property.name)
@@ -177,6 +204,6 @@ public struct Model: Sendable {
                 try visit(target, trail + [objectClass.name])
             }
         }
-        for objectClass in self.classes.values { try visit(objectClass, []) }
+        for objectClass in self.orderedClasses { try visit(objectClass, []) }
     }
 }
