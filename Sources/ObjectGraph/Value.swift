@@ -95,3 +95,26 @@ extension Value: ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     public init(stringLiteral value: String) { self = .string(value) }
     public init(arrayLiteral elements: Value...) { self = .array(elements) }
 }
+
+extension Value {
+    /// The string, or nil for other values.
+    public var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    /// The number as a double (ints converted), or nil for other values.
+    public var doubleValue: Double? { self.numericValue }
+
+    /// The integer, or nil for other values (doubles are not converted).
+    public var intValue: Int64? {
+        if case .int(let number) = self { return number }
+        return nil
+    }
+
+    /// The bool, or nil for other values.
+    public var boolValue: Bool? {
+        if case .bool(let flag) = self { return flag }
+        return nil
+    }
+}
