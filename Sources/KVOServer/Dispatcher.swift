@@ -69,7 +69,11 @@ final class Dispatcher {
         case .request(let request):
             self.result.removeAll(keepingCapacity: true)
             do {
+                let seqBefore = self.server.graph.seq
                 try self.call(request, on: connection)
+                // A request that took a seq was a successful mutation: journal it before its response can leave.
+                let seq = self.server.graph.seq
+                if seq != seqBefore { self.server.durability?.record(seq: seq, method: request.method, params: request.params) }
                 guard let id = request.id else { return }
                 RPCEncoder.appendResult(id: id, to: &response) { $0.append(contentsOf: self.result) }
             } catch {

@@ -36,6 +36,8 @@ public final class Server {
     private(set) lazy var dispatcher = Dispatcher(server: self)
     let notificationEncoder = NotificationEncoder()
     private var isStopping = false
+    /// The journal and snapshots, when kvod runs with a data directory (Durability.swift).
+    public var durability: Durability?
     private var forceCloseTimer: LoopTimer?
 
     /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
@@ -135,6 +137,9 @@ public final class Server {
     }
 
     private func flushAll() {
+        // Group commit: this turn's journal records reach the file (and disk, under `always`) before any of this
+        // turn's responses reach a socket.
+        self.durability?.beforeFlush()
         guard !self.needsFlush.isEmpty else { return }
         // A flush can close a connection (output limit), which never adds to the list: iterate a stable copy.
         let pending = self.needsFlush

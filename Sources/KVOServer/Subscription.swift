@@ -2,6 +2,7 @@
 // notification costs one append of fixed bytes, the change's values (encoded once per change, NotificationEncoder)
 // and the seq. The shape is Protocol/README.md#notifications.
 import ObjectGraph
+import ValueCoding
 import WireProtocol
 
 /// A subscription of one connection. Loop-owned.

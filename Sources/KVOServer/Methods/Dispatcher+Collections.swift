@@ -2,6 +2,7 @@
 // `remove`, `replace` by index (or by value for sets), the set mutations `union`, `minus`, `intersect`,
 // `setMembers`, and `transaction`, which applies many of them (and `set`s) atomically with one seq.
 import ObjectGraph
+import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
@@ -53,7 +54,7 @@ extension Dispatcher {
     }
 
     /// `{method, params}` of a transaction op.
-    private static func parseOp(_ item: JSONValue) throws -> TransactionOp {
+    static func parseOp(_ item: JSONValue) throws -> TransactionOp {
         guard case .object(let object) = item, case .string(let method)? = object["method"] else {
             throw RPCError.badParams("transaction: each op must be {\"method\": ..., \"params\": ...}")
         }

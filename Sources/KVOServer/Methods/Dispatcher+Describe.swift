@@ -1,6 +1,7 @@
 // `describe`: the model as data (Protocol/methods.md#describe): classes, their keys with types, defaults, policies
 // and rules, computed keys with their dependencies. Not a hot path: results are built as JSON trees.
 import ObjectGraph
+import ValueCoding
 import WireProtocol
 
 extension Dispatcher {

@@ -1,5 +1,6 @@
 // `get` and `set`: key-value coding over the wire (Protocol/methods.md#get, #set).
 import ObjectGraph
+import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
