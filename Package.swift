@@ -37,15 +37,19 @@ let package = Package(
         .target(name: "ObjectGraph", exclude: ["Expression/README.md"], swiftSettings: strict),
         // Pure: bytes <-> JSON values and JSON-RPC messages.
         .target(name: "WireProtocol", swiftSettings: strict),
+        // The bridge between engine values and JSON (used by the server and persistence).
+        .target(name: "ValueCoding", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
+        // Durability: the journal and snapshots in the data directory (POSIX file I/O, no libuv).
+        .target(name: "Persistence", dependencies: ["ObjectGraph", "WireProtocol", "ValueCoding"], swiftSettings: strict),
         // Model files (docs/MODEL.md): JSON declarations of classes, loaded into an ObjectGraph model.
         .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
         .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
         .target(
-            name: "KVOServer", dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", logging],
+            name: "KVOServer", dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "ValueCoding", "Persistence", logging],
             swiftSettings: strict),
         .executableTarget(
-            name: "kvod", dependencies: ["KVOServer", "ModelFile", argumentParser, logging],
+            name: "kvod", dependencies: ["KVOServer", "ModelFile", "Persistence", argumentParser, logging],
             resources: [.embedInCode("default-model.json")], swiftSettings: strict),
         .executableTarget(
             name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
@@ -58,6 +62,7 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol"]),
         .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
+        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "ObjectGraph", "WireProtocol"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
         .testTarget(name: "KVOServerTests", dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol"]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),

@@ -1,13 +1,13 @@
 // Bridging the engine's values and the wire's JSON: a JSON object becomes a record (a new object) unless it is a
 // reference `{"$ref": ID}`; on the way out a record is written with its `"$id"` first, and a second visit of an
 // object as `{"$ref": ID}`. Output is written straight into byte buffers; no intermediate JSON tree.
-import ObjectGraph
-import WireProtocol
+public import ObjectGraph
+public import WireProtocol
 
 extension Value {
     /// The engine value for a JSON value from a request. `"$id"` members are ignored (a `get` result can be sent
     /// back as is); `{"$ref": ID}` links an existing object.
-    init(json: JSONValue) {
+    public init(json: JSONValue) {
         switch json {
         case .null: self = .null
         case .bool(let flag): self = .bool(flag)
@@ -32,7 +32,7 @@ extension Value {
     }
 
     /// Appends the value as JSON text.
-    func appendJSON(to buffer: inout [UInt8]) {
+    public func appendJSON(to buffer: inout [UInt8]) {
         switch self {
         case .null: buffer.append(contentsOf: Self.nullBytes)
         case .bool(let flag): buffer.append(contentsOf: flag ? Self.trueBytes : Self.falseBytes)
@@ -69,8 +69,8 @@ extension Value {
         }
     }
 
-    /// The value as a JSON tree, for slow paths (describe) that build results as trees.
-    var jsonValue: JSONValue {
+    /// The value as a JSON tree, for slow paths (describe, snapshots) that build trees.
+    public var jsonValue: JSONValue {
         switch self {
         case .null: return .null
         case .bool(let flag): return .bool(flag)

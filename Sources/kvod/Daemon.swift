@@ -6,6 +6,7 @@ import KVOServer
 import ModelFile
 import Logging
 import ObjectGraph
+import Persistence
 import UVLoop
 
 @main
@@ -39,6 +40,19 @@ struct Daemon: ParsableCommand {
     @Flag(help: "Serve an empty open root (any key, any value) instead of the default model.")
     var empty = false
 
+    @Option(help: ArgumentHelp(
+        "Keep the graph in this directory (journal and snapshots) and reload it at start; without it kvod runs in memory (env KVOD_DATA_DIR).",
+        valueName: "dir"))
+    var dataDir: String?
+
+    @Option(help: ArgumentHelp(
+        "When the journal is fsynced: always (before responses are sent), everysec, no (env KVOD_FSYNC).",
+        valueName: "policy"))
+    var fsync: String = ProcessInfo.processInfo.environment["KVOD_FSYNC"] ?? "everysec"
+
+    @Option(help: ArgumentHelp("Snapshot the graph after this many journal records (0: only at shutdown).", valueName: "records"))
+    var snapshotEvery: Int = 10_000
+
     @Option(help: ArgumentHelp("The longest request line accepted, in bytes.", valueName: "bytes"))
     var maxLineBytes: Int = Limits().maxLineBytes
 
@@ -55,6 +69,10 @@ struct Daemon: ParsableCommand {
         if self.empty && self.model != nil {
             throw ValidationError("--empty and --model exclude each other")
         }
+        guard FsyncPolicy(rawValue: self.fsync) != nil else {
+            throw ValidationError("--fsync must be always, everysec or no, got '\(self.fsync)'")
+        }
+        guard self.snapshotEvery >= 0 else { throw ValidationError("--snapshot-every must be 0 or more") }
         guard self.maxLineBytes >= 1024 else {
             throw ValidationError("--max-line-bytes must be at least 1024")
         }
@@ -78,18 +96,52 @@ struct Daemon: ParsableCommand {
             Self.fail("\(error)")
             throw ExitCode(1)
         }
-        let status = MainActor.assumeIsolated { Self.serve(configuration, model: loaded.model, modelName: loaded.name) }
+        let storage = (self.dataDir ?? ProcessInfo.processInfo.environment["KVOD_DATA_DIR"]).map {
+            Storage(path: $0, policy: FsyncPolicy(rawValue: self.fsync) ?? .everysec, snapshotEvery: self.snapshotEvery)
+        }
+        let status = MainActor.assumeIsolated {
+            Self.serve(configuration, model: loaded.model, modelName: loaded.name, storage: storage)
+        }
         if status != 0 { throw ExitCode(status) }
     }
 
     /// Runs the server until a signal stops it; returns the process exit status.
     @MainActor
-    private static func serve(_ configuration: ServerConfiguration, model: Model, modelName: String) -> Int32 {
+    private static func serve(
+        _ configuration: ServerConfiguration, model: Model, modelName: String, storage: Storage?
+    ) -> Int32 {
         let logger = Logger(label: "kvod")
         do {
             let loop = try EventLoop()
-            let graph = Graph(model: model)
+            var graph = Graph(model: model)
+            var directory: DataDirectory?
+            if let storage {
+                let (opened, contents) = try DataDirectory.open(path: storage.path)
+                if contents.tornBytes > 0 {
+                    logger.warning(
+                        "dropped a torn last journal record (an interrupted write)",
+                        metadata: ["bytes": "\(contents.tornBytes)", "data.dir": "\(storage.path)"])
+                }
+                graph = try Durability.recover(contents, model: model, path: storage.path)
+                logger.info(
+                    "data loaded",
+                    metadata: ["data.dir": "\(storage.path)", "seq": "\(graph.seq)",
+                        "snapshot.seq": "\(contents.snapshot?.seq ?? 0)", "journal.records": "\(contents.records.count)"])
+                directory = opened
+            }
             let server = Server(configuration: configuration, graph: graph, loop: loop, logger: logger)
+            var failedDurably = false
+            if let storage, let directory {
+                let durability = Durability(
+                    directory: directory, policy: storage.policy, snapshotEvery: storage.snapshotEvery, graph: graph,
+                    loop: loop, logger: logger)
+                durability.onFailure = { _ in
+                    failedDurably = true
+                    server.stop(graceMilliseconds: 0)
+                }
+                try durability.start()
+                server.durability = durability
+            }
             let address: String
             do {
                 address = try server.start()
@@ -109,18 +161,27 @@ struct Daemon: ParsableCommand {
                 "kvod started",
                 metadata: [
                     "version": "\(KVODVersion.current)", "address": "\(address)", "model": "\(modelName)",
-                    "storage": "in memory (no data directory)",
+                    "storage": "\(storage.map { "data dir \($0.path), fsync \($0.policy.rawValue)" } ?? "in memory (no data directory)")",
+                    "seq": "\(graph.seq)",
                 ])
             Self.announce("kvod listening on \(address)\n")
             withExtendedLifetime(server) { loop.run() }
+            server.durability?.finish()
             for watcher in signals { watcher.close() }
             let clean = loop.shutdown()
             logger.info("kvod stopped", metadata: ["clean": "\(clean)"])
-            return 0
+            return failedDurably ? 1 : 0
         } catch {
             Self.fail("\(error)")
             return 1
         }
+    }
+
+    /// Where and how the graph is kept.
+    struct Storage {
+        let path: String
+        let policy: FsyncPolicy
+        let snapshotEvery: Int
     }
 
     /// The one line on standard output: scripts and tests wait for it to learn the port.

@@ -1,0 +1,93 @@
+// The graph's whole state as plain data, for durability: every live object with its class and stored values, the
+// next object id and the seq. Restoring a snapshot gives a graph that behaves exactly like the one it was taken
+// from (same ids, same seq), so a journal of later mutations replays onto it deterministically.
+
+/// A graph's state as plain data.
+public struct GraphSnapshot: Sendable, Equatable {
+    /// One object: its id, class and stored keys in order (objects as `.object(id)` references).
+    public struct Object: Sendable, Equatable {
+        public var id: ObjectID
+        public var className: String
+        public var keys: [String]
+        public var values: [Value]
+
+        public init(id: ObjectID, className: String, keys: [String], values: [Value]) {
+            self.id = id
+            self.className = className
+            self.keys = keys
+            self.values = values
+        }
+    }
+
+    public var seq: UInt64
+    public var nextObjectID: ObjectID
+    /// The live objects, by increasing id (the root first).
+    public var objects: [Object]
+
+    public init(seq: UInt64, nextObjectID: ObjectID, objects: [Object]) {
+        self.seq = seq
+        self.nextObjectID = nextObjectID
+        self.objects = objects
+    }
+}
+
+/// Why a snapshot cannot be restored with a model.
+public struct SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+}
+
+extension Graph {
+    /// The graph's state now (unreachable objects are collected first, so they are not kept forever).
+    public func makeSnapshot() -> GraphSnapshot {
+        if self.manualBrackets.isEmpty && self.undoLog == nil { self.collectGarbage() }
+        let objects = self.objects.values.sorted { $0.id < $1.id }.map { object in
+            GraphSnapshot.Object(
+                id: object.id, className: object.objectClass.name, keys: object.keys,
+                values: object.keys.map { object.value(forKey: $0) ?? .null })
+        }
+        return GraphSnapshot(seq: self.seq, nextObjectID: self.nextObjectID, objects: objects)
+    }
+
+    /// A graph restored from `snapshot`, with `model`'s classes.
+    /// - Throws: when the snapshot names a class the model does not have, has no root, or refers to an object it
+    ///   does not contain (a snapshot from another model, or a damaged one).
+    public convenience init(model: Model, snapshot: GraphSnapshot) throws(SnapshotError) {
+        self.init(model: model)
+        var restored: [ObjectID: GraphObject] = [:]
+        for state in snapshot.objects {
+            guard let objectClass = model.classes[state.className] else {
+                throw SnapshotError("object $\(state.id) is a \(state.className), a class the model does not declare")
+            }
+            guard state.keys.count == state.values.count, restored[state.id] == nil, state.id >= 0,
+                state.id < snapshot.nextObjectID
+            else {
+                throw SnapshotError("object $\(state.id) is malformed or repeated")
+            }
+            let object = GraphObject(id: state.id, objectClass: objectClass)
+            for (key, value) in zip(state.keys, state.values) { object.setValue(value, forKey: key) }
+            restored[state.id] = object
+        }
+        guard restored[.root] != nil else { throw SnapshotError("the snapshot has no root object") }
+        for object in restored.values {
+            for key in object.keys {
+                var missing: ObjectID?
+                Self.forEachReference(in: object.value(forKey: key) ?? .null) { if restored[$0] == nil { missing = $0 } }
+                if let missing { throw SnapshotError("$\(object.id).\(key) refers to $\(missing), which the snapshot lacks") }
+            }
+        }
+        self.objects = restored
+        self.nextObjectID = snapshot.nextObjectID
+        self.seq = snapshot.seq
+        self.allocatedSinceCollection = 0
+    }
+
+    private static func forEachReference(in value: Value, _ body: (ObjectID) -> Void) {
+        switch value {
+        case .object(let id): body(id)
+        case .array(let elements): for element in elements { Self.forEachReference(in: element, body) }
+        default: return
+        }
+    }
+}

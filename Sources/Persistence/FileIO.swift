@@ -1,0 +1,112 @@
+// The few POSIX file operations durability needs, each checked: open, write all, fsync, atomic replace, read all,
+// and an exclusive lock on the data directory. Errors carry the call and the path.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file operation that failed.
+public struct PersistenceError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+
+    static func posix(_ call: String, _ path: String) -> PersistenceError {
+        PersistenceError("\(call) \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// An open file descriptor, closed on deinit.
+final class FileHandle {
+    let descriptor: Int32
+    let path: String
+
+    init(path: String, flags: Int32, mode: mode_t = 0o644) throws(PersistenceError) {
+        let descriptor = open(path, flags | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw PersistenceError.posix("open", path) }
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close(self.descriptor) }
+
+    func writeAll(_ bytes: [UInt8]) throws(PersistenceError) {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { raw in write(self.descriptor, raw.baseAddress! + written, raw.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw PersistenceError.posix("write", self.path)
+            }
+            written += count
+        }
+    }
+
+    func sync() throws(PersistenceError) {
+        guard fsync(self.descriptor) == 0 else { throw PersistenceError.posix("fsync", self.path) }
+    }
+
+    func truncate(to length: Int) throws(PersistenceError) {
+        guard ftruncate(self.descriptor, off_t(length)) == 0 else { throw PersistenceError.posix("ftruncate", self.path) }
+        guard lseek(self.descriptor, off_t(length), SEEK_SET) >= 0 else { throw PersistenceError.posix("lseek", self.path) }
+    }
+
+    /// Opens for reading and writing, creating the file.
+    static func openOrCreate(_ path: String) throws(PersistenceError) -> FileHandle {
+        try FileHandle(path: path, flags: O_RDWR | O_CREAT)
+    }
+
+    /// Takes an exclusive advisory lock, or fails at once if another process holds it.
+    func lockExclusively() throws(PersistenceError) {
+        guard flock(self.descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            throw PersistenceError("\(self.path) is locked: is another kvod using this data directory?")
+        }
+    }
+}
+
+enum Files {
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    /// The whole file, or nil when it does not exist.
+    static func contents(_ path: String) throws(PersistenceError) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 {
+            if errno == ENOENT { return nil }
+            throw PersistenceError.posix("open", path)
+        }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw PersistenceError.posix("read", path)
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Replaces `path` atomically: writes a temporary file, fsyncs it, renames it over `path`, fsyncs the directory.
+    static func replaceAtomically(_ path: String, with bytes: [UInt8], directory: String) throws(PersistenceError) {
+        let temporary = path + ".tmp"
+        do {
+            let file = try FileHandle(path: temporary, flags: O_WRONLY | O_CREAT | O_TRUNC)
+            try file.writeAll(bytes)
+            try file.sync()
+        }
+        guard rename(temporary, path) == 0 else { throw PersistenceError.posix("rename", temporary) }
+        try Self.syncDirectory(directory)
+    }
+
+    static func syncDirectory(_ directory: String) throws(PersistenceError) {
+        let handle = try FileHandle(path: directory, flags: O_RDONLY | O_DIRECTORY)
+        try handle.sync()
+    }
+
+    static func makeDirectory(_ path: String) throws(PersistenceError) {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw PersistenceError.posix("mkdir", path) }
+    }
+}

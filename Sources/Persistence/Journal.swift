@@ -1,0 +1,154 @@
+// The append-only journal of acknowledged mutations: one record per line,
+//   <crc32 as 8 hex digits> <JSON: {"seq":N,"method":M,"params":P}>\n
+// Records are buffered during a loop turn and written (and, under `always`, fsynced) before any response of that
+// turn reaches a socket (group commit). On open the journal is scanned: a bad last record is a torn write (power
+// loss) and is cut off; a bad record anywhere else is corruption and refuses to load.
+public import WireProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// When the journal is fsynced (Redis's appendfsync).
+public enum FsyncPolicy: String, Sendable, CaseIterable {
+    /// Before any response of a loop turn is sent: no acknowledged mutation is lost even on power loss.
+    case always
+    /// Once a second: a power loss loses at most about a second; a crash of kvod alone loses nothing.
+    case everysec
+    /// Never explicitly; the OS writes when it likes. A crash of kvod alone loses nothing.
+    case no
+}
+
+/// One mutation as journaled.
+public struct JournalRecord: Sendable, Equatable {
+    public var seq: UInt64
+    public var method: String
+    public var params: JSONValue?
+
+    public init(seq: UInt64, method: String, params: JSONValue?) {
+        self.seq = seq
+        self.method = method
+        self.params = params
+    }
+}
+
+/// What scanning a journal found.
+public struct JournalScan: Sendable {
+    public var records: [JournalRecord]
+    /// Bytes dropped from the end because the last record was torn (0 when the tail was clean).
+    public var tornBytes: Int
+}
+
+/// The journal file. Loop-owned by the server.
+public final class Journal {
+    private let file: FileHandle
+    private var pending: [UInt8] = []
+    /// Records written since the last fsync.
+    public private(set) var isDirty = false
+    /// Records in the file (since the last snapshot).
+    public private(set) var recordCount: Int
+
+    /// Opens (creating) the journal at `path`, scans it, and cuts off a torn tail.
+    /// - Throws: corruption before the tail, or I/O errors.
+    public static func open(path: String) throws(PersistenceError) -> (Journal, JournalScan) {
+        let bytes = try Files.contents(path) ?? []
+        let scan = try Self.scan(bytes, path: path)
+        let file = try FileHandle(path: path, flags: O_WRONLY | O_CREAT)
+        try file.truncate(to: bytes.count - scan.tornBytes)
+        if scan.tornBytes > 0 { try file.sync() }
+        return (Journal(file: file, recordCount: scan.records.count), scan)
+    }
+
+    private init(file: FileHandle, recordCount: Int) {
+        self.file = file
+        self.recordCount = recordCount
+    }
+
+    /// Buffers one record; `write()` puts it in the file.
+    public func append(seq: UInt64, method: String, params: JSONValue?) {
+        var json: [UInt8] = []
+        json.append(contentsOf: #"{"seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &json)
+        json.append(contentsOf: #","method":"#.utf8)
+        JSONWriter.appendString(method, to: &json)
+        if let params {
+            json.append(contentsOf: #","params":"#.utf8)
+            JSONWriter.append(params, to: &json)
+        }
+        json.append(UInt8(ascii: "}"))
+        Self.appendHex(CRC32.checksum(json), to: &self.pending)
+        self.pending.append(UInt8(ascii: " "))
+        self.pending.append(contentsOf: json)
+        self.pending.append(UInt8(ascii: "\n"))
+        self.recordCount += 1
+    }
+
+    /// True when records are buffered but not yet written.
+    public var hasPending: Bool { !self.pending.isEmpty }
+
+    /// Writes buffered records to the file (one write).
+    public func write() throws(PersistenceError) {
+        guard !self.pending.isEmpty else { return }
+        try self.file.writeAll(self.pending)
+        self.pending.removeAll(keepingCapacity: self.pending.capacity <= 1 << 20)
+        self.isDirty = true
+    }
+
+    /// Flushes the file to stable storage if anything was written since the last sync.
+    public func sync() throws(PersistenceError) {
+        guard self.isDirty else { return }
+        try self.file.sync()
+        self.isDirty = false
+    }
+
+    /// Empties the journal (after a snapshot made its records redundant).
+    public func reset() throws(PersistenceError) {
+        try self.write()
+        try self.file.truncate(to: 0)
+        try self.file.sync()
+        self.isDirty = false
+        self.recordCount = 0
+    }
+
+    // MARK: - Scanning
+
+    static func scan(_ bytes: [UInt8], path: String) throws(PersistenceError) -> JournalScan {
+        var records: [JournalRecord] = []
+        var start = 0
+        var lineNumber = 0
+        while start < bytes.count {
+            lineNumber += 1
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n"))
+            let line = bytes[start..<(end ?? bytes.count)]
+            let isLast = end == nil || end! + 1 >= bytes.count
+            if let record = Self.parse(line), end != nil {
+                records.append(record)
+                start = end! + 1
+                continue
+            }
+            if isLast {
+                // A torn write: the machine stopped in the middle of the last record.
+                return JournalScan(records: records, tornBytes: bytes.count - start)
+            }
+            throw PersistenceError(
+                "\(path): record \(lineNumber) (byte \(start)) is damaged; refusing to load a journal with holes "
+                    + "(move the data directory aside to start empty, or restore a backup)")
+        }
+        return JournalScan(records: records, tornBytes: 0)
+    }
+
+    private static func parse(_ line: ArraySlice<UInt8>) -> JournalRecord? {
+        guard line.count > 9, line[line.startIndex + 8] == UInt8(ascii: " "),
+            let crc = UInt32(String(decoding: line.prefix(8), as: UTF8.self), radix: 16)
+        else { return nil }
+        let json = line.dropFirst(9)
+        guard CRC32.checksum(json) == crc, let value = try? JSONParser.parse(Array(json), maxDepth: 1024),
+            case .int(let seq)? = value["seq"], seq > 0, case .string(let method)? = value["method"]
+        else { return nil }
+        return JournalRecord(seq: UInt64(seq), method: method, params: value["params"])
+    }
+
+    private static func appendHex(_ value: UInt32, to buffer: inout [UInt8]) {
+        let digits = Array("0123456789abcdef".utf8)
+        for shift in stride(from: 28, through: 0, by: -4) { buffer.append(digits[Int((value >> UInt32(shift)) & 0xF)]) }
+    }
+}

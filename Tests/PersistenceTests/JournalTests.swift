@@ -1,0 +1,108 @@
+import Foundation
+import ObjectGraph
+import Persistence
+import Testing
+import WireProtocol
+
+struct JournalTests {
+    static func scratch() -> String {
+        let path = NSTemporaryDirectory() + "kvod-journal-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func crcMatchesTheKnownCheckValue() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+    }
+
+    @Test func recordsRoundTripAcrossReopen() throws {
+        let directory = Self.scratch()
+        do {
+            let (journal, scan) = try Journal.open(path: directory + "/journal.log")
+            #expect(scan.records.isEmpty)
+            journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+            journal.append(seq: 2, method: "insert", params: .object(["path": "l", "values": ["x", "ü"]]))
+            try journal.write()
+            try journal.sync()
+        }
+        let (_, scan) = try Journal.open(path: directory + "/journal.log")
+        #expect(scan.records.map(\.seq) == [1, 2])
+        #expect(scan.records[1].params?["values"] == ["x", "ü"])
+        #expect(scan.tornBytes == 0)
+    }
+
+    @Test("a torn last record is cut off", arguments: [1, 5, 9, 20, 40])
+    func tornTail(keep: Int) throws {
+        let directory = Self.scratch()
+        let path = directory + "/journal.log"
+        do {
+            let (journal, _) = try Journal.open(path: path)
+            journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+            journal.append(seq: 2, method: "set", params: .object(["path": "b", "value": 2]))
+            try journal.write()
+        }
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let secondStart = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
+        bytes = Array(bytes[..<min(bytes.count - 1, secondStart + keep)])  // the second record, torn
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let (journal, scan) = try Journal.open(path: path)
+        #expect(scan.records.map(\.seq) == [1])
+        #expect(scan.tornBytes == bytes.count - secondStart)
+        // Appending after the cut continues a clean file.
+        journal.append(seq: 2, method: "set", params: .object(["path": "c", "value": 3]))
+        try journal.write()
+        let (_, again) = try Journal.open(path: path)
+        #expect(again.records.map(\.seq) == [1, 2])
+        #expect(again.records[1].params?["path"] == "c")
+    }
+
+    @Test func damageBeforeTheTailRefusesToLoad() throws {
+        let directory = Self.scratch()
+        let path = directory + "/journal.log"
+        do {
+            let (journal, _) = try Journal.open(path: path)
+            for seq in 1...3 { journal.append(seq: UInt64(seq), method: "set", params: .object(["path": "a", "value": .int(Int64(seq))])) }
+            try journal.write()
+        }
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let secondStart = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
+        bytes[secondStart + 30] ^= 0x01  // flip one bit inside record 2
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        #expect(throws: PersistenceError.self) { try Journal.open(path: path) }
+        do {
+            _ = try Journal.open(path: path)
+        } catch {
+            #expect(error.message.contains("record 2"))
+        }
+    }
+
+    @Test func snapshotsRoundTripAndRestoreTheGraph() throws {
+        let graph = Graph()
+        try graph.set("team", to: .record(Record(["members": [.record(Record(["name": "Ada"]))], "n": 2.5])))
+        try graph.set("self", to: .object(.root))
+        let snapshot = graph.makeSnapshot()
+        let decoded = try SnapshotCodec.decode(SnapshotCodec.encode(snapshot))
+        #expect(decoded == snapshot)
+        let restored = try Graph(model: .open, snapshot: decoded)
+        #expect(try restored.get("team") == (try graph.get("team")))
+        #expect(restored.seq == graph.seq)
+        // New objects continue after the old ids.
+        try graph.set("more", to: .record(Record()))
+        try restored.set("more", to: .record(Record()))
+        #expect(try restored.value(at: KeyPath(parsing: "more")) == (try graph.value(at: KeyPath(parsing: "more"))))
+    }
+
+    @Test func aSnapshotFromAnotherModelIsRefused() throws {
+        let typed = ObjectClass(name: "Thing", isOpen: true)
+        let graph = Graph(model: try Model(root: typed, classes: []))
+        try graph.set("x", to: 1)
+        #expect(throws: SnapshotError.self) { try Graph(model: .open, snapshot: graph.makeSnapshot()) }
+    }
+
+    @Test func theDirectoryIsLocked() throws {
+        let directory = Self.scratch()
+        let (first, _) = try DataDirectory.open(path: directory)
+        #expect(throws: PersistenceError.self) { try DataDirectory.open(path: directory) }
+        withExtendedLifetime(first) {}
+    }
+}
