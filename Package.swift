@@ -49,7 +49,7 @@ let package = Package(
             name: "KVOServer", dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "ValueCoding", "Persistence", logging],
             swiftSettings: strict),
         .executableTarget(
-            name: "kvod", dependencies: ["KVOServer", "ModelFile", "Persistence", argumentParser, logging],
+            name: "kvod", dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", argumentParser, logging],
             resources: [.embedInCode("default-model.json")], swiftSettings: strict),
         .executableTarget(
             name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
@@ -66,6 +66,8 @@ let package = Package(
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
         .testTarget(name: "KVOServerTests", dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol"]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
+        .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -48,18 +48,21 @@ pin() {
     echo "taskset -c $1"
 }
 
+# Extra kvod flags for start_kvod (limits, say); flags win over KVOD_* variables and config files.
+KVOD_ARGS=()
+
 # Starts kvod on a free port: start_kvod OUTFILE [wrapper...]; sets KVOD_PID and KVOD_PORT. The wrapper (taskset,
 # valgrind) goes before the binary. Waits up to WAIT_SECONDS (default 20) for the "listening on" line.
 start_kvod() {
     local out="$1"
     shift
-    "$@" "$KVOD_BIN" --host 127.0.0.1 --port 0 --log-level warning >"$out" 2>"$out.stderr" &
+    "$@" "$KVOD_BIN" --host 127.0.0.1 --port 0 --log-level warning "${KVOD_ARGS[@]}" >"$out" 2>"$out.stderr" &
     KVOD_PID=$!
     STARTED_PIDS+=("$KVOD_PID")
     local deadline=$((SECONDS + ${WAIT_SECONDS:-20}))
     KVOD_PORT=""
     while [ $SECONDS -lt $deadline ]; do
-        KVOD_PORT=$(sed -n 's/^kvod listening on .*:\([0-9][0-9]*\)$/\1/p' "$out" 2>/dev/null | head -n1)
+        KVOD_PORT=$(sed -n 's/^kvod listening on .*:\([0-9][0-9]*\)$/\1/p' "$out" 2>/dev/null | awk 'NR == 1')
         [ -n "$KVOD_PORT" ] && return 0
         kill -0 "$KVOD_PID" 2>/dev/null || die "kvod exited at start: $(cat "$out.stderr")"
         sleep 0.1

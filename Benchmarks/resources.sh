@@ -45,6 +45,8 @@ if [ "$CONNECTIONS" -gt $((HARD - 200)) ]; then
 fi
 PER_CONNECTION_SUBSCRIPTIONS=$((SUBSCRIPTIONS / SUBSCRIPTION_CONNECTIONS))
 SUBSCRIPTIONS=$((PER_CONNECTION_SUBSCRIPTIONS * SUBSCRIPTION_CONNECTIONS))
+# kvod's own limits (10,000 of each by default) must not be what the test hits.
+KVOD_ARGS=(--max-connections $((CONNECTIONS + 1000)) --max-subscriptions $((PER_CONNECTION_SUBSCRIPTIONS + 1000)))
 
 # hold_and_measure NAME CONNECTIONS PER_CONNECTION PATHS: on a fresh kvod, opens the connections (and subscriptions),
 # waits for "ready", lets the server settle, and prints the server's VmRSS delta in KiB (after minus before).
@@ -166,10 +168,10 @@ entries() {
             full) echo "== callgrind, M=10 subscribers, 1 publisher, pipeline 1, $SETS sets" ;;
         esac
         echo "-- top 15 by self cost (Ir)"
-        entries "$OUT/callgrind-$name-self.txt" | head -n 15 | cut -c1-220
+        entries "$OUT/callgrind-$name-self.txt" | awk 'NR <= 15' | cut -c1-220
         echo "-- top 15 by inclusive cost, kvod's own code (Sources/, one line per function)"
         entries "$OUT/callgrind-$name-inclusive.txt" --simplified | grep -E '  Sources/' | grep -v 'Sources/kvod/' \
-            | head -n 15 | cut -c1-220
+            | awk 'NR <= 15' | cut -c1-220
         echo
     done
 } | tee "$OUT/profile.txt"

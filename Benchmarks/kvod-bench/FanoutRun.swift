@@ -287,7 +287,7 @@ final class FanoutRun {
     }
 
     private func makeResult() -> FanoutResult {
-        let window = Double(self.windowEnd &- self.windowStart) / 1e9
+        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
         let serverCPU: Double? =
             if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
                 Double(end &- start) / 1e9 / window

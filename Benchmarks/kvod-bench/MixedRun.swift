@@ -122,7 +122,7 @@ final class MixedRun {
         }
         self.probeModel()
         self.loop.run()
-        let window = Double(self.windowEnd &- self.windowStart) / 1e9
+        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
         var serverCPU: Double?
         if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
             serverCPU = Double(end &- start) / 1e9 / window

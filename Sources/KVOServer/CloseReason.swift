@@ -1,4 +1,5 @@
-// Why a connection closed. Every close carries one; it is logged once and counted (ServerStats).
+// Why a connection closed. Every close carries one; it is logged once and counted (ServerStats). The raw values are
+// the `reason` of the `closing` notification (Protocol/README.md#closing).
 
 /// Why a connection was closed.
 public enum CloseReason: String, Sendable, CaseIterable {
@@ -8,8 +9,21 @@ public enum CloseReason: String, Sendable, CaseIterable {
     case ioError = "io_error"
     /// A request line exceeded `Limits.maxLineBytes`.
     case lineTooLong = "line_too_long"
-    /// Output queued for the client exceeded `Limits.outputHardLimitBytes`.
-    case outputLimit = "output_limit"
+    /// The client did not read its output fast enough: `Limits.outputHardLimitBytes`, or
+    /// `Limits.outputSoftLimitBytes` for `Limits.outputSoftLimitSeconds` (OutputLimiter).
+    case slowConsumer = "slow_consumer"
+    /// `Limits.maxConnections` connections were already open.
+    case tooManyConnections = "too_many_connections"
+    /// The client sent `Limits.maxAuthenticationFailures` wrong tokens.
+    case unauthorized = "unauthorized"
     /// The server is shutting down.
     case serverShutdown = "server_shutdown"
+
+    /// Whether the server closed the connection because the client passed a limit (logged as a warning).
+    var isLimit: Bool {
+        switch self {
+        case .lineTooLong, .slowConsumer, .tooManyConnections, .unauthorized: true
+        case .clientClosed, .ioError, .serverShutdown: false
+        }
+    }
 }

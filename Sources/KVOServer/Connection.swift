@@ -18,11 +18,21 @@ final class Connection {
     /// True while the connection is on the server's flush list.
     var isFlushPending = false
     /// The connection's subscriptions by id (the connection side of the two-way index; the engine has the other).
-    private(set) var subscriptions: [ObservationID: Subscription] = [:]
+    private(set) var subscriptions: [Int: Subscription] = [:]
     /// Non-nil once closing; nothing more is read or queued.
     private(set) var closeReason: CloseReason?
     /// The client's name from `hello`, for logs.
     var clientName: String?
+    /// What the connection's token allows; nil until a `hello` with a valid token (when access control is on).
+    var access: Access?
+    /// Wrong tokens this connection sent in `hello`.
+    var authenticationFailures = 0
+    /// A close the dispatcher asked for, done once the current line's response is queued.
+    var closeAfterResponse: CloseReason?
+    /// Decides when the client reads too slowly (OutputLimiter.swift).
+    private var limiter: OutputLimiter
+    /// Set when the output passed its limits; the connection is closed at the next flush, outside any commit.
+    private var outputLimitBreach: OutputLimitBreach?
     let remoteAddress: String
 
     init(id: Int, server: Server, stream: TCPStream) {
@@ -30,6 +40,7 @@ final class Connection {
         self.server = server
         self.stream = stream
         self.framer = LineFramer(maxLineBytes: server.limits.maxLineBytes)
+        self.limiter = OutputLimiter(limits: server.limits)
         self.remoteAddress = stream.remoteAddress
     }
 
@@ -68,26 +79,51 @@ final class Connection {
 
     // MARK: - Output
 
-    /// Appends bytes to the output buffer and schedules a flush before the loop next polls.
+    /// Appends bytes to the output buffer and schedules a flush before the loop next polls. Past the output limits
+    /// nothing more is buffered and the flush closes the connection (`slow_consumer`): closing here could happen
+    /// inside the engine's commit, which is delivering notifications.
     func enqueue(_ write: (inout [UInt8]) -> Void) {
-        guard self.closeReason == nil else { return }
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         write(&self.output)
+        self.checkOutputLimits()
         if !self.isFlushPending {
             self.isFlushPending = true
             self.server.markNeedsFlush(self)
         }
     }
 
-    /// Hands buffered output to the socket (one write per loop turn) and enforces the output limit.
+    /// Hands buffered output to the socket (one write per loop turn), then enforces the output limits.
     func flush() {
         self.isFlushPending = false
-        guard !self.output.isEmpty, !self.stream.isClosing else { return }
-        self.server.stats.bytesOut += self.output.count
-        self.output.withUnsafeBytes { _ = self.stream.write($0) }
-        // Keep a small buffer's capacity for the next turn; give a large one back.
-        self.output.removeAll(keepingCapacity: self.output.capacity <= 64 << 10)
-        if self.closeReason == nil && self.stream.pendingWriteBytes > self.server.limits.outputHardLimitBytes {
-            self.close(.outputLimit)
+        guard !self.stream.isClosing else { return }
+        if !self.output.isEmpty && self.outputLimitBreach == nil {
+            self.server.stats.bytesOut += self.output.count
+            self.output.withUnsafeBytes { _ = self.stream.write($0) }
+            // Keep a small buffer's capacity for the next turn; give a large one back.
+            self.output.removeAll(keepingCapacity: self.output.capacity <= 64 << 10)
+            self.checkOutputLimits()
+        }
+        if self.closeReason == nil, let breach = self.outputLimitBreach {
+            self.server.outputLimitExceeded(self, breach)
+            self.close(.slowConsumer)
+        }
+    }
+
+    /// Bytes queued for the client and not yet taken by the kernel: ours plus libuv's write queue.
+    var pendingOutputBytes: Int { self.output.count + self.stream.pendingWriteBytes }
+
+    /// Asks the limiter about the output now queued; remembers a breach and drops what is buffered (the client
+    /// will not get it anyway). Also run once a second by the server, for a client that no new output reaches.
+    func checkOutputLimits() {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        let action = self.limiter.check(
+            pendingBytes: self.pendingOutputBytes, nowMilliseconds: self.server.loop.nowMilliseconds)
+        guard case .exceeded(let breach) = action else { return }
+        self.outputLimitBreach = breach
+        self.output = []
+        if !self.isFlushPending {
+            self.isFlushPending = true
+            self.server.markNeedsFlush(self)
         }
     }
 
@@ -95,12 +131,14 @@ final class Connection {
 
     func add(_ subscription: Subscription) {
         self.subscriptions[subscription.id] = subscription
+        self.server.stats.subscriptionsOpen += 1
     }
 
     /// Removes one of this connection's subscriptions; false when it has no such subscription.
-    func removeSubscription(_ id: ObservationID) -> Bool {
-        guard self.subscriptions.removeValue(forKey: id) != nil else { return false }
-        try? self.server.graph.removeObservation(id)  // the engine has it: both sides are added together
+    func removeSubscription(_ id: Int) -> Bool {
+        guard let subscription = self.subscriptions.removeValue(forKey: id) else { return false }
+        self.server.stats.subscriptionsOpen -= 1
+        self.server.subscriptionEnded(subscription)
         return true
     }
 
@@ -111,35 +149,33 @@ final class Connection {
     /// socket. Memory goes when libuv's close callback runs. Idempotent.
     func close(_ reason: CloseReason) {
         guard self.closeReason == nil else { return }
-        let notice: Bool
         switch reason {
-        case .lineTooLong, .serverShutdown: notice = true
-        case .clientClosed, .ioError, .outputLimit: notice = false
-        }
-        if notice {
-            self.enqueue { buffer in
-                RPCEncoder.appendNotification(method: "closing", to: &buffer) {
-                    $0.append(contentsOf: #"{"reason":""#.utf8)
-                    $0.append(contentsOf: reason.rawValue.utf8)
-                    $0.append(contentsOf: #""}"#.utf8)
-                }
-                buffer.append(UInt8(ascii: "\n"))
-            }
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized:
+            self.enqueue { $0.append(contentsOf: Self.closingNotice(reason)) }
+        case .clientClosed, .ioError, .slowConsumer:
+            break
         }
         self.closeReason = reason
         self.stream.stopReading()
-        for id in self.subscriptions.keys { try? self.server.graph.removeObservation(id) }
+        self.server.stats.subscriptionsOpen -= self.subscriptions.count
+        for subscription in self.subscriptions.values { self.server.subscriptionEnded(subscription) }
         self.subscriptions.removeAll()
         self.server.connectionWillClose(self, reason: reason)
         switch reason {
-        case .ioError, .outputLimit:
+        case .ioError:
             self.output.removeAll()
+            self.stream.close()
+        case .slowConsumer:
+            // No linger: the client is not reading. The notice goes out only if the socket takes it right now (with
+            // libuv's queue non-empty it would queue behind, and closing cancels the queue).
+            self.output.removeAll()
+            if self.stream.pendingWriteBytes == 0 { self.stream.write(Self.closingNotice(reason)) }
             self.stream.close()
         case .clientClosed:
             // The client sent EOF, so nothing unread is left: send what is queued, then close.
             self.flush()
             self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
-        case .lineTooLong, .serverShutdown:
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized:
             self.flush()
             self.stream.shutdownWrites { [weak self] in self?.linger() }
         }
@@ -160,6 +196,18 @@ final class Connection {
         } catch {
             stream.close()
         }
+    }
+
+    /// `{"jsonrpc":"2.0","method":"closing","params":{"reason":R}}` and a newline.
+    static func closingNotice(_ reason: CloseReason) -> [UInt8] {
+        var buffer: [UInt8] = []
+        RPCEncoder.appendNotification(method: "closing", to: &buffer) {
+            $0.append(contentsOf: #"{"reason":""#.utf8)
+            $0.append(contentsOf: reason.rawValue.utf8)
+            $0.append(contentsOf: #""}"#.utf8)
+        }
+        buffer.append(UInt8(ascii: "\n"))
+        return buffer
     }
 
     /// How long a server-initiated close waits for the client to close its end.

@@ -59,6 +59,8 @@ final class Dispatcher {
             }
         }
         self.deliverPendingInitials()
+        // A close a handler asked for (too many wrong tokens) comes after the line's response.
+        if let reason = connection.closeAfterResponse { connection.close(reason) }
     }
 
     /// Performs one parsed request; appends its response object (nothing for a notification) to `response`.
@@ -90,12 +92,16 @@ final class Dispatcher {
         return RPCError(.internalError, "internal error")
     }
 
-    /// Routes a request to its handler, which writes its result JSON into `self.result`.
+    /// Routes a request to its handler, which writes its result JSON into `self.result`. Access control and the
+    /// per-connection limits are checked first (Dispatcher+Access.swift).
     private func call(_ request: RPCRequest, on connection: Connection) throws {
+        try self.authorize(request, on: connection)
         switch request.method {
         case "get": try self.get(request, on: connection)
         case "set": try self.set(request, on: connection)
-        case "subscribe": try self.subscribe(request, on: connection)
+        case "subscribe":
+            try self.checkSubscriptionLimit(on: connection)
+            try self.subscribe(request, on: connection)
         case "unsubscribe": try self.unsubscribe(request, on: connection)
         case "ping": try self.ping(request, on: connection)
         case "hello": try self.hello(request, on: connection)
@@ -105,6 +111,7 @@ final class Dispatcher {
         case "insert", "remove", "replace", "union", "minus", "intersect", "setMembers":
             try self.collectionMutation(request, on: connection)
         case "transaction": try self.transaction(request, on: connection)
+        case "stats": try self.stats(request, on: connection)
         default:
             self.server.countRequest(isMutation: false)
             throw RPCError(.methodNotFound, "method not found: \(request.method)")

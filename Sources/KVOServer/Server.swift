@@ -10,11 +10,19 @@ public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 7070
     public var limits = Limits()
+    /// Notifications kept for resuming subscriptions (`subscribe` with `since`); 0 turns resuming off.
+    public var historyCapacity = 10_000
+    /// The tokens clients must `hello` with; none means no access control (Protocol/README.md#access-control).
+    public var accessControl = AccessControl()
+    /// Where the Prometheus metrics endpoint listens (MetricsServer.swift); nil port: no endpoint.
+    public var metricsHost = "127.0.0.1"
+    public var metricsPort: Int?
 
-    public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits()) {
+    public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host
         self.port = port
         self.limits = limits
+        self.historyCapacity = historyCapacity
     }
 }
 
@@ -27,7 +35,7 @@ public final class Server {
     public internal(set) var stats = ServerStats()
     let logger: Logger
     let loop: EventLoop
-    private let configuration: ServerConfiguration
+    let configuration: ServerConfiguration
     private var listener: TCPListener?
     private var flushHook: BeforePollHook?
     private var connections: [Int: Connection] = [:]
@@ -38,7 +46,20 @@ public final class Server {
     private var isStopping = false
     /// The journal and snapshots, when kvod runs with a data directory (Durability.swift).
     public var durability: Durability?
+    /// The bounded history that `subscribe` with `since` replays from (SubscriptionHistory.swift).
+    private(set) lazy var history = SubscriptionHistory(capacity: self.configuration.historyCapacity, graph: self.graph)
+    /// Subscriptions that asked for `progress` notifications, and the timer that sends them.
+    var progressSubscriptions: [Int: Subscription] = [:]
+    /// The id of the next subscription (wire ids are the server's own, independent of engine observations).
+    var nextSubscriptionID = 1
+    var progressTimer: LoopTimer?
     private var forceCloseTimer: LoopTimer?
+    /// Once a second: output limits of clients that no new output reaches (Server+Observability.swift).
+    var housekeepingTimer: LoopTimer?
+    /// The metrics endpoint, when configured.
+    var metricsServer: MetricsServer?
+    /// The loop's clock when `start()` ran, for uptime.
+    var startedAtMilliseconds: UInt64 = 0
 
     /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, graph: Graph, loop: EventLoop, logger: Logger) {
@@ -58,6 +79,7 @@ public final class Server {
             self.accept(stream)
         }
         self.listener = listener
+        try self.startObservability()
         return listener.localAddress
     }
 
@@ -72,6 +94,7 @@ public final class Server {
         self.logger.info("stopping", metadata: ["connections": "\(self.connections.count)"])
         self.listener?.close()
         self.listener = nil
+        self.stopObservability()
         for connection in Array(self.connections.values) { connection.close(.serverShutdown) }
         if self.connections.isEmpty {
             self.finishStopping()
@@ -94,6 +117,7 @@ public final class Server {
     // MARK: - Connections
 
     private func accept(_ stream: TCPStream) {
+        let isOverLimit = self.stats.connectionsOpen >= self.limits.maxConnections
         let connection = Connection(id: self.nextConnectionID, server: self, stream: stream)
         self.nextConnectionID += 1
         do {
@@ -109,20 +133,19 @@ public final class Server {
         self.logger.debug(
             "connection opened",
             metadata: ["connection.id": "\(connection.id)", "connection.remote": "\(connection.remoteAddress)"])
+        // Over the limit the client still learns why: a `closing` notice, then the close (no request is read).
+        if isOverLimit { connection.close(.tooManyConnections) }
     }
 
+    /// Counts and logs a close (Server+Observability.swift); the connection stops counting as open.
     func connectionWillClose(_ connection: Connection, reason: CloseReason) {
         self.stats.closes[reason, default: 0] += 1
-        let metadata: Logger.Metadata = ["connection.id": "\(connection.id)", "close.reason": "\(reason.rawValue)"]
-        switch reason {
-        case .lineTooLong, .outputLimit: self.logger.warning("connection closed by limit", metadata: metadata)
-        default: self.logger.debug("connection closing", metadata: metadata)
-        }
+        self.stats.connectionsOpen -= 1
+        self.logClose(connection, reason: reason)
     }
 
     func connectionDidClose(_ connection: Connection) {
         guard self.connections.removeValue(forKey: connection.id) != nil else { return }
-        self.stats.connectionsOpen -= 1
         if self.isStopping && self.connections.isEmpty { self.finishStopping() }
     }
 

@@ -8,8 +8,10 @@ import WireProtocol
 /// A subscription of one connection. Loop-owned.
 @MainActor
 final class Subscription {
-    /// The engine observation id, which is also the subscription id on the wire.
-    let id: ObservationID
+    /// The subscription id on the wire (unique in the server, increasing).
+    let id: Int
+    /// The engine observation behind it.
+    let observation: ObservationID
     /// The key path as the client gave it.
     let path: String
     /// The parsed path.
@@ -17,16 +19,21 @@ final class Subscription {
     let options: ObservationOptions
     let context: JSONValue?
     unowned let connection: Connection
+    /// With the `progress` param: how long the subscription may stay quiet before a `progress` notification.
+    var progressMilliseconds: UInt64 = 0
+    /// When the subscription last sent something (loop time).
+    var lastSentMilliseconds: UInt64 = 0
     /// `{"jsonrpc":"2.0","method":"change","params":{"subscription":ID,"path":"P","kind":"`
     private let prefix: [UInt8]
     /// `,"context":C` or nothing.
     private let contextMember: [UInt8]
 
     init(
-        id: ObservationID, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?,
+        id: Int, observation: ObservationID, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?,
         connection: Connection
     ) {
         self.id = id
+        self.observation = observation
         self.path = path
         self.keyPath = keyPath
         self.options = options
@@ -49,7 +56,10 @@ final class Subscription {
     /// Encodes one notification into the connection's output (it is written before the loop next polls).
     func deliver(_ change: Change) {
         let encoder = self.connection.server.notificationEncoder
+        if self.progressMilliseconds > 0 { self.lastSentMilliseconds = self.connection.server.loop.nowMilliseconds }
+        let server = self.connection.server
         self.connection.enqueue { buffer in
+            server.stats.notifications += 1  // here: only notifications actually queued count
             buffer.append(contentsOf: self.prefix)
             buffer.append(contentsOf: change.kind.rawValue.utf8)
             buffer.append(UInt8(ascii: "\""))

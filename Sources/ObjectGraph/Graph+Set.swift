@@ -76,7 +76,13 @@ extension Graph {
     /// Runs key-value validation for `value` at `path` without storing or notifying; returns the value that `set`
     /// would store.
     public func validate(_ path: KeyPath, _ value: Value) throws(GraphError) -> Value {
-        try self.prepareSet(path, value).value
+        let prepared = try self.prepareSet(path, value)
+        var leaf = prepared.value
+        for _ in 0..<prepared.wrapped {
+            guard case .record(let record) = leaf, let inner = record.values.first else { break }
+            leaf = inner
+        }
+        return leaf
     }
 
     /// Stores a value without any notification (a manual-notification owner calls this between

@@ -40,6 +40,24 @@ extension Graph {
     /// - Throws: `TransactionError` naming the first op that failed; then nothing changed.
     @discardableResult
     public func transaction(_ ops: [TransactionOp]) throws(TransactionError) -> UInt64 {
+        let mutations = try self.dryRun(ops)
+        return self.commit(mutations: mutations) {
+            for op in ops {
+                // The dry run proved every op valid in this order from this state, so replaying cannot fail.
+                guard let planned = try? self.plan(op) else { preconditionFailure("transaction replay diverged") }
+                planned.apply()
+            }
+        }
+    }
+
+    /// Validates `ops` as `transaction` would, without changing anything or notifying anyone.
+    /// - Throws: `TransactionError` naming the first op that would fail.
+    public func validateTransaction(_ ops: [TransactionOp]) throws(TransactionError) {
+        _ = try self.dryRun(ops)
+    }
+
+    /// Applies the ops with an undo log, then rolls everything back; returns what they would touch.
+    private func dryRun(_ ops: [TransactionOp]) throws(TransactionError) -> [Mutation] {
         precondition(self.undoLog == nil, "transactions do not nest")
         let log = UndoLog(firstNewID: self.nextObjectID, allocatedSinceCollection: self.allocatedSinceCollection)
         self.undoLog = log
@@ -57,13 +75,7 @@ extension Graph {
         }
         self.rollBack(log)
         if let failure { throw failure }
-        return self.commit(mutations: mutations) {
-            for op in ops {
-                // The dry run proved every op valid in this order from this state, so replaying cannot fail.
-                guard let planned = try? self.plan(op) else { preconditionFailure("transaction replay diverged") }
-                planned.apply()
-            }
-        }
+        return mutations
     }
 
     private func plan(_ op: TransactionOp) throws(GraphError) -> PlannedChange {

@@ -20,11 +20,16 @@ final class GraphObject {
         self.storage[key]
     }
 
-    /// Stores a value; a new key goes to the end of the key order.
+    /// Stores a value. A new key goes to the end of the key order, except that a key the class declares goes
+    /// among the declared keys in declaration order (so `get` shows a typed object's keys as its class lists them).
     func setValue(_ value: Value, forKey key: String) {
-        if self.storage.updateValue(value, forKey: key) == nil {
+        guard self.storage.updateValue(value, forKey: key) == nil else { return }
+        guard let rank = self.objectClass.declarationIndex(key) else {
             self.keys.append(key)
+            return
         }
+        let position = self.keys.firstIndex { (self.objectClass.declarationIndex($0) ?? Int.max) > rank } ?? self.keys.count
+        self.keys.insert(key, at: position)
     }
 
     /// Puts a key back as it was (undo): `previous` nil removes the key.

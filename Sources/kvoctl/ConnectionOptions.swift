@@ -1,5 +1,5 @@
-// The options every kvoctl subcommand shares (where kvod is, how long to wait) and the one place that turns a
-// KVOClientError into a message on stderr and an exit status.
+// The options every kvoctl subcommand shares (where kvod is, how long to wait, the token to present) and the one
+// place that turns a KVOClientError into a message on stderr and an exit status.
 
 import ArgumentParser
 import KVOClient
@@ -25,6 +25,18 @@ struct ConnectionOptions: ParsableArguments {
                 + "wait between notifications (default: forever).",
             valueName: "seconds"))
     var timeout: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "The token to present in hello before anything else (default: $KVOD_TOKEN; prefer the environment: a "
+                + "flag shows in the process list).",
+            valueName: "token"))
+    var token: String?
+
+    /// The token to present: `--token`, else `$KVOD_TOKEN`, else none (no hello is sent).
+    var resolvedToken: String? {
+        self.token ?? Self.environment("KVOD_TOKEN")
+    }
 
     /// The host to connect to: `--host`, else `$KVOD_HOST`, else 127.0.0.1.
     var resolvedHost: String {
@@ -57,23 +69,46 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// Connects to kvod, or reports the failure and throws the matching exit status.
-    func connect() throws(ExitCode) -> KVOClient {
+    /// Connects to kvod and, with a token, presents it (`hello`); or reports the failure and throws the matching
+    /// exit status. `authenticate: false` leaves the hello to the caller (`kvoctl hello`).
+    func connect(authenticate: Bool = true) throws(ExitCode) -> KVOClient {
         do {
-            return try KVOClient(
+            let client = try KVOClient(
                 host: self.resolvedHost, port: self.resolvedPort, timeout: .seconds(self.resolvedTimeout))
+            if authenticate, let token = self.resolvedToken {
+                _ = try client.call("hello", ["client": "kvoctl", "token": .string(token)])
+            }
+            return client
         } catch {
             throw self.report(error)
         }
     }
 
-    /// Connects a bare line connection (for `kvoctl -`), or reports the failure and throws the exit status.
+    /// Connects a bare line connection (for `kvoctl -`) and, with a token, presents it (the hello's response is not
+    /// echoed); or reports the failure and throws the exit status.
     func connectLines() throws(ExitCode) -> LineConnection {
         do {
-            return try LineConnection(
+            let connection = try LineConnection(
                 host: self.resolvedHost, port: self.resolvedPort, timeout: .seconds(self.resolvedTimeout))
+            if let token = self.resolvedToken { try Self.authenticate(connection, token: token) }
+            return connection
         } catch {
             throw self.report(error)
+        }
+    }
+
+    /// Sends `hello` with `token` on a bare connection and waits for its response.
+    private static func authenticate(_ connection: LineConnection, token: String) throws(KVOClientError) {
+        var bytes: [UInt8] = []
+        RPCEncoder.appendRequest(
+            id: "kvoctl-hello", method: "hello", params: ["client": "kvoctl", "token": .string(token)], to: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        try connection.send(bytes)
+        let line = try connection.readLine(timeout: connection.writeTimeout)
+        switch try? RPCServerMessage.decode(line) {
+        case .response?: return
+        case .error(_, let error)?: throw .server(error)
+        default: throw .protocolViolation("expected the response to hello: \(String(decoding: line.prefix(200), as: UTF8.self))")
         }
     }
 

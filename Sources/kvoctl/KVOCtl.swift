@@ -26,16 +26,18 @@ struct KVOCtl: ParsableCommand {
               kvoctl watch labColor.color --prior --old --new --format text
               kvoctl insert department.employees '{"name":"Ada","salary":100}'
               kvoctl describe labColor
+              KVOD_TOKEN=s3cret kvoctl stats
               printf 'get person.name\\nping\\n' | kvoctl -
 
             ENVIRONMENT:
               KVOD_HOST, KVOD_PORT   defaults for --host and --port
+              KVOD_TOKEN             the token to present in hello (default for --token)
 
             \(KVOCtlExitCode.helpText)
             """,
         subcommands: [
             Get.self, Set.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
-            Describe.self, Observers.self, Ping.self, Hello.self, Script.self,
+            Describe.self, Observers.self, Stats.self, Ping.self, Hello.self, Script.self,
         ]
     )
 

@@ -62,10 +62,14 @@ func withoutObjectIDs(_ value: JSONValue) -> JSONValue {
 }
 
 /// Waits until some connection of `server` has a subscription to exactly `path` (asked with the `observers`
-/// method), so a test can make a change that a background `kvoctl watch` must see.
-func waitForSubscription(on server: KVODProcess, path: String, timeout: Duration = .seconds(10)) throws {
+/// method, after presenting `token` when kvod has access control), so a test can make a change that a background
+/// `kvoctl watch` must see.
+func waitForSubscription(
+    on server: KVODProcess, path: String, token: String? = nil, timeout: Duration = .seconds(10)
+) throws {
     let client = try server.client()
     defer { client.close() }
+    if let token { _ = try client.call("hello", ["token": .string(token)]) }
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while ContinuousClock.now < deadline {
         let result = try client.call("observers", ["path": .string(path)])

@@ -11,12 +11,15 @@ public final class KVODProcess: @unchecked Sendable {
     public let host: String
     /// The port kvod listens on (as it reported it).
     public let port: Int
+    /// The port of the metrics endpoint (`--metrics-port`), when kvod reported one.
+    public let metricsPort: Int?
     /// The child process, with its captured output.
     public let command: RunningCommand
 
-    private init(host: String, port: Int, command: RunningCommand) {
+    private init(host: String, port: Int, metricsPort: Int?, command: RunningCommand) {
         self.host = host
         self.port = port
+        self.metricsPort = metricsPort
         self.command = command
     }
 
@@ -27,14 +30,18 @@ public final class KVODProcess: @unchecked Sendable {
     /// Launches `kvod --host 127.0.0.1 --port 0` plus `extraArguments` and waits (at most `timeout`) for its
     /// `kvod listening on HOST:PORT` line on stdout. Unless the arguments name a model (`--model`) or
     /// `defaultModel` is true, kvod serves an empty open root (`--empty`), so protocol tests own every key.
+    /// `environment` entries are added to (or override) the test's environment; `listenArguments` replaces
+    /// `--host 127.0.0.1 --port 0` (give `[]` to let the environment or a config file choose, with port 0).
     /// Throws `binaryNotFound` when kvod was not built, and `kvodNotReady` (with kvod's output) when it exits or
     /// stays silent.
     public static func start(
-        _ extraArguments: [String] = [], defaultModel: Bool = false, timeout: Duration = .seconds(10)
+        _ extraArguments: [String] = [], environment: [String: String]? = nil, defaultModel: Bool = false,
+        listenArguments: [String] = ["--host", "127.0.0.1", "--port", "0"], timeout: Duration = .seconds(10)
     ) throws -> KVODProcess {
         let executable = try existingBinaryURL(named: "kvod")
         let model = defaultModel || extraArguments.contains("--model") || extraArguments.contains("--empty") ? [] : ["--empty"]
-        let command = try RunningCommand(executable, ["--host", "127.0.0.1", "--port", "0"] + model + extraArguments)
+        let command = try RunningCommand(
+            executable, listenArguments + model + extraArguments, environment: environment)
         var endpoint: (host: String, port: Int)?
         command.stdout.wait(timeout: timeout) { text in
             endpoint = Self.listeningEndpoint(in: text)
@@ -48,7 +55,8 @@ public final class KVODProcess: @unchecked Sendable {
             command.terminate()
             throw TestSupportError.kvodNotReady(reason: reason, stdout: command.stdoutText, stderr: command.stderrText)
         }
-        return KVODProcess(host: endpoint.host, port: endpoint.port, command: command)
+        let metricsPort = Self.listeningEndpoint(in: command.stdoutText, marker: "kvod metrics on ")?.port
+        return KVODProcess(host: endpoint.host, port: endpoint.port, metricsPort: metricsPort, command: command)
     }
 
     /// A new client connection to this kvod; `timeout` bounds the connect and each response.
@@ -76,8 +84,9 @@ public final class KVODProcess: @unchecked Sendable {
     }
 
     /// The endpoint in the first `kvod listening on HOST:PORT` line of `text` (an IPv6 host may be bracketed).
-    static func listeningEndpoint(in text: String) -> (host: String, port: Int)? {
-        let marker = "kvod listening on "
+    static func listeningEndpoint(
+        in text: String, marker: String = "kvod listening on "
+    ) -> (host: String, port: Int)? {
         for line in text.split(separator: "\n") {
             guard let range = line.range(of: marker) else { continue }
             let address = line[range.upperBound...].trimmingCharacters(in: .whitespaces)

@@ -6,9 +6,11 @@ results/<method>.schema.json for a result, notification.schema.json for a notifi
 this client sends is validated against request.schema.json, so the schemas and the server are checked against each
 other.
 
-The daemon is the binary at $KVOD_BIN (default <repo>/.build/debug/kvod), started once per session on 127.0.0.1 with
-an ephemeral port and stopped with SIGTERM (exit status 0, a `closing` notice to connected clients). Every socket
-operation has a timeout, so no test can hang. Tests share the daemon's graph, so each works under its own fresh key.
+The daemon is the binary at $KVOD_BIN (default <repo>/.build/debug/kvod), started on 127.0.0.1 with an ephemeral
+port and stopped with SIGTERM (exit status 0, a `closing` notice to connected clients). Every socket operation has a
+timeout, so no test can hang. The tests here share one daemon serving an empty open root (`--empty`, fixture `kvod`),
+so each works under its own fresh key; test_model_and_collections.py starts a fresh daemon on the default model for
+each test (fixture `kvod_model`).
 """
 
 import json
@@ -357,15 +359,16 @@ def schemas():
     return Schemas(SCHEMAS)
 
 
-@pytest.fixture(scope="session")
-def kvod(tmp_path_factory, schemas):
+def serve(log_dir, schemas, arguments):
+    """Runs kvod with `arguments` (after --host/--port) and yields a Kvod; then checks the shutdown: a connected client
+    gets `closing` (server_shutdown), then the end of the connection, and kvod exits 0 having printed one line."""
     binary = _kvod_binary()
     if not binary.is_file() or not os.access(binary, os.X_OK):
         pytest.fail(f"no kvod binary at {binary}: run `swift build --product kvod` or set KVOD_BIN", pytrace=False)
-    log_path = tmp_path_factory.mktemp("kvod") / "kvod.stderr.log"
+    log_path = log_dir / "kvod.stderr.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(binary), "--host", "127.0.0.1", "--port", "0", "--empty"],
+            [str(binary), "--host", "127.0.0.1", "--port", "0", *arguments],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -377,7 +380,6 @@ def kvod(tmp_path_factory, schemas):
         server = Kvod(process, int(match.group(1)), log_path)
         yield server
 
-        # Shutdown: a connected client gets `closing` (server_shutdown), then the end of the connection; exit 0.
         assert process.poll() is None, f"kvod exited early with {process.returncode}:\n{server.log()}"
         witness = Client(server.port, schemas, "shutdown-witness")
         witness.assert_quiet()
@@ -398,13 +400,12 @@ def kvod(tmp_path_factory, schemas):
         process.stdout.close()
 
 
-@pytest.fixture
-def connect(kvod, schemas):
-    """connect(name) opens a client; at the end of the test every client still open must have nothing pending."""
+def connections(server, schemas):
+    """Yields connect(name), which opens a client; afterwards every client still open must have nothing pending."""
     clients = []
 
     def open_client(name="client"):
-        client = Client(kvod.port, schemas, name)
+        client = Client(server.port, schemas, name)
         clients.append(client)
         return client
 
@@ -413,10 +414,35 @@ def connect(kvod, schemas):
         for client in clients:
             if not client.closed:
                 client.assert_quiet()
-        assert kvod.process.poll() is None, f"kvod died during the test:\n{kvod.log()}"
+        assert server.process.poll() is None, f"kvod died during the test:\n{server.log()}"
     finally:
         for client in clients:
             client.close()
+
+
+@pytest.fixture(scope="session")
+def kvod(tmp_path_factory, schemas):
+    """One kvod for the session, serving an empty open root (--empty)."""
+    yield from serve(tmp_path_factory.mktemp("kvod"), schemas, ["--empty"])
+
+
+@pytest.fixture
+def connect(kvod, schemas):
+    """connect(name) opens a client; at the end of the test every client still open must have nothing pending."""
+    yield from connections(kvod, schemas)
+
+
+@pytest.fixture
+def kvod_model(tmp_path_factory, schemas):
+    """A fresh kvod for one test, serving the default model (Sources/kvod/default-model.json, docs/MODEL.md), so
+    the test can rely on exact object ids and seqs."""
+    yield from serve(tmp_path_factory.mktemp("kvod-model"), schemas, [])
+
+
+@pytest.fixture
+def connect_model(kvod_model, schemas):
+    """connect(name) against kvod_model."""
+    yield from connections(kvod_model, schemas)
 
 
 def fresh_key():

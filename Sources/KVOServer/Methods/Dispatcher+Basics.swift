@@ -1,4 +1,5 @@
-// `hello` and `ping`: the methods that touch no state (Protocol/methods.md#hello, #ping).
+// `hello` and `ping`: the methods that touch no state (Protocol/methods.md#hello, #ping). `hello` also presents
+// the token when access control is on (Dispatcher+Access.swift).
 import WireProtocol
 
 extension Dispatcher {
@@ -7,18 +8,30 @@ extension Dispatcher {
 
     func hello(_ request: RPCRequest, on connection: Connection) throws {
         self.server.countRequest(isMutation: false)
-        let params = Params(request.params, names: ["client"], method: "hello")
+        let params = Params(request.params, names: ["client", "token"], method: "hello")
         try params.rejectUnknown()
         switch params["client"] {
         case .string(let name)?: connection.clientName = name
         case nil, .null?: break
         default: throw RPCError.badParams("hello: 'client' must be a string")
         }
+        let token: String?
+        switch params["token"] {
+        case .string(let text)?: token = text
+        case nil, .null?: token = nil
+        default: throw RPCError.badParams("hello: 'token' must be a string")
+        }
+        try self.authenticate(token: token, on: connection)
+        let access = self.server.configuration.accessControl.isEnabled ? connection.access : nil
         self.writeResult {
             $0.append(contentsOf: #"{"server":"kvod","version":"#.utf8)
             JSONWriter.appendString(KVODVersion.current, to: &$0)
             $0.append(contentsOf: #","protocol":"#.utf8)
             JSONWriter.appendInt(Int64(Self.protocolVersion), to: &$0)
+            if let access {
+                $0.append(contentsOf: #","access":"#.utf8)
+                JSONWriter.appendString(access.rawValue, to: &$0)
+            }
             $0.append(UInt8(ascii: "}"))
         }
     }

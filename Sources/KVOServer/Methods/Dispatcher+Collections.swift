@@ -31,6 +31,8 @@ extension Dispatcher {
             do {
                 ops.append(try Self.parseOp(item))
             } catch let error as any RPCErrorConvertible {
+                // An op that cannot be read fails the transaction, unless an earlier op would fail first.
+                try self.server.graph.validateTransaction(ops)
                 var rpc = error.rpcError
                 var data: JSONObject
                 if case .object(let object)? = rpc.data { data = object } else { data = JSONObject() }

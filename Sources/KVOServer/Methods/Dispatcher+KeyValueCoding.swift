@@ -27,11 +27,13 @@ extension Dispatcher {
         let value = Value(json: try params.required("value"))
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
         let result = try self.server.graph.set(path, to: value)
+        // What was stored, read back when it differs from what was sent (so created objects show their $id).
+        let stored = result.storedValue.map { _ in (try? self.server.graph.get(path)) ?? .null }
         self.server.countRequest(isMutation: true)
         self.writeResult {
             $0.append(contentsOf: #"{"seq":"#.utf8)
             JSONWriter.appendInt(Int64(result.seq), to: &$0)
-            if let stored = result.storedValue {
+            if let stored {
                 // Validation stored something else than was sent (coerced, trimmed, a null replacement).
                 $0.append(contentsOf: #","value":"#.utf8)
                 stored.appendJSON(to: &$0)

@@ -34,6 +34,11 @@ public final class ObjectClass: Sendable {
         return self.properties[position]
     }
 
+    /// The position of `key` among the declared properties, or nil.
+    func declarationIndex(_ key: String) -> Int? {
+        self.index.isEmpty ? nil : self.index[key]
+    }
+
     /// True when the class has any computed property (lets the hot path skip the lookup).
     public var hasComputedProperties: Bool {
         self.properties.contains { $0.computed != nil }

@@ -65,7 +65,7 @@ extension Graph {
     /// Checks a path an observation is about to follow: every key a typed class on its current route does not
     /// declare is an `undefinedKey` error (open classes, missing and non-object values are not checked: the path
     /// may come alive later).
-    func checkObservable(_ keyPath: KeyPath) throws(GraphError) {
+    public func checkObservable(_ keyPath: KeyPath) throws(GraphError) {
         guard var object = self.objects[keyPath.origin] else {
             throw GraphError.undefinedKey(path: keyPath.prefixDescription(0))
         }

@@ -47,10 +47,13 @@ extension KVOCtl {
 
         /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
         func run() throws {
-            let connectedClient = try self.connection.connect()
+            // The token, if any, goes in this hello itself, so the result shows its access.
+            let connectedClient = try self.connection.connect(authenticate: false)
             let result: JSONValue
             do {
-                result = try connectedClient.hello(client: self.client)
+                var params: JSONObject = ["client": .string(self.client)]
+                if let token = self.connection.resolvedToken { params["token"] = .string(token) }
+                result = try connectedClient.call("hello", .object(params))
             } catch {
                 throw self.connection.report(error)
             }

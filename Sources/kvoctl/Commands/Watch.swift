@@ -50,11 +50,21 @@ extension KVOCtl {
         @Option(help: "json (one params object per line, the default) or text (one readable line per notification).")
         var format: OutputFormat = .json
 
+        @Option(help: ArgumentHelp(
+            "Resume: first print every notification after this seq (from kvod's history), then continue live.",
+            valueName: "seq"))
+        var since: Int?
+
+        @Option(help: ArgumentHelp("Ask for a progress notice after this many quiet seconds (keeps the resume seq fresh).", valueName: "seconds"))
+        var progress: Int?
+
         /// Rejects invalid values with a ValidationError (exit status 64).
         func validate() throws {
             if let count = self.count, count < 1 {
                 throw ValidationError("--count must be at least 1.")
             }
+            if let since = self.since, since < 0 { throw ValidationError("--since must be a seq (0 or more).") }
+            if self.since != nil && self.initial { throw ValidationError("--since and --initial exclude each other.") }
         }
 
         /// The subscription options: those flagged, in protocol order, or `new` alone when none are.
@@ -97,14 +107,27 @@ extension KVOCtl {
             // Explicit --timeout bounds the wait between notifications; by default a watch waits forever.
             let notificationTimeout: Duration? = self.connection.timeout.map { .seconds($0) }
             do {
-                let subscription = try client.subscribe(
-                    self.path, options: self.options, context: self.context.map(parseJSONOrString))
+                var params: JSONObject = [
+                    "path": .string(self.path), "options": .array(self.options.map(JSONValue.string)),
+                ]
+                if let context = self.context { params["context"] = parseJSONOrString(context) }
+                if let since = self.since { params["since"] = .int(Int64(since)) }
+                if let progress = self.progress { params["progress"] = .int(Int64(progress)) }
+                let result = try client.call("subscribe", .object(params))
+                guard case .int(let subscription)? = result["subscription"] else {
+                    throw KVOClientError.protocolViolation("subscribe returned no subscription id")
+                }
+                ResumeHint.install(seq: result["seq"]?.intValue ?? 0)
                 var printed = 0
                 while self.count.map({ printed < $0 }) ?? true {
                     let notification = try client.nextNotification(timeout: .some(notificationTimeout))
-                    guard notification.method == "change",
-                        notification.params["subscription"] == .int(Int64(subscription.id))
-                    else { continue }
+                    guard notification.params["subscription"] == .int(subscription) else { continue }
+                    if notification.method == "progress" {
+                        ResumeHint.update(seq: notification.params["seq"]?.intValue ?? 0)
+                        continue
+                    }
+                    guard notification.method == "change" else { continue }
+                    ResumeHint.update(seq: notification.params["seq"]?.intValue ?? 0)
                     try Output.line(
                         self.format == .json
                             ? JSONWriter.encodeString(notification.params) : Self.text(notification.params))

@@ -1,0 +1,118 @@
+// Tokens and what they allow (Protocol/README.md#access-control): parsing a token file, and finding a token's access
+// in constant time. Pure: no I/O; kvod reads the file and the environment. Enforcement is in Dispatcher.swift.
+
+/// What a token lets a connection do.
+public enum Access: String, Sendable, Equatable {
+    /// Every method.
+    case readWrite = "read-write"
+    /// Only the methods that change nothing (`AccessControl.readOnlyMethods`).
+    case readOnly = "read-only"
+}
+
+/// One configured token.
+public struct AccessToken: Sendable, Equatable {
+    public let secret: [UInt8]
+    public let access: Access
+
+    public init(secret: String, access: Access) {
+        self.secret = Array(secret.utf8)
+        self.access = access
+    }
+}
+
+/// A token file that could not be read, with the line at fault.
+public struct TokenFileError: Error, Equatable, CustomStringConvertible {
+    public let fileName: String
+    public let line: Int
+    public let reason: String
+
+    public var description: String {
+        self.line > 0 ? "\(self.fileName):\(self.line): \(self.reason)" : "\(self.fileName): \(self.reason)"
+    }
+}
+
+/// The configured tokens. With none, access control is off and every connection may do everything.
+public struct AccessControl: Sendable {
+    public let tokens: [AccessToken]
+
+    /// The methods a read-only token may call; every other method is refused with 1008.
+    public static let readOnlyMethods: Set<String> = [
+        "hello", "ping", "get", "subscribe", "unsubscribe", "describe", "observers", "validate", "stats",
+    ]
+
+    public init(tokens: [AccessToken] = []) {
+        self.tokens = tokens
+    }
+
+    /// Whether connections must `hello` with a token before anything else.
+    public var isEnabled: Bool { !self.tokens.isEmpty }
+
+    /// The access of `candidate`, or nil when it matches no token. Every byte of every token is compared, whatever
+    /// matches, so the time taken says nothing about how much of a token was right.
+    public func access(for candidate: String) -> Access? {
+        let bytes = Array(candidate.utf8)
+        var found: Access?
+        for token in self.tokens {
+            // No early exit and no branch on secret bytes; the one branch below depends only on the whole outcome.
+            let matches = Self.constantTimeEquals(bytes, token.secret)
+            if matches && found == nil { found = token.access }
+        }
+        return found
+    }
+
+    /// Compares two byte strings over the longer one's length, accumulating differences with OR of XORs, so the
+    /// time depends only on the lengths, never on where the first difference is.
+    public static func constantTimeEquals(_ left: [UInt8], _ right: [UInt8]) -> Bool {
+        var difference = UInt(bitPattern: left.count ^ right.count)
+        let length = max(left.count, right.count)
+        left.withUnsafeBufferPointer { left in
+            right.withUnsafeBufferPointer { right in
+                for index in 0..<length {
+                    let a = index < left.count ? left[index] : 0
+                    let b = index < right.count ? right[index] : 0
+                    difference |= UInt(a ^ b)
+                }
+            }
+        }
+        return difference == 0
+    }
+
+    /// Parses a token file: one `TOKEN read-write` or `TOKEN read-only` per line; blank lines and lines starting
+    /// with `#` are skipped. Throws on any other line, on a repeated token, and when the file holds no token.
+    public static func parseTokenFile(_ text: String, fileName: String) throws(TokenFileError) -> [AccessToken] {
+        var tokens: [AccessToken] = []
+        // `isNewline` also splits "\r\n", which is one Character (a Windows-edited file).
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = rawLine.trimmingWhitespace()
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            let number = index + 1
+            guard fields.count == 2 else {
+                throw TokenFileError(
+                    fileName: fileName, line: number, reason: "expected 'TOKEN read-write' or 'TOKEN read-only'")
+            }
+            guard let access = Access(rawValue: String(fields[1])) else {
+                throw TokenFileError(
+                    fileName: fileName, line: number,
+                    reason: "unknown access '\(fields[1])' (expected read-write or read-only)")
+            }
+            let token = AccessToken(secret: String(fields[0]), access: access)
+            if tokens.contains(where: { $0.secret == token.secret }) {
+                throw TokenFileError(fileName: fileName, line: number, reason: "the same token appears twice")
+            }
+            tokens.append(token)
+        }
+        if tokens.isEmpty { throw TokenFileError(fileName: fileName, line: 0, reason: "no token in the file") }
+        return tokens
+    }
+}
+
+extension Substring {
+    /// The text without leading and trailing spaces, tabs and carriage returns.
+    fileprivate func trimmingWhitespace() -> Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
+        guard let first = self.firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = self.lastIndex(where: { !isSpace($0) })!  // exists: `first` does
+        return self[first...last]
+    }
+}

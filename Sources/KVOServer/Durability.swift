@@ -1,0 +1,165 @@
+// Durability on a data directory: every successful mutation is journaled (method, params, seq) as it happens; the
+// before-poll flush writes the turn's records (fsyncing under `always`) before any response of the turn reaches a
+// socket; a timer fsyncs once a second under `everysec`; snapshots compact the journal every `snapshotEvery` records
+// and at shutdown. On start, the snapshot is loaded and the journal replayed through the same request parsing, and
+// every replayed mutation must land on its journaled seq. See docs/DURABILITY.md.
+public import Logging
+public import ObjectGraph
+public import Persistence
+public import UVLoop
+import ValueCoding
+import WireProtocol
+
+/// The journal and snapshots of a data directory. Loop-owned.
+@MainActor
+public final class Durability {
+    public let directory: DataDirectory
+    public let policy: FsyncPolicy
+    /// Journal records after which a snapshot is taken (0: only at shutdown).
+    public let snapshotEvery: Int
+    private let graph: Graph
+    private let logger: Logger
+    private var timer: LoopTimer?
+    /// Called once when the journal cannot be written: acknowledging more would be a lie, so kvod stops.
+    public var onFailure: ((PersistenceError) -> Void)?
+    private var failed = false
+    /// fsync durations in seconds, for metrics (the most recent first is not kept: a running sum and count).
+    public private(set) var fsyncCount = 0
+    public private(set) var fsyncSeconds = 0.0
+    private let loop: EventLoop
+
+    public init(
+        directory: DataDirectory, policy: FsyncPolicy, snapshotEvery: Int, graph: Graph, loop: EventLoop, logger: Logger
+    ) {
+        self.directory = directory
+        self.policy = policy
+        self.snapshotEvery = snapshotEvery
+        self.graph = graph
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// Starts the once-a-second fsync under `everysec`.
+    public func start() throws(UVError) {
+        guard self.policy == .everysec else { return }
+        let timer = try LoopTimer(loop: self.loop)
+        try timer.start(afterMilliseconds: 1000, repeatMilliseconds: 1000) { [unowned self] in
+            self.perform { () throws(PersistenceError) in
+                try self.directory.journal.write()
+                try self.sync()
+            }
+        }
+        self.timer = timer
+    }
+
+    /// Journals one successful mutation (buffered until the loop turn's flush).
+    func record(seq: UInt64, method: String, params: JSONValue?) {
+        self.directory.journal.append(seq: seq, method: method, params: params)
+    }
+
+    /// Writes the turn's records, fsyncs under `always`, and snapshots when the journal is long.
+    func beforeFlush() {
+        let journal = self.directory.journal
+        guard journal.hasPending, !self.failed else { return }
+        self.perform { () throws(PersistenceError) in
+            try journal.write()
+            if self.policy == .always { try self.sync() }
+            if self.snapshotEvery > 0 && journal.recordCount >= self.snapshotEvery { try self.snapshot() }
+        }
+    }
+
+    /// At shutdown: writes and fsyncs what is left, and snapshots so the next start is quick.
+    public func finish() {
+        self.timer?.close()
+        self.timer = nil
+        guard !self.failed else { return }
+        self.perform { () throws(PersistenceError) in
+            try self.directory.journal.write()
+            try self.sync()
+            if self.directory.journal.recordCount > 0 { try self.snapshot() }
+        }
+    }
+
+    private func snapshot() throws(PersistenceError) {
+        let start = self.loop.nowMilliseconds
+        try self.directory.writeSnapshot(self.graph.makeSnapshot())
+        self.loop.updateTime()
+        self.logger.info(
+            "snapshot written",
+            metadata: ["seq": "\(self.graph.seq)", "objects": "\(self.graph.objectCount)",
+                "duration.ms": "\(self.loop.nowMilliseconds - start)"])
+    }
+
+    private func sync() throws(PersistenceError) {
+        guard self.directory.journal.isDirty else { return }
+        let clock = ContinuousClock()
+        let start = clock.now
+        try self.directory.journal.sync()
+        let elapsed = clock.now - start
+        self.fsyncCount += 1
+        self.fsyncSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    private func perform(_ work: () throws(PersistenceError) -> Void) {
+        do {
+            try work()
+        } catch {
+            guard !self.failed else { return }
+            self.failed = true
+            self.logger.critical("journal write failed: stopping", metadata: ["error": "\(error)"])
+            self.onFailure?(error)
+        }
+    }
+
+    // MARK: - Recovery
+
+    /// The graph a data directory holds: its snapshot with the journal replayed on top.
+    /// - Throws: a message for people when the snapshot does not fit the model or a record does not replay.
+    public static func recover(
+        _ contents: DataDirectory.Contents, model: Model, path: String
+    ) throws -> Graph {
+        let graph: Graph
+        if let snapshot = contents.snapshot {
+            do {
+                graph = try Graph(model: model, snapshot: snapshot)
+            } catch {
+                throw PersistenceError("\(path)/snapshot.json does not fit the model: \(error)")
+            }
+        } else {
+            graph = Graph(model: model)
+        }
+        for record in contents.records {
+            do {
+                try Self.replay(record, into: graph)
+            } catch {
+                throw PersistenceError("\(path)/journal.log: mutation seq \(record.seq) (\(record.method)) does not replay: \(error)")
+            }
+            guard graph.seq == record.seq else {
+                throw PersistenceError(
+                    "\(path)/journal.log: mutation \(record.method) replayed as seq \(graph.seq), journaled as \(record.seq)")
+            }
+        }
+        return graph
+    }
+
+    /// Applies one journaled mutation, parsed exactly as the request was.
+    static func replay(_ record: JournalRecord, into graph: Graph) throws {
+        switch record.method {
+        case "set":
+            let params = Params(record.params, names: ["path", "value"], method: "set")
+            try graph.set(KeyPath(parsing: params.string("path")), to: Value(json: try params.required("value")))
+        case "transaction":
+            let params = Params(record.params, names: ["ops"], method: "transaction")
+            guard case .array(let items)? = params["ops"] else { throw PersistenceError("a transaction without ops") }
+            var ops: [TransactionOp] = []
+            for item in items { ops.append(try Dispatcher.parseOp(item)) }
+            try graph.transaction(ops)
+        default:
+            guard Dispatcher.mutationMethods.contains(record.method) else {
+                throw PersistenceError("'\(record.method)' is not a mutation")
+            }
+            let (path, mutation) = try Dispatcher.parseMutation(method: record.method, record.params)
+            try graph.mutate(path, mutation)
+        }
+    }
+}

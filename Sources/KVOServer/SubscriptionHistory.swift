@@ -1,0 +1,134 @@
+// The bounded history behind resumable subscriptions (Protocol/README.md#resuming). Every key path that has been
+// subscribed gets one recorder: an engine observation with every option, whose notifications go into one ring of at
+// most `capacity` entries. A recorder outlives its subscribers (a client that lost its connection comes back to
+// it), until its entries have all left the ring and too many idle recorders exist. `subscribe` with `since: S`
+// replays the path's entries after S, shaped by the new subscription's options — possible when the recorder has
+// been recording since S or earlier and none of its entries after S has left the ring; otherwise 1010.
+import ObjectGraph
+
+/// Loop-owned.
+@MainActor
+final class SubscriptionHistory {
+    /// One recorded key path.
+    final class Recorder {
+        let keyPath: KeyPath
+        var observation: ObservationID = 0
+        /// Entries after this seq are complete for this path.
+        var recordingSince: UInt64
+        /// The highest seq of this path's entries that left the ring.
+        var evictedThrough: UInt64 = 0
+        var entriesInRing = 0
+        var subscribers = 0
+        var lastUsed: UInt64 = 0
+
+        init(keyPath: KeyPath, since: UInt64) {
+            self.keyPath = keyPath
+            self.recordingSince = since
+        }
+
+        /// The oldest seq a `since` may name for this path.
+        var oldestResumable: UInt64 { max(self.recordingSince, self.evictedThrough) }
+    }
+
+    private struct Entry {
+        let recorder: Recorder
+        let change: Change
+    }
+
+    let capacity: Int
+    private let graph: Graph
+    private var ring: [Entry?]
+    private var head = 0
+    private var count = 0
+    private var recorders: [KeyPath: Recorder] = [:]
+    private var useCounter: UInt64 = 0
+    /// Idle recorders (no subscribers, no entries) kept before the least recently used go.
+    private let maxIdleRecorders: Int
+
+    init(capacity: Int, graph: Graph) {
+        self.capacity = capacity
+        self.graph = graph
+        self.ring = Array(repeating: nil, count: capacity)
+        self.maxIdleRecorders = max(1000, capacity / 10)
+    }
+
+    var isEnabled: Bool { self.capacity > 0 }
+
+    /// Notes a new subscription to `keyPath`, starting a recorder for it when there is none.
+    func subscribed(_ keyPath: KeyPath) {
+        guard self.isEnabled else { return }
+        let recorder = self.recorder(for: keyPath)
+        recorder.subscribers += 1
+        self.touch(recorder)
+    }
+
+    /// Notes that a subscription to `keyPath` ended.
+    func unsubscribed(_ keyPath: KeyPath) {
+        guard self.isEnabled, let recorder = self.recorders[keyPath] else { return }
+        recorder.subscribers -= 1
+        self.touch(recorder)
+        self.dropIdleRecorders()
+    }
+
+    /// What a subscription to `keyPath` would have received after `since`, in order; nil when the history cannot
+    /// say (the caller answers 1010 with `oldestResumable(keyPath)`).
+    func changes(for keyPath: KeyPath, after since: UInt64) -> [Change]? {
+        guard let recorder = self.recorders[keyPath], since >= recorder.oldestResumable else { return nil }
+        var changes: [Change] = []
+        for offset in 0..<self.count {
+            guard let entry = self.ring[(self.head + offset) % self.capacity], entry.recorder === recorder,
+                entry.change.seq > since
+            else { continue }
+            changes.append(entry.change)
+        }
+        return changes
+    }
+
+    /// The oldest seq a subscription to `keyPath` could resume from now.
+    func oldestResumable(_ keyPath: KeyPath) -> UInt64 {
+        self.recorders[keyPath]?.oldestResumable ?? self.graph.seq
+    }
+
+    // MARK: - Recording
+
+    private func recorder(for keyPath: KeyPath) -> Recorder {
+        if let existing = self.recorders[keyPath] { return existing }
+        let recorder = Recorder(keyPath: keyPath, since: self.graph.seq)
+        // The path was validated by the subscribe that asked for it, so adding the observation cannot fail.
+        if let (id, _) = try? self.graph.addObservation(keyPath, options: [.new, .old, .prior], handler: { [unowned self, unowned recorder] change in
+            self.append(Entry(recorder: recorder, change: change))
+        }) {
+            recorder.observation = id
+        }
+        self.recorders[keyPath] = recorder
+        return recorder
+    }
+
+    private func append(_ entry: Entry) {
+        if self.count == self.capacity, let evicted = self.ring[self.head] {
+            evicted.recorder.entriesInRing -= 1
+            evicted.recorder.evictedThrough = max(evicted.recorder.evictedThrough, evicted.change.seq)
+            self.head = (self.head + 1) % self.capacity
+            self.count -= 1
+        }
+        self.ring[(self.head + self.count) % self.capacity] = entry
+        self.count += 1
+        entry.recorder.entriesInRing += 1
+    }
+
+    private func touch(_ recorder: Recorder) {
+        self.useCounter += 1
+        recorder.lastUsed = self.useCounter
+    }
+
+    /// Drops the least recently used idle recorders beyond `maxIdleRecorders`.
+    private func dropIdleRecorders() {
+        let idle = self.recorders.values.filter { $0.subscribers == 0 }
+        guard idle.count > self.maxIdleRecorders else { return }
+        for recorder in idle.sorted(by: { $0.lastUsed < $1.lastUsed }).prefix(idle.count - self.maxIdleRecorders) {
+            try? self.graph.removeObservation(recorder.observation)  // registered by recorder(for:)
+            self.recorders[recorder.keyPath] = nil
+            // Its entries stay in the ring until they age out; they refer to the recorder, which no lookup finds.
+        }
+    }
+}

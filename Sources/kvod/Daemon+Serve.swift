@@ -1,0 +1,113 @@
+// Serving: the loop, the graph (recovered from the data directory when there is one), durability, the server, the
+// signals, and the one start line. Runs on the main thread, which is the loop's thread.
+import Foundation
+import KVOServer
+import Logging
+import ObjectGraph
+import Persistence
+import UVLoop
+
+extension Daemon {
+    /// Runs the server until a signal stops it; returns the process exit status.
+    @MainActor
+    static func serve(_ configuration: Configuration, model: Model, modelName: String) -> Int32 {
+        let logger = Logger(label: "kvod")
+        let serverConfiguration = configuration.server
+        do {
+            let loop = try EventLoop()
+            var graph = Graph(model: model)
+            var directory: DataDirectory?
+            if let path = configuration.dataDirectory {
+                let (opened, contents) = try DataDirectory.open(path: path)
+                if contents.tornBytes > 0 {
+                    logger.warning(
+                        "dropped a torn last journal record (an interrupted write)",
+                        metadata: ["bytes": "\(contents.tornBytes)", "data.dir": "\(path)"])
+                }
+                graph = try Durability.recover(contents, model: model, path: path)
+                logger.info(
+                    "data loaded",
+                    metadata: ["data.dir": "\(path)", "seq": "\(graph.seq)",
+                        "snapshot.seq": "\(contents.snapshot?.seq ?? 0)", "journal.records": "\(contents.records.count)"])
+                directory = opened
+            }
+            let server = Server(configuration: serverConfiguration, graph: graph, loop: loop, logger: logger)
+            var failedDurably = false
+            if let directory {
+                let durability = Durability(
+                    directory: directory, policy: configuration.fsync, snapshotEvery: configuration.snapshotEvery,
+                    graph: graph, loop: loop, logger: logger)
+                durability.onFailure = { _ in
+                    failedDurably = true
+                    server.stop(graceMilliseconds: 0)
+                }
+                try durability.start()
+                server.durability = durability
+            }
+            let address: String
+            do {
+                address = try server.start()
+            } catch {
+                Self.fail("cannot listen on \(serverConfiguration.host):\(serverConfiguration.port) "
+                    + "(or metrics on \(serverConfiguration.metricsHost):\(serverConfiguration.metricsPort ?? 0)): \(error)")
+                return 1
+            }
+            var signals: [SignalWatcher] = []
+            for signal in [SIGTERM, SIGINT] {
+                signals.append(
+                    try SignalWatcher(loop: loop, signal: signal) { number in
+                        logger.info("signal received, shutting down", metadata: ["signal": "\(number)"])
+                        server.stop()
+                    })
+            }
+            Self.logStart(configuration, address: address, metrics: server.metricsAddress, modelName: modelName,
+                seq: graph.seq, logger: logger)
+            // Tests and scripts read the metrics port from this line; it comes before the listening line.
+            if let metrics = server.metricsAddress { Self.announce("kvod metrics on \(metrics)\n") }
+            Self.announce("kvod listening on \(address)\n")
+            withExtendedLifetime(server) { loop.run() }
+            server.durability?.finish()
+            for watcher in signals { watcher.close() }
+            let clean = loop.shutdown()
+            logger.info("kvod stopped", metadata: ["clean": "\(clean)"])
+            return failedDurably ? 1 : 0
+        } catch {
+            Self.fail("\(error)")
+            return 1
+        }
+    }
+
+    /// The one line at start: what runs, where, on what, and how it is protected.
+    @MainActor
+    private static func logStart(
+        _ configuration: Configuration, address: String, metrics: String?, modelName: String, seq: UInt64,
+        logger: Logger
+    ) {
+        let tokens = configuration.accessControl.tokens
+        let readOnly = tokens.filter { $0.access == .readOnly }.count
+        var metadata: Logger.Metadata = [
+            "version": "\(KVODVersion.current)", "address": "\(address)", "model": "\(modelName)",
+            "seq": "\(seq)",
+            "access": "\(tokens.isEmpty ? "open (no tokens)" : "\(tokens.count) tokens (\(readOnly) read-only)")",
+            "metrics": "\(metrics ?? "off")",
+        ]
+        // Durability: where the graph is kept and how often the journal reaches the disk.
+        if let directory = configuration.dataDirectory {
+            metadata["data.dir"] = "\(directory)"
+            metadata["fsync"] = "\(configuration.fsync.rawValue)"
+        } else {
+            metadata["storage"] = "in memory (no data directory)"
+        }
+        logger.info("kvod started", metadata: metadata)
+        if tokens.isEmpty && !Self.isLoopback(configuration.host) {
+            logger.warning(
+                "listening beyond this machine without tokens: anyone who reaches the port can read and write",
+                metadata: ["address": "\(address)"])
+        }
+    }
+
+    /// Whether `host` only accepts connections from this machine.
+    private static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}

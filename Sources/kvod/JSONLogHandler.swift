@@ -1,0 +1,104 @@
+// `--log-format json`: a swift-log handler that writes one JSON object per line to stderr, for log shippers:
+// {"time":"2025-01-02T03:04:05.678Z","level":"info","label":"kvod","message":"...","metadata":{"connection.id":"7"}}.
+import Foundation
+import Logging
+import WireProtocol
+
+/// Writes each log event as one line of JSON on standard error.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = self.metadata
+        if let provided = self.metadataProvider?.get() { merged.merge(provided) { $1 } }
+        if let metadata = event.metadata { merged.merge(metadata) { $1 } }
+        var line = JSONObject()
+        line["time"] = .string(Self.timestamp())
+        line["level"] = .string(event.level.rawValue)
+        line["label"] = .string(self.label)
+        line["message"] = .string(event.message.description)
+        if let error = event.error { line["error"] = .string("\(error)") }
+        if !merged.isEmpty { line["metadata"] = Self.json(merged) }
+        var bytes = JSONWriter.encode(.object(line))
+        bytes.append(UInt8(ascii: "\n"))
+        Self.writeToStandardError(bytes)
+    }
+
+    /// Metadata as a JSON object, keys sorted so lines are stable.
+    private static func json(_ metadata: Logger.Metadata) -> JSONValue {
+        var object = JSONObject()
+        for key in metadata.keys.sorted() { object[key] = self.json(metadata[key]!) }  // key from metadata.keys
+        return .object(object)
+    }
+
+    private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
+        switch value {
+        case .string(let text): .string(text)
+        case .stringConvertible(let convertible): .string(convertible.description)
+        case .dictionary(let metadata): self.json(metadata)
+        case .array(let values): .array(values.map { self.json($0) })
+        }
+    }
+
+    /// The current time in UTC, ISO 8601 with milliseconds.
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(now.tv_nsec / 1_000_000))
+    }
+
+    /// One write(2) per line where possible, so lines from different loggers never interleave.
+    private static func writeToStandardError(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                // `bytes` always holds at least the newline, so the base address exists.
+                let written = write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return  // stderr is gone: nowhere left to complain
+                }
+            }
+        }
+    }
+}
+
+/// The one LoggingSystem.bootstrap of kvod.
+enum LogSetup {
+    /// Sends every logger to stderr at `level`, as text or JSON lines.
+    static func bootstrap(level: Logger.Level, format: LogFormat) {
+        LoggingSystem.bootstrap { label in
+            switch format {
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            case .json:
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
+    }
+}

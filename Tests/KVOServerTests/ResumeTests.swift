@@ -1,0 +1,78 @@
+// Resumable subscriptions against a live kvod: `since` replays what a subscription would have received (same shapes,
+// order and seqs) and then continues live with no gap and no duplicate; 1010 when the history cannot say; progress.
+import TestSupport
+import Testing
+import WireProtocol
+
+@Suite(.serialized) struct ResumeTests {
+    @Test func resumingReplaysTheGapThenContinuesLive() throws {
+        let server = try KVODProcess.start()
+        let first = try Peer(server)
+        let setter = try Peer(server)
+        _ = try first.request(1, "subscribe", #"{"path":"x","options":["new","old","prior"],"context":"c"}"#)
+        for value in 1...3 { _ = try setter.request(value, "set", #"{"path":"x","value":\#(value)}"#) }
+        let seen = try first.receive(6)
+        let lastSeen = seen.last?["params"]?["seq"]?.intValue ?? -1
+        #expect(lastSeen == 3)
+        first.close()
+        for value in 4...6 { _ = try setter.request(value, "set", #"{"path":"x","value":\#(value)}"#) }
+        let again = try Peer(server)
+        try again.send(Peer.requestText(1, "subscribe", #"{"path":"x","options":["new","old","prior"],"context":"c","since":3}"#))
+        let response = try again.receive()
+        #expect(response["result"]?["seq"] == 6)
+        let subscription = response["result"]?["subscription"]
+        let replayed = try again.receive(6)
+        #expect(replayed.map { $0["params"]?["seq"] } == [4, 4, 5, 5, 6, 6])
+        #expect(replayed.map { $0["params"]?["prior"] == true } == [true, false, true, false, true, false])
+        #expect(replayed[1]["params"] == .json(#"{"subscription":\#(subscription?.intValue ?? 0),"path":"x","kind":"setting","new":4,"old":3,"context":"c","seq":4}"#))
+        #expect(replayed[0]["params"]?["new"] == nil, "a replayed prior notification carries no new either")
+        // Live from here: the next change comes once, with the next seq.
+        _ = try setter.request(7, "set", #"{"path":"x","value":7}"#)
+        #expect(try again.receive(2).map { $0["params"]?["seq"] } == [7, 7])
+        try again.expectQuiet()
+    }
+
+    @Test func replayIsShapedByTheNewOptions() throws {
+        let server = try KVODProcess.start()
+        let watcher = try Peer(server)
+        _ = try watcher.request(1, "subscribe", #"{"path":"list","options":["new"]}"#)
+        _ = try watcher.request(2, "set", #"{"path":"list","value":[1]}"#)
+        _ = try watcher.request(3, "insert", #"{"path":"list","value":2}"#)
+        let resumed = try Peer(server)
+        try resumed.send(Peer.requestText(1, "subscribe", #"{"path":"list","options":["old"],"since":1}"#))
+        let messages = try resumed.receive(2)
+        #expect(messages[1]["params"] == .json(#"{"subscription":2,"path":"list","kind":"insertion","indexes":[1],"seq":2}"#))
+    }
+
+    @Test func tooOldOrUnknownHistoryIsResyncRequired() throws {
+        let server = try KVODProcess.start(["--history", "4"])
+        let peer = try Peer(server)
+        _ = try peer.request(1, "subscribe", #"{"path":"y","options":["new"]}"#)
+        for value in 1...10 { _ = try peer.request(10 + value, "set", #"{"path":"y","value":\#(value)}"#) }
+        _ = try peer.receive(10)
+        let error = try peer.request(2, "subscribe", #"{"path":"y","options":["new"],"since":2}"#)["error"]
+        #expect(error?["code"] == 1010)
+        let oldest = error?["data"]?["oldest"]?.intValue ?? 0
+        #expect(oldest >= 6 && oldest <= 8, "the history keeps the last 4 entries (prior and after count alike)")
+        // Resuming from the oldest available works (on another connection: the replay follows the response).
+        let resumer = try Peer(server)
+        let ok = try resumer.request(3, "subscribe", #"{"path":"y","options":["new"],"since":\#(oldest)}"#)
+        #expect(ok["result"] != nil)
+        #expect(try resumer.receive(Int(10 - oldest)).map { $0["params"]?["new"] } == (Int(oldest) + 1...10).map { .int(Int64($0)) })
+        // A path never observed cannot be resumed from the past, only from now.
+        #expect(try peer.request(4, "subscribe", #"{"path":"never","since":1}"#)["error"]?["code"] == 1010)
+        #expect(try peer.request(5, "subscribe", #"{"path":"never","since":10}"#)["result"] != nil)
+        #expect(try peer.request(6, "subscribe", #"{"path":"y","since":99}"#)["error"]?["code"] == -32602)
+        #expect(try peer.request(7, "subscribe", #"{"path":"y","since":1,"options":["initial"]}"#)["error"]?["code"] == -32602)
+    }
+
+    @Test func progressNotificationsKeepTheResumePointFresh() throws {
+        let server = try KVODProcess.start()
+        let peer = try Peer(server)
+        _ = try peer.request(1, "set", #"{"path":"z","value":1}"#)
+        let subscription = try peer.request(2, "subscribe", #"{"path":"z","progress":1}"#)["result"]?["subscription"]
+        let progress = try peer.receive(timeout: .seconds(5))
+        #expect(progress == .json(#"{"jsonrpc":"2.0","method":"progress","params":{"subscription":\#(subscription?.intValue ?? 0),"seq":1}}"#))
+        #expect(try peer.request(3, "subscribe", #"{"path":"z","progress":0}"#)["error"]?["code"] == -32602)
+    }
+}
