@@ -4,7 +4,7 @@ SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 7070
 
-.PHONY: deps build release run test test-swift test-python clean
+.PHONY: deps build release run test lint-docker container-test clean
 
 deps:
 	@bash .ci/deps.sh
@@ -26,6 +26,14 @@ test:
 	@bash .ci/build-no-warnings.sh
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
+
+## lint-docker: hadolint on docker/Dockerfile.
+lint-docker:
+	bash .ci/lint-dockerfile.sh
+
+## container-test: build the image with podman, run it, restart it on its volume, check the data.
+container-test:
+	bash .ci/container-test.sh --install
 
 clean:
 	rm -rf .build

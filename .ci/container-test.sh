@@ -194,6 +194,8 @@ TMPDIR=$scratch/tmp podman build --format docker --network host "${build_volumes
     --build-arg SWIFT_IMAGE="$swift_image" --build-arg RUNTIME_IMAGE="$runtime_image" \
     -f docker/Dockerfile -t "$IMAGE" . >"$scratch/build.log" 2>&1 \
     || { tail -n 40 "$scratch/build.log" >&2; fail "podman build failed (log: $scratch/build.log)"; }
+# The previous image and the build stage are left untagged by each build; in this storage they are only ours.
+podman image prune -f >/dev/null
 size=$(podman image inspect -f '{{.Size}}' "$IMAGE")
 done_step "image build ($((size / 1000000)) MB)"
 
@@ -223,7 +225,7 @@ cleanup() {
     if $keep; then
         log "kept container $container and volume $volume (--keep)"
     else
-        podman rm -f -t 0 "$container" >/dev/null 2>&1 || true
+        podman rm -f -v -t 0 "$container" >/dev/null 2>&1 || true
         podman volume rm -f "$volume" >/dev/null 2>&1 || true
     fi
     exit $status
