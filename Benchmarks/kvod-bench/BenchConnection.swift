@@ -88,6 +88,11 @@ final class OutputBatcher {
 /// Loop-owned. Opens `count` connections to one address with at most `concurrency` connects in flight, handing each
 /// connected stream (with its index, in completion order) to `onConnected`. The first failure goes to `onFailure`
 /// and stops further connects.
+///
+/// A connect completes when the kernel has the connection, which may be long before the server accepts it; opening
+/// thousands at once can overflow the server's accept queue. With `isPaced`, a slot is freed only when the caller
+/// calls `release()` (after the server answered on that connection), so at most `concurrency` connections wait to be
+/// accepted and served.
 @MainActor
 final class Dialer {
     private let loop: EventLoop
@@ -97,6 +102,7 @@ final class Dialer {
     private let concurrency: Int
     private let onConnected: @MainActor (Int, TCPStream) -> Void
     private let onFailure: @MainActor (String) -> Void
+    private let isPaced: Bool
     private var started = 0
     private var connected = 0
     private var inFlight = 0
@@ -104,9 +110,10 @@ final class Dialer {
 
     /// Prepares the dialer; nothing happens until `start()`.
     init(
-        loop: EventLoop, host: String, port: Int, count: Int, concurrency: Int = 128,
+        loop: EventLoop, host: String, port: Int, count: Int, concurrency: Int = 128, isPaced: Bool = false,
         onConnected: @escaping @MainActor (Int, TCPStream) -> Void, onFailure: @escaping @MainActor (String) -> Void
     ) {
+        self.isPaced = isPaced
         self.loop = loop
         self.host = host
         self.port = port
@@ -123,7 +130,7 @@ final class Dialer {
             self.inFlight += 1
             do throws(UVError) {
                 try TCPStream.connect(loop: self.loop, host: self.host, port: self.port) { [self] stream, error in
-                    self.inFlight -= 1
+                    if !self.isPaced || stream == nil { self.inFlight -= 1 }
                     guard !self.hasFailed else {
                         stream?.close()
                         return
@@ -142,6 +149,13 @@ final class Dialer {
                 self.fail("connect to \(self.host):\(self.port) failed: \(error)")
             }
         }
+    }
+
+    /// Paced mode: one connection has been served; lets the next connect start.
+    func release() {
+        guard self.isPaced, self.inFlight > 0 else { return }
+        self.inFlight -= 1
+        self.start()
     }
 
     private func fail(_ message: String) {

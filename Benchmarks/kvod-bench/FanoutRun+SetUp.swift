@@ -36,9 +36,10 @@ extension FanoutRun {
     }
 
     func connectSubscribers() {
+        // Paced: a connect slot is freed when that subscriber's subscribe is acknowledged.
         let dialer = Dialer(
             loop: self.loop, host: self.configuration.host, port: self.configuration.port,
-            count: self.configuration.subscribers,
+            count: self.configuration.subscribers, isPaced: true,
             onConnected: { [self] index, stream in
                 let subscriber = FanoutSubscriber(index: index, run: self)
                 self.subscribers.append(subscriber)
@@ -49,6 +50,7 @@ extension FanoutRun {
                 }
             },
             onFailure: { [self] message in self.fail(message) })
+        self.subscriberDialer = dialer
         dialer.start()
     }
 
@@ -62,6 +64,7 @@ extension FanoutRun {
             self.subscribeSeq = seq
         }
         self.subscribedCount += 1
+        self.subscriberDialer?.release()
         if self.subscribedCount == self.configuration.subscribers { self.connectPublishers() }
     }
 

@@ -30,6 +30,8 @@ final class FanoutRun {
     var control: BenchConnection?
     /// Subscribers whose subscribe was acknowledged.
     var subscribedCount = 0
+    /// Opens the subscriber connections, paced by their subscribe acknowledgements.
+    var subscriberDialer: Dialer?
     /// Mutations sent (all phases) and acknowledged.
     private(set) var sentCount = 0
     private(set) var acknowledgedCount = 0
@@ -278,6 +280,7 @@ final class FanoutRun {
     private func finish() {
         guard self.phase != .done else { return }
         self.phase = .done
+        self.subscriberDialer = nil
         for timer in self.timers { timer.close() }
         for subscriber in self.subscribers { subscriber.close() }
         for publisher in self.publishers { publisher.close() }

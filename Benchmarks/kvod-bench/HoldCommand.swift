@@ -65,6 +65,9 @@ final class HoldRun {
     private let batcher: OutputBatcher
     private var connections: [BenchConnection] = []
     private var framers: [LineFramer] = []
+    /// Answers per connection, to release the dialer's slot once a connection is fully served.
+    private var answersPerConnection: [Int] = []
+    private var dialer: Dialer?
     private var answered = 0
     private var isReady = false
     private var failure: String?
@@ -96,9 +99,10 @@ final class HoldRun {
                 try SignalWatcher(loop: self.loop, signal: signal) { [self] _ in self.stop(failure: nil) })
         }
         let dialer = Dialer(
-            loop: self.loop, host: self.host, port: self.port, count: self.connectionCount, concurrency: 256,
-            onConnected: { [self] _, stream in self.didConnect(stream) },
+            loop: self.loop, host: self.host, port: self.port, count: self.connectionCount, concurrency: 128,
+            isPaced: true, onConnected: { [self] _, stream in self.didConnect(stream) },
             onFailure: { [self] message in self.stop(failure: message) })
+        self.dialer = dialer
         dialer.start()
         self.loop.run()
         _ = self.loop.shutdown()
@@ -114,6 +118,7 @@ final class HoldRun {
     private func didConnect(_ stream: TCPStream) {
         let position = self.connections.count
         self.framers.append(LineFramer(maxLineBytes: 1 << 20))
+        self.answersPerConnection.append(0)
         do {
             let connection = try BenchConnection(
                 stream: stream, batcher: self.batcher,
@@ -126,6 +131,10 @@ final class HoldRun {
                                 return
                             }
                             self.answered += 1
+                            self.answersPerConnection[position] += 1
+                            if self.answersPerConnection[position] == max(self.subscriptionsPerConnection, 1) {
+                                self.dialer?.release()
+                            }
                         }
                     } catch {
                         self.stop(failure: "\(error)")
@@ -159,6 +168,7 @@ final class HoldRun {
 
     private func stop(failure: String?) {
         if self.failure == nil { self.failure = failure }
+        self.dialer = nil
         self.timer?.close()
         for watcher in self.signals { watcher.close() }
         for connection in self.connections { connection.close() }

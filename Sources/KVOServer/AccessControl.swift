@@ -11,9 +11,12 @@ public enum Access: String, Sendable, Equatable {
 
 /// One configured token.
 public struct AccessToken: Sendable, Equatable {
+    /// The token's bytes (UTF-8).
     public let secret: [UInt8]
+    /// What the token allows.
     public let access: Access
 
+    /// A token with `secret` as its text.
     public init(secret: String, access: Access) {
         self.secret = Array(secret.utf8)
         self.access = access
@@ -22,10 +25,14 @@ public struct AccessToken: Sendable, Equatable {
 
 /// A token file that could not be read, with the line at fault.
 public struct TokenFileError: Error, Equatable, CustomStringConvertible {
+    /// The file as it was named.
     public let fileName: String
+    /// The 1-based line at fault; 0 for the file as a whole.
     public let line: Int
+    /// What is wrong, for people.
     public let reason: String
 
+    /// `FILE:LINE: REASON` (or `FILE: REASON`).
     public var description: String {
         self.line > 0 ? "\(self.fileName):\(self.line): \(self.reason)" : "\(self.fileName): \(self.reason)"
     }
@@ -33,6 +40,7 @@ public struct TokenFileError: Error, Equatable, CustomStringConvertible {
 
 /// The configured tokens. With none, access control is off and every connection may do everything.
 public struct AccessControl: Sendable {
+    /// Every configured token, in file order (`KVOD_TOKEN`'s last).
     public let tokens: [AccessToken]
 
     /// The methods a read-only token may call; every other method is refused with 1008.
@@ -40,6 +48,7 @@ public struct AccessControl: Sendable {
         "hello", "ping", "get", "subscribe", "unsubscribe", "describe", "observers", "validate", "stats",
     ]
 
+    /// Access control with `tokens`; none turns it off.
     public init(tokens: [AccessToken] = []) {
         self.tokens = tokens
     }

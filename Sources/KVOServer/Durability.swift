@@ -20,6 +20,8 @@ public final class Durability {
     private let graph: Graph
     private let logger: Logger
     private var timer: LoopTimer?
+    /// Called after each fsync with its duration in seconds (metrics).
+    public var onFsync: ((Double) -> Void)?
     /// Called once when the journal cannot be written: acknowledging more would be a lie, so kvod stops.
     public var onFailure: ((PersistenceError) -> Void)?
     private var failed = false
@@ -96,8 +98,10 @@ public final class Durability {
         let start = clock.now
         try self.directory.journal.sync()
         let elapsed = clock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         self.fsyncCount += 1
-        self.fsyncSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        self.fsyncSeconds += seconds
+        self.onFsync?(seconds)
     }
 
     private func perform(_ work: () throws(PersistenceError) -> Void) {

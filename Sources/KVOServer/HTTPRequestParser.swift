@@ -3,6 +3,7 @@
 
 /// One parsed request head.
 public struct HTTPRequestHead: Equatable, Sendable {
+    /// `GET`, `HEAD`, ...
     public var method: String
     /// The path without its query string.
     public var path: String
@@ -42,6 +43,7 @@ public struct HTTPRequestParser: Sendable {
     public let maxHeadBytes: Int
     private var buffer: [UInt8] = []
 
+    /// A parser refusing heads over `maxHeadBytes`.
     public init(maxHeadBytes: Int = 8192) {
         self.maxHeadBytes = maxHeadBytes
     }

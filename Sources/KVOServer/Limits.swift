@@ -24,5 +24,6 @@ public struct Limits: Sendable, Equatable {
     /// How long output may stay above `outputSoftLimitBytes` before the connection is closed.
     public var outputSoftLimitSeconds = 60
 
+    /// The defaults (docs/CONFIGURATION.md).
     public init() {}
 }

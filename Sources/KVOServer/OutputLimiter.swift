@@ -20,8 +20,11 @@ public enum OutputLimitAction: Equatable, Sendable {
 
 /// Decides when a client reads too slowly. A value type owned by its connection.
 public struct OutputLimiter: Sendable {
+    /// `Limits.outputHardLimitBytes` (0: off).
     public let hardLimitBytes: Int
+    /// `Limits.outputSoftLimitBytes` (0: off).
     public let softLimitBytes: Int
+    /// `Limits.outputSoftLimitSeconds`, in milliseconds.
     public let softLimitMilliseconds: UInt64
     /// When the output last went above the soft limit without coming back under it; nil while under it.
     public private(set) var softLimitExceededSince: UInt64?

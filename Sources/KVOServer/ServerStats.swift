@@ -9,20 +9,24 @@ public struct ServerStats: Sendable {
     public var connectionsOpen = 0
     /// Subscriptions held by open connections.
     public var subscriptionsOpen = 0
+    /// Requests handled (including refused ones).
     public var requests = 0
     /// Successful mutating requests.
     public var mutations = 0
     /// Change notifications queued for clients (one per subscription reached).
     public var notifications = 0
+    /// Bytes read from client sockets.
     public var bytesIn = 0
     /// Bytes handed to client sockets.
     public var bytesOut = 0
     /// Wrong tokens sent in `hello`.
     public var authenticationFailures = 0
+    /// Closes by reason.
     public var closes: [CloseReason: Int] = [:]
     /// How long journal fsyncs took (filled in by durability; empty without a data directory).
     public var journalFsyncSeconds = Histogram(bucketBounds: Histogram.latencyBucketBounds)
 
+    /// All zero.
     public init() {}
 }
 
@@ -40,6 +44,7 @@ public struct Histogram: Sendable, Equatable {
     public private(set) var count = 0
     public private(set) var sum = 0.0
 
+    /// An empty histogram with `bucketBounds` (ascending).
     public init(bucketBounds: [Double]) {
         self.bucketBounds = bucketBounds
         self.bucketCounts = Array(repeating: 0, count: bucketBounds.count)

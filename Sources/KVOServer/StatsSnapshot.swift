@@ -7,17 +7,25 @@ public import WireProtocol
 public struct StatsSnapshot: Sendable {
     /// One number: its JSON member name, its Prometheus metric name, type and help.
     public struct Figure: Sendable {
+        /// The member of the `stats` result (`mutations`).
         public let jsonName: String
+        /// The Prometheus metric (`kvod_mutations_total`).
         public let metricName: String
+        /// A counter (only grows) rather than a gauge.
         public let isCounter: Bool
+        /// The metric's HELP text.
         public let help: String
+        /// The figure.
         public let value: Double
     }
 
+    /// kvod's version.
     public let version: String
+    /// The plain figures, in display order.
     public let figures: [Figure]
     /// Closes by reason, every reason present (0 when it never happened).
     public let closes: [(reason: CloseReason, count: Int)]
+    /// Journal fsync durations.
     public let journalFsyncSeconds: Histogram
 
     /// Reads `stats` with the graph's `seq` and the server's uptime.

@@ -41,6 +41,7 @@ extension Daemon {
                     failedDurably = true
                     server.stop(graceMilliseconds: 0)
                 }
+                durability.onFsync = { seconds in server.recordJournalFsync(seconds: seconds) }
                 try durability.start()
                 server.durability = durability
             }
@@ -48,8 +49,12 @@ extension Daemon {
             do {
                 address = try server.start()
             } catch {
-                Self.fail("cannot listen on \(serverConfiguration.host):\(serverConfiguration.port) "
-                    + "(or metrics on \(serverConfiguration.metricsHost):\(serverConfiguration.metricsPort ?? 0)): \(error)")
+                // The protocol port is bound first: if it is, the metrics port is the one that failed.
+                let (host, port) =
+                    server.port != 0
+                    ? ("metrics on \(serverConfiguration.metricsHost)", serverConfiguration.metricsPort ?? 0)
+                    : (serverConfiguration.host, serverConfiguration.port)
+                Self.fail("cannot listen \(server.port != 0 ? "for " : "on ")\(host):\(port): \(error)")
                 return 1
             }
             var signals: [SignalWatcher] = []

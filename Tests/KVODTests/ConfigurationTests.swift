@@ -126,7 +126,8 @@ func printedConfiguration(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("docs/CONFIGURATION.md"),
             encoding: .utf8)
-        let options = help.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "/" })
+        let optionsSection = help.stdout.components(separatedBy: "OPTIONS:").last ?? ""
+        let options = optionsSection.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "/" })
             .map { String($0.prefix(while: { $0.isLetter || $0.isNumber || $0 == "-" })) }
             .filter { $0.hasPrefix("--") && $0.count > 2 && !$0.hasPrefix("--no-") }
         let settings = Set(options).subtracting(["--help", "--version", "--print-config"])

@@ -18,6 +18,7 @@ import WireProtocol
             while true { _ = try tooLong.readRawLine(timeout: .seconds(5)) }
         }
         #expect(server.stop() == 0)
+        #expect(server.waitForLog("kvod stopped"))
 
         let lines = server.stderrText.split(separator: "\n").map(String.init)
         #expect(lines.count >= 5)
@@ -50,6 +51,7 @@ import WireProtocol
     @Test func textLogsStayTheDefault() throws {
         let server = try KVODProcess.start()
         #expect(server.stop() == 0)
+        #expect(server.waitForLog("kvod stopped"))
         let first = try #require(server.stderrText.split(separator: "\n").first)
         #expect(!first.hasPrefix("{"))
         #expect(first.contains("kvod started"))

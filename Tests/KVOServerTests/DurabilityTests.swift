@@ -37,7 +37,7 @@ import WireProtocol
         #expect(try peer.request(4, "get", #"{"path":"note"}"#)["result"] == .json(#"{"value":"hi","seq":13}"#))
         // seq resumes where it stopped.
         #expect(try peer.request(5, "set", #"{"path":"note","value":"again"}"#)["result"]?["seq"] == 14)
-        #expect(server.stderrText.contains("data loaded"))
+        #expect(server.waitForLog("data loaded"))
     }
 
     @Test func sigkillUnderLoadLosesNoAcknowledgedMutation() throws {
@@ -105,7 +105,7 @@ import WireProtocol
             let server = try KVODProcess.start(arguments)
             let peer = try Peer(server)
             #expect(try peer.request(1, "get", #"{"path":"k3"}"#)["result"] == .json(#"{"value":3,"seq":3}"#))
-            #expect(server.stderrText.contains("torn"))
+            #expect(server.waitForLog("torn"))
             server.command.send(signal: SIGKILL)
             _ = server.command.waitForExitStatus(timeout: .seconds(5))
         }

@@ -28,7 +28,7 @@ import WireProtocol
         let stats = try second.request(2, "stats")["result"]
         #expect((stats?["closes"]?["too_many_connections"]?.intValue ?? 0) >= 1)
         #expect(stats?["connections"] == 2)
-        #expect(server.stderrText.contains("too_many_connections"))
+        #expect(server.waitForLog("too_many_connections"))
     }
 
     @Test func subscriptionsBeyondTheLimitAreRefused() throws {

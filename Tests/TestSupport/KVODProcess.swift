@@ -70,6 +70,12 @@ public final class KVODProcess: @unchecked Sendable {
     /// What kvod printed on stderr so far (its log).
     public var stderrText: String { self.command.stderrText }
 
+    /// Waits (at most `timeout`) until kvod's log (stderr) contains `text`; the log is read in the background, so a
+    /// line kvod wrote before answering a request may not have reached the test yet. Returns whether it appeared.
+    public func waitForLog(_ text: String, timeout: Duration = .seconds(10)) -> Bool {
+        self.command.stderr.wait(timeout: timeout) { $0.contains(text) }
+    }
+
     /// What kvod printed on stdout so far.
     public var stdoutText: String { self.command.stdoutText }
 

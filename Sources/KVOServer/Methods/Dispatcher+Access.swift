@@ -4,9 +4,12 @@ import WireProtocol
 
 extension Dispatcher {
     /// Throws 1008 when access control is on and the connection has not presented a valid token yet (anything but
-    /// `hello`), or when its read-only token does not allow `request.method`.
+    /// `hello` and `ping`, which reveals nothing and lets health checks work without a token), or when its read-only
+    /// token does not allow `request.method`.
     func authorize(_ request: RPCRequest, on connection: Connection) throws(RPCError) {
-        guard self.server.configuration.accessControl.isEnabled, request.method != "hello" else { return }
+        guard self.server.configuration.accessControl.isEnabled, request.method != "hello", request.method != "ping" else {
+            return
+        }
         guard let access = connection.access else {
             self.server.countRequest(isMutation: false)
             throw Self.unauthorized("unauthorized: hello with a token first", reason: "hello with a token first")
