@@ -10,13 +10,13 @@ import WireProtocol
 @MainActor
 final class Connection {
     let id: Int
-    unowned let server: Server
+    unowned(unsafe) let server: Server  // the server outlives its connections
     private let stream: TCPStream
     private var framer: LineFramer
     /// Output accepted but not yet handed to the socket; written once per loop turn by `flush()`.
-    private var output: [UInt8] = []
+    @exclusivity(unchecked) private var output: [UInt8] = []  // loop-owned; never accessed re-entrantly
     /// True while the connection is on the server's flush list.
-    var isFlushPending = false
+    @exclusivity(unchecked) var isFlushPending = false
     /// The connection's subscriptions by id (the connection side of the two-way index; the engine has the other).
     private(set) var subscriptions: [Int: Subscription] = [:]
     /// Non-nil once closing; nothing more is read or queued.
@@ -33,6 +33,9 @@ final class Connection {
     private var limiter: OutputLimiter
     /// Set when the output passed its limits; the connection is closed at the next flush, outside any commit.
     private var outputLimitBreach: OutputLimitBreach?
+    /// libuv's queue after the last flush, and the output size from which enqueues check the limits.
+    private var lastPendingWriteBytes = 0
+    private let limitCheckThreshold: Int
     let remoteAddress: String
 
     init(id: Int, server: Server, stream: TCPStream) {
@@ -41,6 +44,8 @@ final class Connection {
         self.stream = stream
         self.framer = LineFramer(maxLineBytes: server.limits.maxLineBytes)
         self.limiter = OutputLimiter(limits: server.limits)
+        let soft = server.limits.outputSoftLimitBytes
+        self.limitCheckThreshold = soft > 0 ? min(soft, server.limits.outputHardLimitBytes) : server.limits.outputHardLimitBytes
         self.remoteAddress = stream.remoteAddress
     }
 
@@ -85,7 +90,23 @@ final class Connection {
     func enqueue(_ write: (inout [UInt8]) -> Void) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         write(&self.output)
-        self.checkOutputLimits()
+        self.outputQueued()
+    }
+
+    /// Queues one notification (the hot path of fan-out: two appends, no closure). Counts it in the stats.
+    func enqueue(_ head: [UInt8], _ tail: [UInt8]) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.output.append(contentsOf: head)
+        self.output.append(contentsOf: tail)
+        self.server.stats.notifications += 1
+        self.outputQueued()
+    }
+
+    /// After output was queued: checks the limits only once the buffer could matter (the full check also runs at
+    /// every flush and once a second), and schedules a flush.
+    @inline(__always)
+    private func outputQueued() {
+        if self.output.count + self.lastPendingWriteBytes >= self.limitCheckThreshold { self.checkOutputLimits() }
         if !self.isFlushPending {
             self.isFlushPending = true
             self.server.markNeedsFlush(self)
@@ -103,6 +124,7 @@ final class Connection {
             self.output.removeAll(keepingCapacity: self.output.capacity <= 64 << 10)
             self.checkOutputLimits()
         }
+        self.lastPendingWriteBytes = self.stream.pendingWriteBytes
         if self.closeReason == nil, let breach = self.outputLimitBreach {
             self.server.outputLimitExceeded(self, breach)
             self.close(.slowConsumer)

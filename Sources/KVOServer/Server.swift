@@ -32,7 +32,7 @@ public final class Server {
     /// The observable graph every client reads, writes and observes.
     public let graph: Graph
     public let limits: Limits
-    public internal(set) var stats = ServerStats()
+    @exclusivity(unchecked) public internal(set) var stats = ServerStats()  // loop-owned counters
     let logger: Logger
     let loop: EventLoop
     let configuration: ServerConfiguration
@@ -40,7 +40,7 @@ public final class Server {
     private var flushHook: BeforePollHook?
     private var connections: [Int: Connection] = [:]
     private var nextConnectionID = 1
-    private var needsFlush: [Connection] = []
+    @exclusivity(unchecked) private var needsFlush: [Connection] = []
     private(set) lazy var dispatcher = Dispatcher(server: self)
     let notificationEncoder = NotificationEncoder()
     private var isStopping = false

@@ -1,6 +1,8 @@
-// One client subscription: the engine observation it wraps, and the pre-encoded parts of its notifications, so a
-// notification costs one append of fixed bytes, the change's values (encoded once per change, NotificationEncoder)
-// and the seq. The shape is Protocol/README.md#notifications.
+// One client subscription and how its notifications are written. A notification is two byte runs: the
+// subscription's head — `{"jsonrpc":"2.0","method":"change","params":{"subscription":ID,"path":"P",` plus
+// `"context":C,` — built once at subscribe time, and the change's tail — `"kind":…,"indexes":…,"new":…,"old":…,
+// "prior":true,"seq":N}}\n` — encoded once per change and shape, however many subscriptions receive it
+// (NotificationEncoder). So fan-out costs two appends per subscriber. The shape is Protocol/README.md#notifications.
 import ObjectGraph
 import ValueCoding
 import WireProtocol
@@ -10,108 +12,119 @@ import WireProtocol
 final class Subscription {
     /// The subscription id on the wire (unique in the server, increasing).
     let id: Int
-    /// The engine observation behind it.
-    let observation: ObservationID
+    /// The engine observation behind it (set right after the observation is added).
+    var observation: ObservationID = 0
     /// The key path as the client gave it.
     let path: String
     /// The parsed path.
     let keyPath: KeyPath
     let options: ObservationOptions
     let context: JSONValue?
-    unowned let connection: Connection
+    unowned(unsafe) let connection: Connection  // a connection removes its subscriptions before it goes
     /// With the `progress` param: how long the subscription may stay quiet before a `progress` notification.
     var progressMilliseconds: UInt64 = 0
     /// When the subscription last sent something (loop time).
     var lastSentMilliseconds: UInt64 = 0
-    /// `{"jsonrpc":"2.0","method":"change","params":{"subscription":ID,"path":"P","kind":"`
-    private let prefix: [UInt8]
-    /// `,"context":C` or nothing.
-    private let contextMember: [UInt8]
+    /// The fixed head of every notification of this subscription.
+    private let head: [UInt8]
+    unowned(unsafe) private let encoder: NotificationEncoder  // owned by the server, which outlives subscriptions
 
     init(
-        id: Int, observation: ObservationID, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?,
+        id: Int, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?,
         connection: Connection
     ) {
         self.id = id
-        self.observation = observation
         self.path = path
         self.keyPath = keyPath
         self.options = options
         self.context = context
         self.connection = connection
-        var prefix = Array(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#.utf8)
-        JSONWriter.appendInt(Int64(id), to: &prefix)
-        prefix.append(contentsOf: #","path":"#.utf8)
-        JSONWriter.appendString(path, to: &prefix)
-        prefix.append(contentsOf: #","kind":""#.utf8)
-        self.prefix = prefix
-        var contextMember: [UInt8] = []
+        self.encoder = connection.server.notificationEncoder
+        var head = Array(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#.utf8)
+        JSONWriter.appendInt(Int64(id), to: &head)
+        head.append(contentsOf: #","path":"#.utf8)
+        JSONWriter.appendString(path, to: &head)
+        head.append(UInt8(ascii: ","))
         if let context {
-            contextMember.append(contentsOf: #","context":"#.utf8)
-            JSONWriter.append(context, to: &contextMember)
+            head.append(contentsOf: #""context":"#.utf8)
+            JSONWriter.append(context, to: &head)
+            head.append(UInt8(ascii: ","))
         }
-        self.contextMember = contextMember
+        self.head = head
     }
 
-    /// Encodes one notification into the connection's output (it is written before the loop next polls).
+    /// Queues one notification on the connection (written before the loop next polls).
     func deliver(_ change: Change) {
-        let encoder = self.connection.server.notificationEncoder
         if self.progressMilliseconds > 0 { self.lastSentMilliseconds = self.connection.server.loop.nowMilliseconds }
-        let server = self.connection.server
-        self.connection.enqueue { buffer in
-            server.stats.notifications += 1  // here: only notifications actually queued count
-            buffer.append(contentsOf: self.prefix)
-            buffer.append(contentsOf: change.kind.rawValue.utf8)
-            buffer.append(UInt8(ascii: "\""))
-            if let indexes = change.indexes {
-                buffer.append(contentsOf: #","indexes":["#.utf8)
-                for (position, index) in indexes.enumerated() {
-                    if position > 0 { buffer.append(UInt8(ascii: ",")) }
-                    JSONWriter.appendInt(Int64(index), to: &buffer)
-                }
-                buffer.append(UInt8(ascii: "]"))
-            }
-            if let new = change.new {
-                buffer.append(contentsOf: #","new":"#.utf8)
-                encoder.appendNew(new, payload: change.payloadID, to: &buffer)
-            }
-            if let old = change.old {
-                buffer.append(contentsOf: #","old":"#.utf8)
-                encoder.appendOld(old, payload: change.payloadID, to: &buffer)
-            }
-            if change.isPrior { buffer.append(contentsOf: #","prior":true"#.utf8) }
-            if change.isInitial { buffer.append(contentsOf: #","initial":true"#.utf8) }
-            buffer.append(contentsOf: self.contextMember)
-            buffer.append(contentsOf: #","seq":"#.utf8)
-            JSONWriter.appendInt(Int64(change.seq), to: &buffer)
-            buffer.append(contentsOf: "}}\n".utf8)
-        }
+        self.connection.enqueue(self.head, self.encoder.tail(for: change))
     }
 }
 
-/// Encodes a change's values once, however many subscriptions receive them. Loop-owned.
+/// Encodes the tail of a change's notifications once per change and shape (which fields the options include),
+/// however many subscriptions receive it. Loop-owned.
 @MainActor
 final class NotificationEncoder {
-    private var newPayload: UInt64 = 0
-    private var newBytes: [UInt8] = []
-    private var oldPayload: UInt64 = 0
-    private var oldBytes: [UInt8] = []
-
-    func appendNew(_ value: Value, payload: UInt64, to buffer: inout [UInt8]) {
-        if payload != self.newPayload || payload == 0 {
-            self.newPayload = payload
-            self.newBytes.removeAll(keepingCapacity: true)
-            value.appendJSON(to: &self.newBytes)
-        }
-        buffer.append(contentsOf: self.newBytes)
+    private struct Key: Equatable {
+        var payload: UInt64
+        var shape: UInt8
     }
 
-    func appendOld(_ value: Value, payload: UInt64, to buffer: inout [UInt8]) {
-        if payload != self.oldPayload || payload == 0 {
-            self.oldPayload = payload
-            self.oldBytes.removeAll(keepingCapacity: true)
-            value.appendJSON(to: &self.oldBytes)
-        }
-        buffer.append(contentsOf: self.oldBytes)
+    // A few recent tails: subscriptions of one change with different options alternate between shapes.
+    @exclusivity(unchecked) private var keys: [Key] = Array(repeating: Key(payload: 0, shape: 0), count: 4)
+    @exclusivity(unchecked) private var tails: [[UInt8]] = Array(repeating: [], count: 4)
+    @exclusivity(unchecked) private var next = 0
+
+    /// The tail for `change`: `"kind":…` through `}}\n`.
+    func tail(for change: Change) -> [UInt8] {
+        var shape: UInt8 = 0
+        if change.new != nil { shape |= 1 }
+        if change.old != nil { shape |= 2 }
+        if change.isPrior { shape |= 4 }
+        if change.isInitial { shape |= 8 }
+        let key = Key(payload: change.payloadID, shape: shape)
+        if change.payloadID != 0, let slot = self.keys.firstIndex(of: key) { return self.tails[slot] }
+        let tail = Self.encodeTail(change)
+        self.keys[self.next] = key
+        self.tails[self.next] = tail
+        self.next = (self.next + 1) % self.keys.count
+        return tail
     }
+
+    private static func encodeTail(_ change: Change) -> [UInt8] {
+        var buffer = Self.kindBytes[change.kind] ?? []
+        if let indexes = change.indexes {
+            buffer.append(contentsOf: Self.indexesBytes)
+            for (position, index) in indexes.enumerated() {
+                if position > 0 { buffer.append(UInt8(ascii: ",")) }
+                JSONWriter.appendInt(Int64(index), to: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        }
+        if let new = change.new {
+            buffer.append(contentsOf: Self.newBytes)
+            new.appendJSON(to: &buffer)
+        }
+        if let old = change.old {
+            buffer.append(contentsOf: Self.oldBytes)
+            old.appendJSON(to: &buffer)
+        }
+        if change.isPrior { buffer.append(contentsOf: Self.priorBytes) }
+        if change.isInitial { buffer.append(contentsOf: Self.initialBytes) }
+        buffer.append(contentsOf: Self.seqBytes)
+        JSONWriter.appendInt(Int64(change.seq), to: &buffer)
+        buffer.append(contentsOf: Self.endBytes)
+        return buffer
+    }
+
+    private static let kindBytes: [ChangeKind: [UInt8]] = Dictionary(
+        uniqueKeysWithValues: [ChangeKind.setting, .insertion, .removal, .replacement].map {
+            ($0, Array(#""kind":"\#($0.rawValue)""#.utf8))
+        })
+    private static let indexesBytes = Array(#","indexes":["#.utf8)
+    private static let newBytes = Array(#","new":"#.utf8)
+    private static let oldBytes = Array(#","old":"#.utf8)
+    private static let priorBytes = Array(#","prior":true"#.utf8)
+    private static let initialBytes = Array(#","initial":true"#.utf8)
+    private static let seqBytes = Array(#","seq":"#.utf8)
+    private static let endBytes = Array("}}\n".utf8)
 }

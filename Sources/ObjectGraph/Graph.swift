@@ -5,7 +5,7 @@
 /// An observable object graph with key-value coding and key-value observing semantics.
 public final class Graph {
     /// The seq of the last successful mutation (0 before any). Each mutation takes the next value.
-    public internal(set) var seq: UInt64 = 0
+    @exclusivity(unchecked) public internal(set) var seq: UInt64 = 0
     /// The maximum nesting of a value (records and arrays) a `set` accepts.
     public var maxValueDepth = 64
     /// The classes of this graph's objects.

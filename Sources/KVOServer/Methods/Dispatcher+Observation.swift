@@ -39,15 +39,14 @@ extension Dispatcher {
                 missed = changes
             }
         }
-        var subscription: Subscription?
-        let (observation, initial) = try graph.addObservation(path, options: options) { change in
-            subscription?.deliver(change)
-        }
         let id = self.server.nextSubscriptionID
-        self.server.nextSubscriptionID += 1
         let created = Subscription(
-            id: id, observation: observation, path: text, keyPath: path, options: options, context: context, connection: connection)
-        subscription = created
+            id: id, path: text, keyPath: path, options: options, context: context, connection: connection)
+        let (observation, initial) = try graph.addObservation(path, options: options) { change in
+            created.deliver(change)
+        }
+        self.server.nextSubscriptionID += 1
+        created.observation = observation
         connection.add(created)
         self.server.history.subscribed(path)
         if let progress { try self.server.startProgress(created, seconds: Int(progress)) }

@@ -19,8 +19,10 @@ struct ChangeBracket {
     var oldValues: [Value] = []
     var oldDetailValues: [[Value]] = []
     var payloadIDs: [UInt64] = []
-    /// The observers to notify, in order, with the index of their path.
-    var observers: [(observer: Observer, path: Int)] = []
+    /// The observers to notify, in order. With one path this is that path's own array (shared, not copied).
+    var observers: [Observer] = []
+    /// Each observer's path index, parallel to `observers`; empty when there is one path (index 0).
+    var observerPaths: [Int] = []
 
     var isEmpty: Bool { self.paths.isEmpty }
 }
@@ -72,16 +74,21 @@ extension Graph {
             }
         }
         if bracket.paths.count == 1 {
-            bracket.observers = bracket.paths[0].observers.map { ($0, 0) }
+            bracket.observers = bracket.paths[0].observers
         } else {
+            var pairs: [(observer: Observer, path: Int)] = []
             for (index, path) in bracket.paths.enumerated() {
-                bracket.observers.append(contentsOf: path.observers.map { ($0, index) })
+                pairs.append(contentsOf: path.observers.map { ($0, index) })
             }
-            bracket.observers.sort {
-                (firstOps[$0.path], $0.observer.id) < (firstOps[$1.path], $1.observer.id)
-            }
+            pairs.sort { (firstOps[$0.path], $0.observer.id) < (firstOps[$1.path], $1.observer.id) }
+            bracket.observers = pairs.map(\.observer)
+            bracket.observerPaths = pairs.map(\.path)
         }
-        for (observer, index) in bracket.observers where observer.options.contains(.prior) && observer.isActive {
+        let single = bracket.observerPaths.isEmpty
+        for position in bracket.observers.indices {
+            let observer = bracket.observers[position]
+            guard observer.options.contains(.prior) && observer.isActive else { continue }
+            let index = single ? 0 : bracket.observerPaths[position]
             observer.handler(self.change(for: observer, bracket, index, isPrior: true, new: .null))
         }
         return bracket
@@ -113,7 +120,11 @@ extension Graph {
             }
             payloadIDs.append(registry.nextPayloadID())
         }
-        for (observer, index) in bracket.observers.reversed() where observer.isActive {
+        let single = bracket.observerPaths.isEmpty
+        for position in bracket.observers.indices.reversed() {
+            let observer = bracket.observers[position]
+            guard observer.isActive else { continue }
+            let index = single ? 0 : bracket.observerPaths[position]
             var change = self.change(for: observer, bracket, index, isPrior: false, new: newValues[index])
             change.payloadID = payloadIDs[index]
             observer.handler(change)

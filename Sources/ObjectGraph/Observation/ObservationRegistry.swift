@@ -7,8 +7,8 @@ final class ObservationRegistry {
     var observers: [ObservationID: Observer] = [:]
     var triggerIndex: [Touch: [ObservedPath]] = [:]
     var nextObservationID: ObservationID = 1
-    var commitCounter: UInt64 = 0
-    var payloadCounter: UInt64 = 0
+    @exclusivity(unchecked) var commitCounter: UInt64 = 0
+    @exclusivity(unchecked) var payloadCounter: UInt64 = 0
 
     func nextPayloadID() -> UInt64 {
         self.payloadCounter &+= 1

@@ -72,9 +72,9 @@ final class ObservedPath {
     var triggers: [Touch: TriggerRole] = [:]
 
     /// Dedupes paths while a bracket is being opened: equal to the registry's commit counter once seen.
-    var commitMark: UInt64 = 0
+    @exclusivity(unchecked) var commitMark: UInt64 = 0
     /// The path's index in the bracket being opened (valid while `commitMark` is current).
-    var bracketIndex = 0
+    @exclusivity(unchecked) var bracketIndex = 0
 
     /// The union of the observers' options, kept current by `observersChanged()`.
     private(set) var options = ObservationOptions()
