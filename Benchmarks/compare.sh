@@ -50,7 +50,8 @@ ensure_command redis-cli redis-tools
 # The servers share CPU 0, the load generator gets CPU 1 (when the machine has two).
 start_kvod "$OUT/kvod.stdout" $(pin 0)
 start_redis "$OUT/redis.log" $(pin 0)
-log "kvod pid $KVOD_PID port $KVOD_PORT; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') pid $REDIS_PID port $REDIS_PORT; results in $OUT"
+REDIS_VERSION=$(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')
+log "kvod pid $KVOD_PID port $KVOD_PORT; redis-server $REDIS_VERSION pid $REDIS_PID port $REDIS_PORT; results in $OUT"
 
 FAILED=0
 RUN_TIMEOUT=$(awk -v s="$RUN_SECONDS" -v w="$WARMUP" 'BEGIN { printf "%d", s + w + 120 }')
@@ -96,7 +97,7 @@ SUMMARY_STATUS=0
 "$BENCH_BIN" summarize "$RESULTS" >"$OUT/summary.txt" || SUMMARY_STATUS=$?
 "$BENCH_BIN" summarize --markdown "$RESULTS" >"$OUT/summary.md" || true
 echo
-echo "kvod vs Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(nproc) CPUs, ${RUN_SECONDS} s runs," \
+echo "kvod vs Redis $REDIS_VERSION, $(nproc) CPUs, ${RUN_SECONDS} s runs," \
     "$ALTERNATIONS alternation(s), $(date -u +%Y-%m-%dT%H:%MZ)"
 cat "$OUT/summary.txt"
 if [ "$MIXED" = 1 ] && [ -s "$OUT/mixed.txt" ]; then

@@ -89,9 +89,12 @@ start_redis() {
     die "redis-server did not answer PING within 10 s"
 }
 
-# Stops one process this script started (SIGTERM, then SIGKILL after 10 s) and waits for it.
+# Stops one process this script started (SIGTERM, then SIGKILL after 10 s), waits for it, and forgets it, so that
+# the exit trap never signals a recycled pid.
 stop_pid() {
-    local pid="$1" try
+    local pid="$1" try remaining=() other
+    for other in "${STARTED_PIDS[@]}"; do [ "$other" = "$pid" ] || remaining+=("$other"); done
+    STARTED_PIDS=("${remaining[@]}")
     kill -0 "$pid" 2>/dev/null || return 0
     kill -TERM "$pid" 2>/dev/null || true
     for try in $(seq 1 100); do
@@ -106,6 +109,7 @@ stop_pid() {
 stop_all() {
     local pid
     for pid in "${STARTED_PIDS[@]}"; do stop_pid "$pid"; done
+    return 0
 }
 
 # Resident memory of a process in KiB (VmRSS of /proc/PID/status).

@@ -49,14 +49,16 @@ SUBSCRIPTIONS=$((PER_CONNECTION_SUBSCRIPTIONS * SUBSCRIPTION_CONNECTIONS))
 KVOD_ARGS=(--max-connections $((CONNECTIONS + 1000)) --max-subscriptions $((PER_CONNECTION_SUBSCRIPTIONS + 1000)))
 
 # hold_and_measure NAME CONNECTIONS PER_CONNECTION PATHS: on a fresh kvod, opens the connections (and subscriptions),
-# waits for "ready", lets the server settle, and prints the server's VmRSS delta in KiB (after minus before).
+# waits for "ready", lets the server settle, and sets DELTA_KIB to the server's VmRSS delta (after minus before).
+# It runs in this shell, never in $(...), so the exit trap knows every process it starts.
 hold_and_measure() {
     local name="$1" connections="$2" per_connection="$3" paths="$4" before after holder line deadline
     start_kvod "$OUT/kvod-$name.stdout"
     sleep 0.3
     before=$(rss_kib "$KVOD_PID")
-    "$BENCH_BIN" hold --port "$KVOD_PORT" --connections "$connections" --subscriptions-per-connection "$per_connection" \
-        --paths "$paths" --hold-seconds 120 >"$OUT/hold-$name.txt" 2>&1 &
+    "$BENCH_BIN" hold --port "$KVOD_PORT" --connections "$connections" \
+        --subscriptions-per-connection "$per_connection" --paths "$paths" --hold-seconds 120 \
+        >"$OUT/hold-$name.txt" 2>&1 &
     holder=$!
     STARTED_PIDS+=("$holder")
     deadline=$((SECONDS + 120))
@@ -70,24 +72,29 @@ hold_and_measure() {
     stop_pid "$holder"
     stop_pid "$KVOD_PID"
     log "$name: kvod VmRSS $before KiB -> $after KiB ($(head -n1 "$OUT/hold-$name.txt"))"
-    echo $((after - before))
+    DELTA_KIB=$((after - before))
 }
 
 # bytes PER_KIB_DELTA COUNT: KiB delta spread over COUNT, in bytes with one decimal.
 per_item() { awk -v kib="$1" -v n="$2" 'BEGIN { printf "%.0f", kib * 1024 / n }'; }
 
 log "memory: $CONNECTIONS idle connections"
-IDLE_KIB=$(hold_and_measure idle "$CONNECTIONS" 0 1)
+hold_and_measure idle "$CONNECTIONS" 0 1
+IDLE_KIB=$DELTA_KIB
 log "memory: baseline of $SUBSCRIPTION_CONNECTIONS connections without subscriptions"
-BASE_KIB=$(hold_and_measure base "$SUBSCRIPTION_CONNECTIONS" 0 1)
+hold_and_measure base "$SUBSCRIPTION_CONNECTIONS" 0 1
+BASE_KIB=$DELTA_KIB
 log "memory: $SUBSCRIPTIONS subscriptions on 1000 paths"
-SHARED_KIB=$(hold_and_measure shared "$SUBSCRIPTION_CONNECTIONS" "$PER_CONNECTION_SUBSCRIPTIONS" 1000)
+hold_and_measure shared "$SUBSCRIPTION_CONNECTIONS" "$PER_CONNECTION_SUBSCRIPTIONS" 1000
+SHARED_KIB=$DELTA_KIB
 log "memory: $SUBSCRIPTIONS subscriptions on $SUBSCRIPTIONS distinct paths"
-DISTINCT_KIB=$(hold_and_measure distinct "$SUBSCRIPTION_CONNECTIONS" "$PER_CONNECTION_SUBSCRIPTIONS" "$SUBSCRIPTIONS")
+hold_and_measure distinct "$SUBSCRIPTION_CONNECTIONS" "$PER_CONNECTION_SUBSCRIPTIONS" "$SUBSCRIPTIONS"
+DISTINCT_KIB=$DELTA_KIB
 
 {
     echo "kvod resident memory (VmRSS deltas on a fresh kvod each, $(date -u +%Y-%m-%dT%H:%MZ))"
-    echo "  per idle connection:   $(per_item "$IDLE_KIB" "$CONNECTIONS") bytes  ($CONNECTIONS connections, +$IDLE_KIB KiB)"
+    echo "  per idle connection:   $(per_item "$IDLE_KIB" "$CONNECTIONS") bytes" \
+        " ($CONNECTIONS connections, +$IDLE_KIB KiB)"
     echo "  per subscription:      $(per_item $((SHARED_KIB - BASE_KIB)) "$SUBSCRIPTIONS") bytes  ($SUBSCRIPTIONS" \
         "subscriptions on 1000 paths over $SUBSCRIPTION_CONNECTIONS connections, +$((SHARED_KIB - BASE_KIB)) KiB)"
     echo "  per subscription:      $(per_item $((DISTINCT_KIB - BASE_KIB)) "$SUBSCRIPTIONS") bytes  ($SUBSCRIPTIONS" \
@@ -98,7 +105,7 @@ DISTINCT_KIB=$(hold_and_measure distinct "$SUBSCRIPTION_CONNECTIONS" "$PER_CONNE
 ensure_command valgrind valgrind
 ensure_command callgrind_annotate valgrind
 
-# profile NAME SUBSCRIBERS PIPELINE SETS: kvod under callgrind for one fixed fan-out workload; prints total Ir.
+# profile NAME SUBSCRIBERS PIPELINE SETS: kvod under callgrind for one fixed fan-out workload; sets TOTAL_IR.
 profile() {
     local name="$1" subscribers="$2" pipeline="$3" sets="$4" total
     WAIT_SECONDS=120 start_kvod "$OUT/kvod-callgrind-$name.stdout" \
@@ -109,7 +116,7 @@ profile() {
     stop_pid "$KVOD_PID"
     total=$(awk '/^(summary|totals):/ { print $2; exit }' "$OUT/callgrind.$name.out")
     [ -n "$total" ] || die "no totals in $OUT/callgrind.$name.out"
-    echo "$total"
+    TOTAL_IR=$total
 }
 
 # mallocs FILE: calls to malloc recorded in a callgrind output (names are compressed as "(id) name").
@@ -127,29 +134,35 @@ mallocs() {
     ' "$1"
 }
 
-log "callgrind: 1 publisher, 10 subscribers, $SETS sets, one in flight (and a $((SETS / 10))-set run to subtract start-up)"
+log "callgrind: 1 publisher, 10 subscribers, $SETS sets, one in flight" \
+    "(and a $((SETS / 10))-set run to subtract start-up)"
 SMALL_SETS=$((SETS / 10))
-IR_FULL=$(profile full 10 1 "$SETS")
-IR_SMALL=$(profile small 10 1 "$SMALL_SETS")
+profile full 10 1 "$SETS"
+IR_FULL=$TOTAL_IR
+profile small 10 1 "$SMALL_SETS"
+IR_SMALL=$TOTAL_IR
 log "callgrind: 100 subscribers, pipeline 16, 5000 sets"
-IR_WIDE=$(profile wide 100 16 5000)
+profile wide 100 16 5000
+IR_WIDE=$TOTAL_IR
 NOTIFICATIONS=$((SETS * 10))
 MALLOCS_FULL=$(mallocs "$OUT/callgrind.full.out")
 MALLOCS_SMALL=$(mallocs "$OUT/callgrind.small.out")
 MALLOCS_WIDE=$(mallocs "$OUT/callgrind.wide.out")
+# ratio NUMERATOR DENOMINATOR DECIMALS
+ratio() { awk -v a="$1" -v n="$2" -v d="$3" 'BEGIN { printf "%.*f", d, a / n }'; }
+MARGINAL_SETS=$((SETS - SMALL_SETS))
 {
-    echo "kvod instructions per notification (callgrind Ir, exact from run to run)"
+    echo "kvod instructions per notification (callgrind Ir; the one-in-flight workload repeats exactly)"
     echo "  M=10, D=1, $SETS sets:   total $IR_FULL Ir / $NOTIFICATIONS notifications =" \
-        "$(awk -v a="$IR_FULL" -v n="$NOTIFICATIONS" 'BEGIN { printf "%.0f", a / n }') Ir"
+        "$(ratio "$IR_FULL" "$NOTIFICATIONS" 0) Ir"
     echo "  the same, start-up and set-up subtracted ($SETS minus $SMALL_SETS sets):" \
-        "$(awk -v a="$IR_FULL" -v b="$IR_SMALL" -v n=$(((SETS - SMALL_SETS) * 10)) 'BEGIN { printf "%.0f", (a - b) / n }') Ir," \
-        "$(awk -v a="$MALLOCS_FULL" -v b="$MALLOCS_SMALL" -v n=$(((SETS - SMALL_SETS) * 10)) 'BEGIN { printf "%.2f", (a - b) / n }') mallocs"
+        "$(ratio $((IR_FULL - IR_SMALL)) $((MARGINAL_SETS * 10)) 0) Ir," \
+        "$(ratio $((MALLOCS_FULL - MALLOCS_SMALL)) $((MARGINAL_SETS * 10)) 2) mallocs"
     echo "  per set (request + 10 notifications + response):" \
-        "$(awk -v a="$IR_FULL" -v b="$IR_SMALL" -v n=$((SETS - SMALL_SETS)) 'BEGIN { printf "%.0f", (a - b) / n }') Ir," \
-        "$(awk -v a="$MALLOCS_FULL" -v b="$MALLOCS_SMALL" -v n=$((SETS - SMALL_SETS)) 'BEGIN { printf "%.1f", (a - b) / n }') mallocs"
+        "$(ratio $((IR_FULL - IR_SMALL)) "$MARGINAL_SETS" 0) Ir," \
+        "$(ratio $((MALLOCS_FULL - MALLOCS_SMALL)) "$MARGINAL_SETS" 1) mallocs"
     echo "  M=100, D=16, 5000 sets: total $IR_WIDE Ir / 500000 notifications =" \
-        "$(awk -v a="$IR_WIDE" 'BEGIN { printf "%.0f", a / 500000 }') Ir," \
-        "$(awk -v a="$MALLOCS_WIDE" 'BEGIN { printf "%.2f", a / 500000 }') mallocs (start-up included)"
+        "$(ratio "$IR_WIDE" 500000 0) Ir, $(ratio "$MALLOCS_WIDE" 500000 2) mallocs (start-up included)"
 } | tee "$OUT/cpu.txt"
 
 for name in full wide; do
@@ -161,6 +174,9 @@ entries() {
     grep -E '^ *[0-9,]+ \([ 0-9.]+%\) ' "$1" | grep -v 'PROGRAM TOTALS' | swift demangle "${@:2}" \
         | sed -E 's/ \[[^]]*\]$//'
 }
+# The frames every request passes through on its way to a handler (they would fill the inclusive list).
+CHAIN='Sources/kvod/|EventLoop.run|onReadCompleted|TCPStream.didRead|Connection.start|Connection.received'
+CHAIN="$CHAIN|LineFramer.feed|Dispatcher.handle|Dispatcher.perform|Dispatcher.call"
 {
     for name in wide full; do
         case "$name" in
@@ -169,8 +185,8 @@ entries() {
         esac
         echo "-- top 15 by self cost (Ir)"
         entries "$OUT/callgrind-$name-self.txt" | awk 'NR <= 15' | cut -c1-220
-        echo "-- top 15 by inclusive cost, kvod's own code (Sources/, one line per function)"
-        entries "$OUT/callgrind-$name-inclusive.txt" --simplified | grep -E '  Sources/' | grep -v 'Sources/kvod/' \
+        echo "-- top 15 by inclusive cost, kvod's own code (Sources/) below the read → dispatch chain"
+        entries "$OUT/callgrind-$name-inclusive.txt" --simplified | grep -E '  Sources/' | grep -v -E "$CHAIN" \
             | awk 'NR <= 15' | cut -c1-220
         echo
     done

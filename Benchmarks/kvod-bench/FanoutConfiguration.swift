@@ -3,20 +3,30 @@
 
 /// What a fan-out run does.
 struct FanoutConfiguration {
+    /// The server under test (and for Redis, the command).
     var target: Target
+    /// The server's address and port.
     var host: String
     var port: Int
+    /// M: subscriber connections.
     var subscribers: Int
+    /// P: publisher connections.
     var publishers: Int
+    /// D: mutations in flight per publisher.
     var pipeline: Int
+    /// Seconds before the measured window.
     var warmupSeconds: Double
+    /// Seconds of the measured window.
     var seconds: Double
     /// Stop after this many mutations instead of after `seconds` (no warm-up): a workload that repeats exactly.
     var mutationLimit: Int?
+    /// The key (kvod key path, Redis channel or key).
     var key: String
     /// The server's process id, to report its CPU use during the window.
     var serverPID: Int32?
+    /// How long the drain may wait for the last responses and notifications.
     var drainTimeoutSeconds: Double = 20
+    /// How long connecting and subscribing may take.
     var setupTimeoutSeconds: Double = 60
 
     /// The whole run gives up after this long: its phases plus a margin, or 30 minutes in count mode (a server

@@ -8,6 +8,7 @@ import WireProtocol
 /// Loop-owned. One publisher connection of a fan-out run, keeping up to `pipeline` mutations in flight.
 @MainActor
 final class FanoutPublisher {
+    /// The position among the publishers (0-based); part of each PUBLISH payload.
     let index: Int
     private unowned let run: FanoutRun
     private var connection: BenchConnection?
@@ -22,6 +23,7 @@ final class FanoutPublisher {
     private var redisPrefix: [UInt8] = []
     private var scratch: [UInt8] = []
 
+    /// A publisher of `run`; `attach` gives it its socket.
     init(index: Int, run: FanoutRun) {
         self.index = index
         self.run = run
@@ -46,6 +48,7 @@ final class FanoutPublisher {
             onEnd: { [unowned self] reason in self.run.connectionEnded("publisher \(self.index)", reason) })
     }
 
+    /// Closes the socket.
     func close() {
         self.connection?.close()
     }
@@ -110,8 +113,9 @@ final class FanoutPublisher {
             switch reply.kind {
             case .integer:
                 if reply.integer != expectedReceivers {
-                    self.run.report("publisher \(self.index): PUBLISH reached \(reply.integer) subscribers, "
-                        + "expected \(expectedReceivers)")
+                    self.run.report(
+                        "publisher \(self.index): PUBLISH reached \(reply.integer) subscribers, "
+                            + "expected \(expectedReceivers)")
                 }
                 self.acknowledge()
             case .simple:

@@ -18,8 +18,9 @@ extension FanoutRun {
                                 if items.first?.kind == .simple {
                                     self.connectSubscribers()
                                 } else {
-                                    self.fail("CONFIG SET notify-keyspace-events failed: "
-                                        + (items.first.map { RESPReader.text($0, in: bytes) } ?? "?"))
+                                    self.fail(
+                                        "CONFIG SET notify-keyspace-events failed: "
+                                            + (items.first.map { RESPReader.text($0, in: bytes) } ?? "?"))
                                 }
                             }
                             if let failure { self.fail("control connection: \(failure)") }
@@ -35,6 +36,7 @@ extension FanoutRun {
         dialer.start()
     }
 
+    /// Connects the subscribers; each subscribes as soon as it is connected.
     func connectSubscribers() {
         // Paced: a connect slot is freed when that subscriber's subscribe is acknowledged.
         let dialer = Dialer(
@@ -58,8 +60,9 @@ extension FanoutRun {
     func subscriberDidSubscribe(seq: Int64?) {
         if let seq {
             if let expected = self.subscribeSeq, expected != seq {
-                self.report("subscribe responses disagree on the seq (\(expected) and \(seq)): "
-                    + "is another client mutating the server?")
+                self.report(
+                    "subscribe responses disagree on the seq (\(expected) and \(seq)): "
+                        + "is another client mutating the server?")
             }
             self.subscribeSeq = seq
         }

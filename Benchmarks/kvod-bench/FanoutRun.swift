@@ -14,6 +14,7 @@ final class FanoutRun {
         case settingUp, warmingUp, measuring, draining, done
     }
 
+    /// What the run does.
     let configuration: FanoutConfiguration
     /// The run's own loop, shut down when `run()` returns.
     let loop: EventLoop
@@ -73,8 +74,9 @@ final class FanoutRun {
         self.timers.append(setupTimer)
         try setupTimer.start(afterMilliseconds: UInt64(self.configuration.setupTimeoutSeconds * 1000)) { [self] in
             if self.phase == .settingUp {
-                self.fail("set-up did not finish within \(self.configuration.setupTimeoutSeconds) s "
-                    + "(\(self.subscribedCount) of \(self.configuration.subscribers) subscribed)")
+                self.fail(
+                    "set-up did not finish within \(self.configuration.setupTimeoutSeconds) s "
+                        + "(\(self.subscribedCount) of \(self.configuration.subscribers) subscribed)")
             }
         }
         let deadline = try LoopTimer(loop: self.loop)
@@ -95,6 +97,7 @@ final class FanoutRun {
 
     // MARK: - Phases
 
+    /// Starts the warm-up (or, in count mode, the window) and fills every pipeline.
     func startPublishing() {
         do throws(UVError) {
             if self.configuration.mutationLimit != nil {
@@ -226,8 +229,9 @@ final class FanoutRun {
             self.verifyDelivery()
             self.finish()
         } else if Double(now - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-            self.report("drain timed out after \(self.configuration.drainTimeoutSeconds) s: \(inFlight) mutations "
-                + "unacknowledged")
+            self.report(
+                "drain timed out after \(self.configuration.drainTimeoutSeconds) s: \(inFlight) mutations "
+                    + "unacknowledged")
             self.verifyDelivery()
             self.finish()
         }
@@ -240,8 +244,9 @@ final class FanoutRun {
         for subscriber in self.subscribers where subscriber.receivedCount != expected {
             short += 1
             if short <= 5 {
-                self.report("subscriber \(subscriber.index) received \(subscriber.receivedCount) notifications, "
-                    + "expected \(expected)")
+                self.report(
+                    "subscriber \(subscriber.index) received \(subscriber.receivedCount) notifications, "
+                        + "expected \(expected)")
             }
         }
         if short > 5 { self.report("... and \(short - 5) more subscribers with a wrong count") }

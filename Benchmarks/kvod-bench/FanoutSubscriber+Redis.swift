@@ -122,8 +122,9 @@ extension FanoutSubscriber {
         }
         let counter = Int64(value)
         if counter != counters[fields.1] {
-            self.run.report("subscriber \(self.index): publisher \(fields.1) message \(counter), "
-                + "expected \(counters[fields.1])")
+            self.run.report(
+                "subscriber \(self.index): publisher \(fields.1) message \(counter), "
+                    + "expected \(counters[fields.1])")
         }
         counters[fields.1] = counter + 1
         return fields.0
@@ -132,8 +133,9 @@ extension FanoutSubscriber {
     /// The slow path: one whole reply (the subscribe confirmation, or a message the fast path did not take).
     private func handleRedis(_ items: [RESPItem], _ bytes: UnsafeBufferPointer<UInt8>, now: UInt64) {
         guard items.count == 4, items[0].kind == .array, items[0].integer == 3, items[1].kind == .bulk else {
-            return self.run.fail("subscriber \(self.index): unexpected reply "
-                + (items.first.map { RESPReader.text($0, in: bytes) } ?? ""))
+            return self.run.fail(
+                "subscriber \(self.index): unexpected reply "
+                    + (items.first.map { RESPReader.text($0, in: bytes) } ?? ""))
         }
         if RESPReader.item(items[1], in: bytes, equals: "message") {
             guard self.isSubscribed else {

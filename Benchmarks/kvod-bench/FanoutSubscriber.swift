@@ -17,12 +17,15 @@ import Darwin
 /// Loop-owned. One subscriber connection of a fan-out run.
 @MainActor
 final class FanoutSubscriber {
+    /// The position among the subscribers (0-based), for messages.
     let index: Int
     unowned let run: FanoutRun
+    /// The protocol spoken: kvod or Redis.
     let target: Target
     private var connection: BenchConnection?
     /// Bytes of an incomplete message held from the previous chunk.
     private var pending: [UInt8] = []
+    /// Whether the subscribe was acknowledged; notifications before that are discrepancies.
     var isSubscribed = false
     /// kvod: the seq the next notification must carry.
     private var nextSeq: Int64 = 0
@@ -39,6 +42,7 @@ final class FanoutSubscriber {
     /// The longest incomplete message held between chunks.
     private static let maxPendingBytes = 1 << 20
 
+    /// A subscriber of `run`; `attach` gives it its socket.
     init(index: Int, run: FanoutRun) {
         self.index = index
         self.run = run
@@ -70,6 +74,7 @@ final class FanoutSubscriber {
         }
     }
 
+    /// Closes the socket.
     func close() {
         self.connection?.close()
     }

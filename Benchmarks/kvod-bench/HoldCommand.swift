@@ -74,6 +74,7 @@ final class HoldRun {
     private var timer: LoopTimer?
     private var signals: [SignalWatcher] = []
 
+    /// Prepares the run on a fresh loop; nothing connects until `run()`.
     init(
         host: String, port: Int, connections: Int, subscriptionsPerConnection: Int, paths: Int, holdSeconds: Double
     ) throws(UVError) {

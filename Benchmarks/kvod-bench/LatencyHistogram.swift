@@ -97,10 +97,13 @@ struct LatencyHistogram {
 
 /// Percentiles of one histogram, in nanoseconds.
 struct LatencySummary {
+    /// Values recorded.
     var count: UInt64
+    /// Percentiles 50, 99 and 99.9, and the maximum.
     var p50: UInt64
     var p99: UInt64
     var p999: UInt64
     var maximum: UInt64
+    /// The arithmetic mean.
     var mean: Double
 }

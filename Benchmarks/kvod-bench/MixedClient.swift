@@ -7,6 +7,7 @@ import WireProtocol
 /// Loop-owned. One client of the mixed run.
 @MainActor
 final class MixedClient {
+    /// The position among the clients (0-based), for messages.
     let index: Int
     private unowned let run: MixedRun
     private var connection: BenchConnection?
@@ -24,9 +25,12 @@ final class MixedClient {
 
     /// At most this many subscriptions per client, so notifications stay a share of the traffic.
     static let maxSubscriptions = 16
+    /// Flat keys `mx.f0` … `mx.f31`.
     static let flatKeys = 32
+    /// Key paths `mx.d0.b.c` … `mx.d7.b.c`.
     static let deepKeys = 8
 
+    /// A client of `run` with its own seeded generator.
     init(index: Int, run: MixedRun, seed: UInt64) {
         self.index = index
         self.run = run
@@ -40,8 +44,10 @@ final class MixedClient {
         self.operationTable = table
     }
 
+    /// Requests sent and not yet answered.
     var inFlightCount: Int { self.inFlight.count - self.inFlightHead }
 
+    /// Starts reading `stream`.
     func attach(_ stream: TCPStream, batcher: OutputBatcher) throws(UVError) {
         self.connection = try BenchConnection(
             stream: stream, batcher: batcher,
@@ -49,6 +55,7 @@ final class MixedClient {
             onEnd: { [unowned self] reason in self.run.fail("client \(self.index) ended: \(reason)") })
     }
 
+    /// Closes the socket.
     func close() {
         self.connection?.close()
     }

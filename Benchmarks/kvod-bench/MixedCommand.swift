@@ -6,20 +6,30 @@ import WireProtocol
 
 /// The outcome of one mixed run.
 struct MixedResult {
+    /// What was run.
     var configuration: MixedConfiguration
+    /// The measured window in seconds.
     var windowSeconds: Double
+    /// Responses received within the window.
     var operations: Int
+    /// Notifications received within the window.
     var notifications: Int
     /// Per `MixedOperation.rawValue`.
     var latencies: [LatencySummary]
+    /// Whether the mix included sets of dependent keys.
     var hasDependentKeys: Bool
+    /// CPU seconds per second of window: this process, and the server when its pid was given.
     var benchCPU: Double
     var serverCPU: Double?
+    /// Error responses and ordering problems (the first 20 kept verbatim).
     var discrepancyCount: Int
     var discrepancies: [String]
 
+    /// Whether the run found no discrepancy.
     var isOK: Bool { self.discrepancyCount == 0 }
+    /// Responses per second in the window.
     var operationsPerSecond: Double { self.windowSeconds > 0 ? Double(self.operations) / self.windowSeconds : 0 }
+    /// Notifications per second in the window.
     var notificationsPerSecond: Double {
         self.windowSeconds > 0 ? Double(self.notifications) / self.windowSeconds : 0
     }

@@ -115,7 +115,8 @@ final class MixedRun {
     func run() throws(UVError) -> MixedResult {
         let deadline = try LoopTimer(loop: self.loop)
         self.timers.append(deadline)
-        let limit = 60 + self.configuration.warmupSeconds + self.configuration.seconds
+        let limit =
+            60 + self.configuration.warmupSeconds + self.configuration.seconds
             + self.configuration.drainTimeoutSeconds
         try deadline.start(afterMilliseconds: UInt64(limit * 1000)) { [self] in
             self.fail("the run took over \(limit) s")
@@ -154,7 +155,8 @@ final class MixedRun {
                                 guard self.phase == .probing else { return }
                                 let text = String(decoding: line, as: UTF8.self)
                                 // The default model of Protocol/README.md: LabColor and Person with computed keys.
-                                self.hasDependentKeys = text.contains("\"result\"") && text.contains("lComponent")
+                                self.hasDependentKeys =
+                                    text.contains("\"result\"") && text.contains("lComponent")
                                     && text.contains("fullName")
                                 self.probe?.close()
                                 self.probe = nil

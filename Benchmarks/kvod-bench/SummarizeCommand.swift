@@ -14,8 +14,10 @@ struct Summarize: ParsableCommand {
         abstract: "Median and kvod/Redis ratio tables from fan-out JSON lines.",
         discussion: """
             Groups runs by subscribers M and publishers×pipeline, takes the median of each target's runs, and \
-            prints two tables: notifications/s (ratio above 1 means kvod delivers more) and p99 latency (ratio \
-            below 1 means kvod is faster). Runs whose delivery check failed are counted and left out.
+            prints three tables: notifications/s (ratio above 1 means kvod delivers more), p99 latency (ratio \
+            below 1 means kvod is faster) and, when the runs had --server-pid, the server's CPU time per \
+            notification (ratio below 1 means kvod is cheaper), which other load on the machine disturbs least. \
+            Runs whose delivery check failed are counted and left out.
             """)
 
     @Argument(help: "Files of JSON lines written by `kvod-bench fanout --json`.")
@@ -52,8 +54,8 @@ struct Summarize: ParsableCommand {
         cells.sort { ($0.subscribers, $0.publishers, $0.pipeline) < ($1.subscribers, $1.publishers, $1.pipeline) }
         let targets = ["kvod", "redis-publish", "redis-set"]
 
-        func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double) -> Double? {
-            let values = runs.filter { $0.cell == cell && $0.target == target }.map(value).sorted()
+        func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double?) -> Double? {
+            let values = runs.filter { $0.cell == cell && $0.target == target }.compactMap(value).sorted()
             guard !values.isEmpty else { return nil }
             let middle = values.count / 2
             return values.count % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2
@@ -65,13 +67,16 @@ struct Summarize: ParsableCommand {
         func rate(_ value: Double?) -> String { value.map { Format.rate($0) } ?? "-" }
         func latency(_ value: Double?) -> String { value.map { Format.latency(UInt64($0 * 1000)) } ?? "-" }
 
+        func cost(_ value: Double?) -> String { value.map { "\(Format.fixed($0, 2)) µs" } ?? "-" }
+
         var throughput: [[String]] = []
         var latencies: [[String]] = []
+        var costs: [[String]] = []
         for cell in cells {
             let label = ["\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)"]
             let count = targets.map { target in runs.filter { $0.cell == cell && $0.target == target }.count }
-            let rates = targets.map { median(cell, $0, \.notificationsPerSecond) }
-            let p99s = targets.map { median(cell, $0, \.p99Microseconds) }
+            let rates = targets.map { median(cell, $0) { $0.notificationsPerSecond } }
+            let p99s = targets.map { median(cell, $0) { $0.p99Microseconds } }
             throughput.append(
                 label + [
                     rate(rates[0]), rate(rates[1]), ratio(rates[0], rates[1]), rate(rates[2]),
@@ -82,6 +87,9 @@ struct Summarize: ParsableCommand {
                     latency(p99s[0]), latency(p99s[1]), ratio(p99s[0], p99s[1]), latency(p99s[2]),
                     ratio(p99s[0], p99s[2]),
                 ])
+            let cpu = targets.map { median(cell, $0) { $0.serverMicrosecondsPerNotification } }
+            costs.append(
+                label + [cost(cpu[0]), cost(cpu[1]), ratio(cpu[0], cpu[1]), cost(cpu[2]), ratio(cpu[0], cpu[2])])
         }
         var text = "notifications/s, median per cell (ratio > 1: kvod delivers more)\n"
         text += Format.table(
@@ -91,6 +99,12 @@ struct Summarize: ParsableCommand {
         text += Format.table(
             ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET"], latencies,
             markdown: markdown)
+        if costs.contains(where: { $0[2] != "-" }) {
+            text += "\nserver CPU time per notification, median per cell (ratio < 1: kvod is cheaper)\n"
+            text += Format.table(
+                ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET"], costs,
+                markdown: markdown)
+        }
         if !failed.isEmpty {
             text += "\nFAILED delivery checks (left out): " + failed.joined(separator: ", ") + "\n"
         }
@@ -113,6 +127,8 @@ struct FanoutRecord {
     var pipeline: Int
     var notificationsPerSecond: Double
     var p99Microseconds: Double
+    /// The server's CPU time per notification delivered, in µs (nil without `server_cpu`).
+    var serverMicrosecondsPerNotification: Double?
     var ok: Bool
 
     var cell: FanoutCell {
@@ -132,6 +148,9 @@ struct FanoutRecord {
         self.pipeline = Int(pipeline)
         self.notificationsPerSecond = rate
         self.p99Microseconds = p99
+        if let serverCPU = value["server_cpu"]?.doubleValue, rate > 0 {
+            self.serverMicrosecondsPerNotification = serverCPU / rate * 1e6
+        }
         self.ok = ok
     }
 }

@@ -12,6 +12,18 @@ final class Dispatcher {
     unowned let server: Server
     /// Scratch space for one result, reused across requests.
     private var result: [UInt8] = []
+    /// Parsed key paths by their text: clients use few distinct paths, and parsing allocates.
+    private var keyPaths: [String: KeyPath] = [:]
+
+    /// The parsed key path for `text` (cached; the cache is bounded).
+    func keyPath(_ text: String) throws(GraphError) -> KeyPath {
+        if let cached = self.keyPaths[text] { return cached }
+        let parsed = try KeyPath(parsing: text)
+        if self.keyPaths.count >= 4096 { self.keyPaths.removeAll(keepingCapacity: true) }
+        self.keyPaths[text] = parsed
+        return parsed
+    }
+
     /// Initial notifications waiting for their subscribe's response to be queued.
     private var pendingInitials: [(Subscription, Change)] = []
 

@@ -1,6 +1,7 @@
 // The bounded history behind resumable subscriptions (Protocol/README.md#resuming). Every key path that has been
-// subscribed gets one recorder: an engine observation with every option, whose notifications go into one ring of at
-// most `capacity` entries. A recorder outlives its subscribers (a client that lost its connection comes back to
+// subscribed gets one recorder: an engine observation with `new` and `old`, whose after notifications go into one
+// ring of at most `capacity` changes (a replayed prior notification is derived from its after one: same kind,
+// indexes, old value and seq). A recorder outlives its subscribers (a client that lost its connection comes back to
 // it), until its entries have all left the ring and too many idle recorders exist. `subscribe` with `since: S`
 // replays the path's entries after S, shaped by the new subscription's options — possible when the recorder has
 // been recording since S or earlier and none of its entries after S has left the ring; otherwise 1010.
@@ -70,8 +71,8 @@ final class SubscriptionHistory {
         self.dropIdleRecorders()
     }
 
-    /// What a subscription to `keyPath` would have received after `since`, in order; nil when the history cannot
-    /// say (the caller answers 1010 with `oldestResumable(keyPath)`).
+    /// What a subscription to `keyPath` would have received after `since`, in order — each change's prior and
+    /// after notification; nil when the history cannot say (the caller answers 1010 with `oldestResumable`).
     func changes(for keyPath: KeyPath, after since: UInt64) -> [Change]? {
         guard let recorder = self.recorders[keyPath], since >= recorder.oldestResumable else { return nil }
         var changes: [Change] = []
@@ -79,6 +80,11 @@ final class SubscriptionHistory {
             guard let entry = self.ring[(self.head + offset) % self.capacity], entry.recorder === recorder,
                 entry.change.seq > since
             else { continue }
+            var prior = entry.change
+            prior.isPrior = true
+            prior.new = nil
+            prior.payloadID = 0  // not the after's: encoders must not share its bytes
+            changes.append(prior)
             changes.append(entry.change)
         }
         return changes
@@ -95,7 +101,7 @@ final class SubscriptionHistory {
         if let existing = self.recorders[keyPath] { return existing }
         let recorder = Recorder(keyPath: keyPath, since: self.graph.seq)
         // The path was validated by the subscribe that asked for it, so adding the observation cannot fail.
-        if let (id, _) = try? self.graph.addObservation(keyPath, options: [.new, .old, .prior], handler: { [unowned self, unowned recorder] change in
+        if let (id, _) = try? self.graph.addObservation(keyPath, options: [.new, .old], handler: { [unowned self, unowned recorder] change in
             self.append(Entry(recorder: recorder, change: change))
         }) {
             recorder.observation = id

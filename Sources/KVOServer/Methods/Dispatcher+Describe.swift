@@ -20,7 +20,7 @@ extension Dispatcher {
             }
             result["classes"] = .object(classes)
         case .string(let text)?:
-            let path = try KeyPath(parsing: text)
+            let path = try self.keyPath(text)
             guard case .object(let id) = try graph.value(at: path), case .record(let snapshot) = graph.get(id: id),
                 let objectClass = try graph.objectClass(at: path)
             else {

@@ -8,7 +8,7 @@ extension Dispatcher {
         self.server.countRequest(isMutation: false)
         let params = Params(request.params, names: ["path"], method: "get")
         try params.rejectUnknown()
-        let path = try KeyPath(parsing: params.string("path"))
+        let path = try self.keyPath(params.string("path"))
         let value = try self.server.graph.get(path)
         let seq = self.server.graph.seq
         self.writeResult {
@@ -23,7 +23,7 @@ extension Dispatcher {
     func set(_ request: RPCRequest, on connection: Connection) throws {
         let params = Params(request.params, names: ["path", "value"], method: "set")
         try params.rejectUnknown()
-        let path = try KeyPath(parsing: params.string("path"))
+        let path = try self.keyPath(params.string("path"))
         let value = Value(json: try params.required("value"))
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
         let result = try self.server.graph.set(path, to: value)
@@ -46,7 +46,7 @@ extension Dispatcher {
         self.server.countRequest(isMutation: false)
         let params = Params(request.params, names: ["path", "value"], method: "validate")
         try params.rejectUnknown()
-        let path = try KeyPath(parsing: params.string("path"))
+        let path = try self.keyPath(params.string("path"))
         let value = try self.server.graph.validate(path, Value(json: try params.required("value")))
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)

@@ -10,7 +10,7 @@ extension Dispatcher {
             request.params, names: ["path", "options", "context", "since", "progress"], method: "subscribe")
         try params.rejectUnknown()
         let text = try params.string("path")
-        let path = try KeyPath(parsing: text)
+        let path = try self.keyPath(text)
         let options = try Self.observationOptions(params["options"])
         let context = params["context"]
         let graph = self.server.graph
