@@ -4,7 +4,7 @@ SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 7070
 
-.PHONY: deps build release run test lint-docker container-test clean
+.PHONY: deps build release run test bench lint-docker container-test clean
 
 deps:
 	@bash .ci/deps.sh
@@ -26,6 +26,10 @@ test:
 	@bash .ci/build-no-warnings.sh
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
+
+## bench: a quick kvod vs Redis comparison (about a minute once built; Benchmarks/README.md).
+bench: deps
+	bash Benchmarks/compare.sh --quick
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:
