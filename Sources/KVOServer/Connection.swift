@@ -196,12 +196,30 @@ final class Connection {
         case .clientClosed:
             // The client sent EOF, so nothing unread is left: send what is queued, then close.
             self.flush()
+            self.armCloseDeadline()
             self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
         case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized:
             self.flush()
+            self.armCloseDeadline()
             self.stream.shutdownWrites { [weak self] in self?.linger() }
         }
     }
+
+    /// A graceful close waits for queued output to reach the socket, which never happens if the client stopped
+    /// reading with its buffers full: after `closeDeadlineMilliseconds` the socket is closed regardless.
+    private func armCloseDeadline() {
+        guard let timer = try? LoopTimer(loop: self.server.loop) else { return self.stream.close() }
+        do {
+            try timer.start(afterMilliseconds: Self.closeDeadlineMilliseconds) { [stream = self.stream] in stream.close() }
+            self.lingerTimer = timer
+        } catch {
+            timer.close()
+            self.stream.close()
+        }
+    }
+
+    /// How long a graceful close may wait for the client to take what is queued.
+    static let closeDeadlineMilliseconds: UInt64 = 5000
 
     /// Closing a socket that still has unread input makes the kernel send a reset, which can destroy the last
     /// messages in flight (the error and `closing` notice). So after a server-initiated close the connection reads
@@ -214,6 +232,7 @@ final class Connection {
             try stream.startReading()
             let timer = try LoopTimer(loop: self.server.loop)
             try timer.start(afterMilliseconds: Self.lingerMilliseconds) { stream.close() }
+            self.lingerTimer?.close()
             self.lingerTimer = timer
         } catch {
             stream.close()

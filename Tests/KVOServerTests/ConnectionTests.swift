@@ -52,3 +52,25 @@ import WireProtocol
         #expect(throws: KVOClientError.self) { try peer.receive(timeout: .seconds(2)) }
     }
 }
+
+@Suite(.serialized) struct CloseDeadlineTests {
+    @Test func aClientThatHalfClosesAndNeverReadsIsClosedAnyway() throws {
+        let server = try KVODProcess.start()
+        let watcher = try Peer(server)
+        _ = try watcher.request(1, "set", #"{"path":"big","value":""# + String(repeating: "x", count: 60_000) + #""}"#)
+        let stuck = try Peer(server)
+        // Pipeline enough gets that kvod's answers fill both socket buffers, then half-close and never read.
+        let request = Peer.requestText(1, "get", #"{"path":"big"}"#) + "\n"
+        let batch = String(repeating: request, count: 100)
+        for _ in 0..<4 { try stuck.client.connection.send(Array(batch.utf8)) }
+        stuck.client.connection.shutdownWrite()
+        // The server notices the EOF, cannot flush, and closes within its deadline: observers lists one connection.
+        var count = -1
+        for attempt in 0..<300 where count != 1 {
+            count = try watcher.request(100 + attempt, "observers")["result"]?["connections"]?.arrayValue?.count ?? -1
+            if count != 1 { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(count == 1)
+        withExtendedLifetime(stuck) {}
+    }
+}
