@@ -6,19 +6,31 @@
 // Order: observers go by the first op (of a transaction) that reaches their path, then by subscription; a single
 // change is one op, so that is plain subscription order. Observers of a collection key that the change mutated
 // directly get its kind, indexes and values; everyone else gets a `setting` change with whole values.
+//
+// Cost: a bracket allocates one array of per-path state (and, with several paths, the merged observer order); with
+// one path it shares that path's observer array.
+
+/// What a bracket knows about one affected path.
+struct BracketPath {
+    let path: ObservedPath
+    /// The first op (of a transaction) that reached the path.
+    let firstOp: Int
+    var needsRetarget: Bool
+    /// The collection detail, for a path whose own last key one mutation changed.
+    var detail: CollectionDetail?
+    var directHits: Int
+    var oldValue: Value = .null
+    var oldDetailValues: [Value] = []
+    var newValue: Value = .null
+    var payloadID: UInt64 = 0
+}
 
 /// The state of one open change bracket.
 struct ChangeBracket {
     let mutations: [Mutation]
     let seq: UInt64
     /// The affected paths, each once.
-    var paths: [ObservedPath] = []
-    /// Per path (parallel to `paths`): whether its route changed, its collection detail, its old value, payload.
-    var needsRetarget: [Bool] = []
-    var details: [CollectionDetail?] = []
-    var oldValues: [Value] = []
-    var oldDetailValues: [[Value]] = []
-    var payloadIDs: [UInt64] = []
+    var paths: [BracketPath] = []
     /// The observers to notify, in order. With one path this is that path's own array (shared, not copied).
     var observers: [Observer] = []
     /// Each observer's path index, parallel to `observers`; empty when there is one path (index 0).
@@ -35,8 +47,6 @@ extension Graph {
         guard !registry.triggerIndex.isEmpty else { return bracket }
         registry.commitCounter += 1
         let mark = registry.commitCounter
-        var firstOps: [Int] = []
-        var directHits: [Int] = []
         for mutation in mutations {
             guard let paths = registry.triggerIndex[mutation.touch] else { continue }
             for path in paths {
@@ -44,111 +54,117 @@ extension Graph {
                 if path.commitMark != mark {
                     path.commitMark = mark
                     path.bracketIndex = bracket.paths.count
-                    bracket.paths.append(path)
-                    bracket.needsRetarget.append(role == .route)
-                    bracket.details.append(role == .direct ? mutation.detail : nil)
-                    directHits.append(role == .direct ? 1 : 0)
-                    firstOps.append(mutation.op)
+                    bracket.paths.append(
+                        BracketPath(
+                            path: path, firstOp: mutation.op, needsRetarget: role == .route,
+                            detail: role == .direct ? mutation.detail : nil, directHits: role == .direct ? 1 : 0))
                 } else {
                     let index = path.bracketIndex
-                    if role == .route { bracket.needsRetarget[index] = true }
+                    if role == .route { bracket.paths[index].needsRetarget = true }
                     if role == .direct {
                         // Hit directly twice (a transaction): one detail cannot say both, so send whole values.
-                        directHits[index] += 1
-                        bracket.details[index] = directHits[index] == 1 ? mutation.detail : nil
+                        bracket.paths[index].directHits += 1
+                        bracket.paths[index].detail = bracket.paths[index].directHits == 1 ? mutation.detail : nil
                     }
                 }
             }
         }
         if bracket.paths.isEmpty { return bracket }
 
-        for (index, path) in bracket.paths.enumerated() {
-            bracket.payloadIDs.append(registry.nextPayloadID())
-            let wantsOld = path.options.contains(.old)
-            if let detail = bracket.details[index] {
-                bracket.oldValues.append(.null)
-                bracket.oldDetailValues.append(wantsOld ? detail.old.map { self.export($0) } : [])
+        for index in bracket.paths.indices {
+            let path = bracket.paths[index].path
+            bracket.paths[index].payloadID = registry.nextPayloadID()
+            guard path.options.contains(.old) else { continue }
+            if let detail = bracket.paths[index].detail {
+                bracket.paths[index].oldDetailValues = detail.old.map { self.export($0) }
             } else {
-                bracket.oldValues.append(wantsOld ? self.export(self.resolve(path.keyPath)) : .null)
-                bracket.oldDetailValues.append([])
+                bracket.paths[index].oldValue = self.export(self.resolve(path.keyPath))
             }
         }
         if bracket.paths.count == 1 {
-            bracket.observers = bracket.paths[0].observers
+            bracket.observers = bracket.paths[0].path.observers
         } else {
             var pairs: [(observer: Observer, path: Int)] = []
-            for (index, path) in bracket.paths.enumerated() {
-                pairs.append(contentsOf: path.observers.map { ($0, index) })
+            for (index, state) in bracket.paths.enumerated() {
+                pairs.append(contentsOf: state.path.observers.map { ($0, index) })
             }
+            let firstOps = bracket.paths.map(\.firstOp)
             pairs.sort { (firstOps[$0.path], $0.observer.id) < (firstOps[$1.path], $1.observer.id) }
             bracket.observers = pairs.map(\.observer)
             bracket.observerPaths = pairs.map(\.path)
         }
-        let single = bracket.observerPaths.isEmpty
-        for position in bracket.observers.indices {
-            let observer = bracket.observers[position]
-            guard observer.options.contains(.prior) && observer.isActive else { continue }
-            let index = single ? 0 : bracket.observerPaths[position]
-            observer.handler(self.change(for: observer, bracket, index, isPrior: true, new: .null))
+        if bracket.observerPaths.isEmpty {
+            // One path (the common case): its state is read once, not copied per observer.
+            let state = bracket.paths[0]
+            for observer in bracket.observers where observer.options.contains(.prior) && observer.isActive {
+                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: true, new: .null))
+            }
+        } else {
+            for (position, observer) in bracket.observers.enumerated()
+            where observer.options.contains(.prior) && observer.isActive {
+                let state = bracket.paths[bracket.observerPaths[position]]
+                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: true, new: .null))
+            }
         }
         return bracket
     }
 
     /// Re-targets paths whose route changed, reads new values and sends after notifications in reverse order.
-    func closeBracket(_ bracket: ChangeBracket) {
+    func closeBracket(_ bracket: consuming ChangeBracket) {
         guard !bracket.isEmpty else { return }
         let registry = self.registry
-        var newValues: [Value] = []
-        var payloadIDs: [UInt64] = []
-        newValues.reserveCapacity(bracket.paths.count)
-        for (index, path) in bracket.paths.enumerated() {
+        for index in bracket.paths.indices {
+            let path = bracket.paths[index].path
             let wantsNew = path.options.contains(.new)
-            let value: Value
-            if bracket.needsRetarget[index] {
+            var value = Value.null
+            if bracket.paths[index].needsRetarget {
                 var triggers: [Touch: TriggerRole] = [:]
                 value = self.walk(path.keyPath, triggers: &triggers)
                 registry.setTriggers(triggers, for: path)
-            } else if let detail = bracket.details[index] {
-                value = wantsNew ? .array(detail.new) : .null
-            } else {
-                value = wantsNew ? self.resolve(path.keyPath) : .null
+            } else if wantsNew && bracket.paths[index].detail == nil {
+                value = self.resolve(path.keyPath)
             }
-            if let detail = bracket.details[index] {
-                newValues.append(wantsNew ? .array(detail.new.map { self.export($0) }) : .null)
+            if !wantsNew {
+                value = .null
+            } else if let detail = bracket.paths[index].detail {
+                value = .array(detail.new.map { self.export($0) })
             } else {
-                newValues.append(wantsNew ? self.export(value) : .null)
+                value = self.export(value)
             }
-            payloadIDs.append(registry.nextPayloadID())
+            // The after notification's values: `oldValue` keeps the old, `new` travels in the change below.
+            bracket.paths[index].payloadID = registry.nextPayloadID()
+            bracket.paths[index].newValue = value
         }
-        let single = bracket.observerPaths.isEmpty
-        for position in bracket.observers.indices.reversed() {
-            let observer = bracket.observers[position]
-            guard observer.isActive else { continue }
-            let index = single ? 0 : bracket.observerPaths[position]
-            var change = self.change(for: observer, bracket, index, isPrior: false, new: newValues[index])
-            change.payloadID = payloadIDs[index]
-            observer.handler(change)
+        if bracket.observerPaths.isEmpty {
+            let state = bracket.paths[0]
+            for observer in bracket.observers.reversed() where observer.isActive {
+                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: false, new: state.newValue))
+            }
+        } else {
+            for position in bracket.observers.indices.reversed() where bracket.observers[position].isActive {
+                let observer = bracket.observers[position]
+                let state = bracket.paths[bracket.observerPaths[position]]
+                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: false, new: state.newValue))
+            }
         }
     }
 
     /// The notification one observer gets, shaped by its options and by the collection detail when it has one.
-    private func change(
-        for observer: Observer, _ bracket: ChangeBracket, _ index: Int, isPrior: Bool, new: Value
-    ) -> Change {
+    private func change(for observer: Observer, _ state: BracketPath, seq: UInt64, isPrior: Bool, new: Value) -> Change {
         let options = observer.options
-        guard let detail = bracket.details[index] else {
+        guard let detail = state.detail else {
             return Change(
                 observation: observer.id, kind: .setting, isPrior: isPrior, isInitial: false,
                 new: !isPrior && options.contains(.new) ? new : nil,
-                old: options.contains(.old) ? bracket.oldValues[index] : nil, indexes: nil, seq: bracket.seq,
-                payloadID: bracket.payloadIDs[index])
+                old: options.contains(.old) ? state.oldValue : nil, indexes: nil, seq: seq,
+                payloadID: state.payloadID)
         }
         // An insertion has no old, a removal no new; values are always arrays.
         let hasOld = detail.kind != .insertion && options.contains(.old)
         let hasNew = !isPrior && detail.kind != .removal && options.contains(.new)
         return Change(
             observation: observer.id, kind: detail.kind, isPrior: isPrior, isInitial: false,
-            new: hasNew ? new : nil, old: hasOld ? .array(bracket.oldDetailValues[index]) : nil,
-            indexes: detail.indexes, seq: bracket.seq, payloadID: bracket.payloadIDs[index])
+            new: hasNew ? new : nil, old: hasOld ? .array(state.oldDetailValues) : nil,
+            indexes: detail.indexes, seq: seq, payloadID: state.payloadID)
     }
 }
