@@ -55,7 +55,7 @@ struct DaemonOptions: ParsableArguments {
     var snapshotEvery: String?
 
     @Option(help: .setting(
-        "Notifications kept so that a subscription can resume with 'since' (0: no resuming).", "history",
+        "Changes kept so that a subscription can resume with 'since' (0: no resuming).", "history",
         default: "\(defaults.history)", valueName: "count"))
     var history: String?
 
