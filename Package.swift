@@ -68,6 +68,19 @@ let package = Package(
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
         .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        // Fuzz targets (docs/RELIABILITY.md, .ci/fuzz.sh): libFuzzer drivers when built with `-D KVOD_LIBFUZZER
+        // -sanitize=fuzzer`; in a normal build, programs that replay a corpus.
+        .target(name: "FuzzSupport", path: "Tests/Fuzz/FuzzSupport"),
+        .executableTarget(
+            name: "FuzzJSONRPC", dependencies: ["FuzzSupport", "WireProtocol", "ObjectGraph", "ValueCoding"],
+            path: "Tests/Fuzz/FuzzJSONRPC"),
+        .executableTarget(
+            name: "FuzzKeyPath", dependencies: ["FuzzSupport", "ObjectGraph", "ModelFile"], path: "Tests/Fuzz/FuzzKeyPath"),
+        .executableTarget(
+            name: "FuzzExpression", dependencies: ["FuzzSupport", "ObjectGraph"], path: "Tests/Fuzz/FuzzExpression"),
+        .executableTarget(
+            name: "FuzzModelFile", dependencies: ["FuzzSupport", "ModelFile", "ObjectGraph"],
+            path: "Tests/Fuzz/FuzzModelFile"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -126,7 +126,8 @@ final class Dispatcher {
         case "stats": try self.stats(request, on: connection)
         default:
             self.server.countRequest(isMutation: false)
-            throw RPCError(.methodNotFound, "method not found: \(request.method)")
+            let name = request.method.count > 64 ? String(request.method.prefix(64)) + "…" : request.method
+            throw RPCError(.methodNotFound, "method not found: \(name)")
         }
     }
 

@@ -145,7 +145,8 @@ extension Graph {
             plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .replacement, indexes: sorted, old: old), newPositions: sorted)
         case .union(let values):
             try Self.requireSet(target, path)
-            let added = CollectionOperator.distinct(try self.prepareElements(values, target, path)).filter { !elements.contains($0) }
+            let present = Set(elements)
+            let added = CollectionOperator.distinct(try self.prepareElements(values, target, path)).filter { !present.contains($0) }
             let positions = Array(elements.count..<(elements.count + added.count))
             elements.append(contentsOf: added)
             plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .insertion, indexes: nil, old: []), newPositions: positions)
@@ -164,9 +165,11 @@ extension Graph {
         case .setMembers(let values):
             try Self.requireSet(target, path)
             let members = CollectionOperator.distinct(try self.prepareElements(values, target, path))
-            let removed = elements.filter { !members.contains($0) }
-            let kept = elements.filter { members.contains($0) }
-            let added = members.filter { !elements.contains($0) }
+            let memberSet = Set(members)
+            let present = Set(elements)
+            let removed = elements.filter { !memberSet.contains($0) }
+            let kept = elements.filter { memberSet.contains($0) }
+            let added = members.filter { !present.contains($0) }
             elements = kept + added
             let positions = Array(kept.count..<elements.count)
             plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .replacement, indexes: nil, old: removed), newPositions: positions)

@@ -109,6 +109,10 @@ extension Graph {
         guard !path.keys.isEmpty else {
             throw GraphError.invalidPath(path: path.description, reason: "a set needs a key to set")
         }
+        if let reserved = path.keys.first(where: { $0.utf8.first == UInt8(ascii: "@") }) {
+            // `@` starts collection operators: a key spelled like one could be stored but never read back.
+            throw GraphError.invalidPath(path: path.description, reason: "'\(reserved)' cannot be set: '@' starts collection operators")
+        }
         guard var object = self.objects[path.origin] else {
             throw GraphError.undefinedKey(path: path.prefixDescription(0))
         }
@@ -124,7 +128,10 @@ extension Graph {
                 object = self.objects[id]!  // invariant: stored references point to live objects
             case .null:
                 // A missing or null intermediate: the rest of the path becomes nested records, so the whole change
-                // is one mutation of this key (mkdir -p).
+                // is one mutation of this key (mkdir -p) — within the value depth limit, checked before building.
+                if path.keys.count - 1 - index > self.maxValueDepth {
+                    throw GraphError.tooDeep(path: path.description, limit: self.maxValueDepth)
+                }
                 var nested = value
                 for inner in path.keys[(index + 1)...].reversed() {
                     nested = .record(Record(keys: [inner], values: [nested]))
@@ -251,8 +258,10 @@ extension Graph {
     }
 
     private static func checkKey(_ key: String, path: String) throws(GraphError) {
-        if key.isEmpty || key.utf8.contains(UInt8(ascii: ".")) || key.utf8.first == UInt8(ascii: "$") {
-            throw GraphError.invalidPath(path: path, reason: "'\(key)' cannot be a key (empty, '.' or leading '$')")
+        if key.isEmpty || key.utf8.contains(UInt8(ascii: ".")) || key.utf8.first == UInt8(ascii: "$")
+            || key.utf8.first == UInt8(ascii: "@")
+        {
+            throw GraphError.invalidPath(path: path, reason: "'\(key)' cannot be a key (empty, '.' or leading '$' or '@')")
         }
     }
 }

@@ -15,10 +15,16 @@ public struct KeyPath: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses dotted text. An empty string is the root itself; `$ID` as the first component starts at that object.
     /// Keys may hold any character but `.`; a key may not be empty and may not start with `$`.
+    /// The most keys a path may have (deeper paths are refused before anything is built from them).
+    public static let maxKeys = 256
+
     public init(parsing text: String) throws(GraphError) {
         self.origin = .root
         self.keys = []
         if text.isEmpty { return }
+        if text.utf8.count > Self.maxKeys * 2, text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count >= Self.maxKeys {
+            throw GraphError.tooDeep(path: String(text.prefix(64)) + "…", limit: Self.maxKeys)
+        }
         var first = true
         for component in text.split(separator: ".", omittingEmptySubsequences: false) {
             defer { first = false }

@@ -19,8 +19,8 @@ extension Dispatcher {
     func transaction(_ request: RPCRequest, on connection: Connection) throws {
         let params = Params(request.params, names: ["ops"], method: "transaction")
         try params.rejectUnknown()
-        guard case .array(let items)? = params["ops"] else {
-            throw RPCError.badParams("transaction: 'ops' must be an array of {method, params}")
+        guard case .array(let items)? = params["ops"], !items.isEmpty else {
+            throw RPCError.badParams("transaction: 'ops' must be a non-empty array of {method, params}")
         }
         if items.count > self.server.limits.maxBatchRequests {
             let limit = self.server.limits.maxBatchRequests
