@@ -25,9 +25,6 @@ public final class Durability {
     /// Called once when the journal cannot be written: acknowledging more would be a lie, so kvod stops.
     public var onFailure: ((PersistenceError) -> Void)?
     private var failed = false
-    /// fsync durations in seconds, for metrics (the most recent first is not kept: a running sum and count).
-    public private(set) var fsyncCount = 0
-    public private(set) var fsyncSeconds = 0.0
     private let loop: EventLoop
 
     public init(
@@ -99,8 +96,6 @@ public final class Durability {
         try self.directory.journal.sync()
         let elapsed = clock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        self.fsyncCount += 1
-        self.fsyncSeconds += seconds
         self.onFsync?(seconds)
     }
 
@@ -148,22 +143,17 @@ public final class Durability {
 
     /// Applies one journaled mutation, parsed exactly as the request was.
     static func replay(_ record: JournalRecord, into graph: Graph) throws {
-        switch record.method {
-        case "set":
-            let params = Params(record.params, names: ["path", "value"], method: "set")
-            try graph.set(KeyPath(parsing: params.string("path")), to: Value(json: try params.required("value")))
-        case "transaction":
-            let params = Params(record.params, names: ["ops"], method: "transaction")
-            guard case .array(let items)? = params["ops"] else { throw PersistenceError("a transaction without ops") }
-            var ops: [TransactionOp] = []
-            for item in items { ops.append(try Dispatcher.parseOp(item)) }
-            try graph.transaction(ops)
-        default:
-            guard Dispatcher.mutationMethods.contains(record.method) else {
-                throw PersistenceError("'\(record.method)' is not a mutation")
+        var op = JSONObject(["method": .string(record.method)])
+        op["params"] = record.params
+        guard record.method == "transaction" else {
+            switch try Dispatcher.parseOp(.object(op)) {
+            case .set(let path, let value): try graph.set(path, to: value)
+            case .mutate(let path, let mutation): try graph.mutate(path, mutation)
             }
-            let (path, mutation) = try Dispatcher.parseMutation(method: record.method, record.params)
-            try graph.mutate(path, mutation)
+            return
         }
+        let params = Params(record.params, names: ["ops"], method: "transaction")
+        guard case .array(let items)? = params["ops"] else { throw PersistenceError("a transaction without ops") }
+        try graph.transaction(items.map(Dispatcher.parseOp))
     }
 }

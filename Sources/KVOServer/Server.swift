@@ -175,8 +175,4 @@ public final class Server {
         self.stats.requests += 1
         if isMutation { self.stats.mutations += 1 }
     }
-
-    func countNotification() {
-        self.stats.notifications += 1
-    }
 }

@@ -13,7 +13,8 @@ struct PlannedChange {
 public struct SetResult: Sendable, Equatable {
     /// The seq of the change.
     public var seq: UInt64
-    /// The value stored when validation changed it (coerced, trimmed, a null replacement); nil when stored as given.
+    /// The value stored (as `get` shows it) when validation changed it (coerced, trimmed, a null replacement); nil
+    /// when stored as given.
     public var storedValue: Value?
 }
 
@@ -26,7 +27,9 @@ extension Graph {
     public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> SetResult {
         let planned = try self.planSet(path, value)
         let seq = self.commit(mutations: planned.mutations, apply: planned.apply)
-        return SetResult(seq: seq, storedValue: planned.storedValue)
+        // What was stored, read back when validation changed the value (so created objects show their ids).
+        let stored = planned.storedValue.map { _ in (try? self.get(path)) ?? .null }
+        return SetResult(seq: seq, storedValue: stored)
     }
 
     /// Validates a set and describes it: the keys it touches (none under the onChange policy when unchanged, or

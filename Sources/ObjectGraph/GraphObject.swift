@@ -40,7 +40,4 @@ final class GraphObject {
             self.keys.removeAll { $0 == key }
         }
     }
-
-    /// The number of stored keys.
-    var count: Int { self.keys.count }
 }

@@ -27,8 +27,7 @@ extension Dispatcher {
         let value = Value(json: try params.required("value"))
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
         let result = try self.server.graph.set(path, to: value)
-        // What was stored, read back when it differs from what was sent (so created objects show their $id).
-        let stored = result.storedValue.map { _ in (try? self.server.graph.get(path)) ?? .null }
+        let stored = result.storedValue
         self.server.countRequest(isMutation: true)
         self.writeResult {
             $0.append(contentsOf: #"{"seq":"#.utf8)

@@ -39,11 +39,6 @@ public final class ObjectClass: Sendable {
         self.index.isEmpty ? nil : self.index[key]
     }
 
-    /// True when the class has any computed property (lets the hot path skip the lookup).
-    public var hasComputedProperties: Bool {
-        self.properties.contains { $0.computed != nil }
-    }
-
     /// The class of objects created from JSON objects in open slots, and of the default root: any key, any value.
     public static let open = ObjectClass(name: "Object", isOpen: true)
 }
