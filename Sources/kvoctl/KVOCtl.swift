@@ -44,6 +44,31 @@ struct KVOCtl: ParsableCommand {
     /// Ignores SIGPIPE (a vanished peer becomes an EPIPE error, not a silent death), then runs the parsed command.
     static func main() {
         signal(SIGPIPE, SIG_IGN)
-        self.main(nil)
+        self.main(Self.connectionOptionsAfterSubcommand(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// The connection options every subcommand takes, which people also write before the subcommand
+    /// (`kvoctl --port 7171 get a`): argument-parser only reads a subcommand's options after its name, so leading ones
+    /// are moved behind the subcommand.
+    static func connectionOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
+        let valued: Swift.Set<String> = ["--host", "--port", "--timeout", "--token"]
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if valued.contains(argument), index + 1 < arguments.count {
+                leading += [argument, arguments[index + 1]]
+                index += 2
+            } else if let name = argument.split(separator: "=", maxSplits: 1).first, argument.contains("="),
+                valued.contains(String(name))
+            {
+                leading.append(argument)
+                index += 1
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty, index < arguments.count else { return arguments }
+        return [arguments[index]] + leading + arguments[(index + 1)...]
     }
 }

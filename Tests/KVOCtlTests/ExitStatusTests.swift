@@ -107,3 +107,18 @@ struct ExitStatusTests {
         #expect(result.stderr.hasPrefix("kvoctl: cannot connect to 127.0.0.1:\(port): "), "\(result)")
     }
 }
+
+@Suite("kvoctl option order")
+struct OptionOrderTests {
+    @Test func connectionOptionsMayComeBeforeTheSubcommand() throws {
+        try withKVOD { server in
+            let port = String(server.port)
+            #expect(try runCommand(CLI.executable(), ["--port", port, "set", "a", "1"]).status == 0)
+            let get = try runCommand(CLI.executable(), ["--host", "127.0.0.1", "--port=\(port)", "--timeout", "5", "get", "a"])
+            #expect(get.status == 0, "\(get)")
+            #expect(get.stdout == "1\n")
+            // A value that looks like an option after the subcommand is left alone.
+            #expect(try runCommand(CLI.executable(), ["--port", port, "set", "n", "-7"]).stdout.contains("seq"))
+        }
+    }
+}
