@@ -45,7 +45,8 @@ final class Dispatcher {
             var response: [UInt8] = []
             self.perform(parsed, on: connection, into: &response)
             if !response.isEmpty {
-                connection.enqueue { $0.append(contentsOf: response); $0.append(UInt8(ascii: "\n")) }
+                response.append(UInt8(ascii: "\n"))
+                connection.enqueue(bytes: response)
             }
         case .batch(let items):
             if items.count > self.server.limits.maxBatchRequests {
@@ -67,7 +68,7 @@ final class Dispatcher {
             // JSON-RPC: a batch of notifications only gets no response at all.
             if responses.count > 1 {
                 responses.append(contentsOf: "]\n".utf8)
-                connection.enqueue { $0.append(contentsOf: responses) }
+                connection.enqueue(bytes: responses)
             }
         }
         self.deliverPendingInitials()

@@ -18,8 +18,7 @@ extension Server {
     /// Starts `progress` notifications for a subscription: `{"method":"progress","params":{"subscription":ID,"seq":N}}`
     /// whenever it has sent nothing for its interval.
     func startProgress(_ subscription: Subscription, seconds: Int) throws(UVError) {
-        subscription.progressMilliseconds = UInt64(seconds) * 1000
-        subscription.lastSentMilliseconds = self.loop.nowMilliseconds
+        subscription.startProgress(milliseconds: UInt64(seconds) * 1000, now: self.loop.nowMilliseconds)
         self.progressSubscriptions[subscription.id] = subscription
         guard self.progressTimer == nil else { return }
         let timer = try LoopTimer(loop: self.loop)
@@ -30,9 +29,11 @@ extension Server {
     private func sendProgress() {
         let now = self.loop.nowMilliseconds
         let seq = self.graph.seq
-        for subscription in self.progressSubscriptions.values
-        where now - subscription.lastSentMilliseconds >= subscription.progressMilliseconds {
-            subscription.lastSentMilliseconds = now
+        for subscription in self.progressSubscriptions.values {
+            guard let extras = subscription.extras, now - extras.lastSentMilliseconds >= extras.progressMilliseconds else {
+                continue
+            }
+            extras.lastSentMilliseconds = now
             subscription.connection.enqueue { buffer in
                 RPCEncoder.appendNotification(method: "progress", to: &buffer) {
                     $0.append(contentsOf: #"{"subscription":"#.utf8)

@@ -43,6 +43,17 @@ public final class Server {
     @exclusivity(unchecked) private var needsFlush: [Connection] = []
     private(set) lazy var dispatcher = Dispatcher(server: self)
     let notificationEncoder = NotificationEncoder()
+    /// A reusable buffer for encoding output (Connection.enqueue).
+    private var scratch: [UInt8] = []
+
+    /// Runs `body` with an empty scratch buffer, reused across calls (a nested call gets a fresh one).
+    func withScratch(_ body: (inout [UInt8]) -> Void) {
+        var buffer = self.scratch
+        self.scratch = []
+        buffer.removeAll(keepingCapacity: true)
+        body(&buffer)
+        if buffer.capacity <= 64 << 10 { self.scratch = buffer }
+    }
     private var isStopping = false
     /// The journal and snapshots, when kvod runs with a data directory (Durability.swift).
     public var durability: Durability?

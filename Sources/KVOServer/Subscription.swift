@@ -1,33 +1,45 @@
-// One client subscription and how its notifications are written. A notification is two byte runs: the
-// subscription's head — `{"jsonrpc":"2.0","method":"change","params":{"subscription":ID,"path":"P",` plus
-// `"context":C,` — built once at subscribe time, and the change's tail — `"kind":…,"indexes":…,"new":…,"old":…,
-// "prior":true,"seq":N}}\n` — encoded once per change and shape, however many subscriptions receive it
-// (NotificationEncoder). So fan-out costs two appends per subscriber. The shape is Protocol/README.md#notifications.
+// One client subscription and how its notifications are written. A notification is four byte runs, none of them
+// encoded per notification: the constant `{"jsonrpc":"2.0","method":"change","params":{"subscription":`, the id's
+// digits (packed in the subscription, one store), the middle `,"path":"P",` (plus `"context":C,`) built at subscribe
+// time and shared by the subscriptions of one path, and the change's tail `"kind":…,"indexes":…,"new":…,"old":…,
+// "prior":true,"seq":N}}\n`, encoded once per change and shape however many subscriptions receive it
+// (NotificationEncoder). The shape is Protocol/README.md#notifications.
 import ObjectGraph
 import ValueCoding
 import WireProtocol
 
-/// A subscription of one connection. Loop-owned.
+/// A subscription of one connection. Loop-owned. It is the engine's sink for its observation: the engine calls
+/// `observe` inside the change. Kept small (fields a subscription rarely has live in `Extras`): a server holds
+/// hundreds of thousands.
 @MainActor
 final class Subscription {
     /// The subscription id on the wire (unique in the server, increasing).
     let id: Int
     /// The engine observation behind it (set right after the observation is added).
     var observation: ObservationID = 0
-    /// The key path as the client gave it.
-    let path: String
+    unowned(unsafe) let connection: Connection  // a connection removes its subscriptions before it goes
     /// The parsed path.
     let keyPath: KeyPath
+    /// The key path as the client gave it.
+    let path: String
     let options: ObservationOptions
-    let context: JSONValue?
-    unowned(unsafe) let connection: Connection  // a connection removes its subscriptions before it goes
-    /// With the `progress` param: how long the subscription may stay quiet before a `progress` notification.
-    var progressMilliseconds: UInt64 = 0
-    /// When the subscription last sent something (loop time).
-    var lastSentMilliseconds: UInt64 = 0
-    /// The fixed head of every notification of this subscription.
-    private let head: [UInt8]
-    unowned(unsafe) private let encoder: NotificationEncoder  // owned by the server, which outlives subscriptions
+    /// How many digits `idDigits` holds: the id's, when it has at most 8; 0 for a longer id (formatted per
+    /// notification).
+    private let idDigitCount: UInt8
+    /// The id's decimal digits packed little-endian (the first digit in the low byte).
+    private let idDigits: UInt64
+    /// `,"path":"P",` (and `"context":C,`): shared by the subscriptions of one path without context.
+    private let middle: [UInt8]
+    /// What few subscriptions have: a context, `progress` notifications.
+    private(set) var extras: Extras?
+
+    final class Extras {
+        var context: JSONValue?
+        /// With the `progress` param: how long the subscription may stay quiet before a `progress` notification.
+        var progressMilliseconds: UInt64 = 0
+        /// When the subscription last sent something (loop time).
+        var lastSentMilliseconds: UInt64 = 0
+    }
 
     init(
         id: Int, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?,
@@ -37,26 +49,56 @@ final class Subscription {
         self.path = path
         self.keyPath = keyPath
         self.options = options
-        self.context = context
         self.connection = connection
-        self.encoder = connection.server.notificationEncoder
-        var head = Array(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#.utf8)
-        JSONWriter.appendInt(Int64(id), to: &head)
-        head.append(contentsOf: #","path":"#.utf8)
-        JSONWriter.appendString(path, to: &head)
-        head.append(UInt8(ascii: ","))
-        if let context {
-            head.append(contentsOf: #""context":"#.utf8)
-            JSONWriter.append(context, to: &head)
-            head.append(UInt8(ascii: ","))
+        if id >= 0 && id < 100_000_000 {
+            var digits: [UInt8] = []
+            JSONWriter.appendInt(Int64(id), to: &digits)
+            self.idDigitCount = UInt8(digits.count)
+            self.idDigits = digits.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        } else {
+            self.idDigitCount = 0
+            self.idDigits = 0
         }
-        self.head = head
+        self.middle = connection.server.notificationEncoder.middle(path: path, context: context)
+        if let context {
+            let extras = Extras()
+            extras.context = context
+            self.extras = extras
+        }
     }
 
-    /// Queues one notification on the connection (written before the loop next polls).
+    var context: JSONValue? { self.extras?.context }
+
+    /// Starts `progress` bookkeeping (Server+Subscriptions.swift).
+    func startProgress(milliseconds: UInt64, now: UInt64) {
+        let extras = self.extras ?? Extras()
+        extras.progressMilliseconds = milliseconds
+        extras.lastSentMilliseconds = now
+        self.extras = extras
+    }
+
+    /// Appends this subscription's notification of `change` to its connection's output.
+    @inline(__always)
+    private func deliver(_ change: Change, options: ObservationOptions) {
+        let connection = self.connection
+        if let extras = self.extras, extras.progressMilliseconds > 0 {
+            extras.lastSentMilliseconds = connection.server.loop.nowMilliseconds
+        }
+        let encoder = connection.server.notificationEncoder
+        connection.enqueueNotification(
+            encoder.prefix, digits: self.idDigits, digitCount: Int(self.idDigitCount), id: self.id, middle: self.middle,
+            tail: encoder.tail(for: change, options: options))
+    }
+
+    /// Queues a notification outside a change (initial, replayed): `change` shaped for this subscription.
     func deliver(_ change: Change) {
-        if self.progressMilliseconds > 0 { self.lastSentMilliseconds = self.connection.server.loop.nowMilliseconds }
-        self.connection.enqueue(self.head, self.encoder.tail(for: change))
+        self.deliver(change, options: self.options)
+    }
+}
+
+extension Subscription: @MainActor ObservationSink {
+    func observe(_ change: Change, options: ObservationOptions) {
+        self.deliver(change, options: options)
     }
 }
 
@@ -74,23 +116,43 @@ final class NotificationEncoder {
     @exclusivity(unchecked) private var tails: [[UInt8]] = Array(repeating: [], count: 4)
     @exclusivity(unchecked) private var next = 0
 
-    /// The tail for `change`: `"kind":…` through `}}\n`.
-    func tail(for change: Change) -> [UInt8] {
-        var shape: UInt8 = 0
-        if change.new != nil { shape |= 1 }
-        if change.old != nil { shape |= 2 }
-        if change.isPrior { shape |= 4 }
-        if change.isInitial { shape |= 8 }
+    /// `{"jsonrpc":"2.0","method":"change","params":{"subscription":`, which starts every notification.
+    let prefix = Array(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#.utf8)
+
+    /// Recent middles by path, so that subscriptions of one path share one buffer.
+    private var middles: [String: [UInt8]] = [:]
+
+    /// `,"path":"P",` and, with a context, `"context":C,`.
+    func middle(path: String, context: JSONValue?) -> [UInt8] {
+        if context == nil, let shared = self.middles[path] { return shared }
+        var middle = Array(#","path":"#.utf8)
+        JSONWriter.appendString(path, to: &middle)
+        middle.append(UInt8(ascii: ","))
+        if let context {
+            middle.append(contentsOf: #""context":"#.utf8)
+            JSONWriter.append(context, to: &middle)
+            middle.append(UInt8(ascii: ","))
+            return middle
+        }
+        if self.middles.count >= 4096 { self.middles.removeAll(keepingCapacity: true) }
+        self.middles[path] = middle
+        return middle
+    }
+
+    /// The tail for `change` as an observation with `options` sees it: `"kind":…` through `}}\n`.
+    func tail(for change: Change, options: ObservationOptions) -> [UInt8] {
+        // The fields the change carries, less `new`/`old` when the options did not ask for them.
+        let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
         let key = Key(payload: change.payloadID, shape: shape)
         if change.payloadID != 0, let slot = self.keys.firstIndex(of: key) { return self.tails[slot] }
-        let tail = Self.encodeTail(change)
+        let tail = Self.encodeTail(change, shape: shape)
         self.keys[self.next] = key
         self.tails[self.next] = tail
         self.next = (self.next + 1) % self.keys.count
         return tail
     }
 
-    private static func encodeTail(_ change: Change) -> [UInt8] {
+    private static func encodeTail(_ change: Change, shape: UInt8) -> [UInt8] {
         var buffer = Self.kindBytes[change.kind] ?? []
         if let indexes = change.indexes {
             buffer.append(contentsOf: Self.indexesBytes)
@@ -100,11 +162,11 @@ final class NotificationEncoder {
             }
             buffer.append(UInt8(ascii: "]"))
         }
-        if let new = change.new {
+        if shape & 1 != 0, let new = change.new {
             buffer.append(contentsOf: Self.newBytes)
             new.appendJSON(to: &buffer)
         }
-        if let old = change.old {
+        if shape & 2 != 0, let old = change.old {
             buffer.append(contentsOf: Self.oldBytes)
             old.appendJSON(to: &buffer)
         }

@@ -42,9 +42,7 @@ extension Dispatcher {
         let id = self.server.nextSubscriptionID
         let created = Subscription(
             id: id, path: text, keyPath: path, options: options, context: context, connection: connection)
-        let (observation, initial) = try graph.addObservation(path, options: options) { change in
-            created.deliver(change)
-        }
+        let (observation, initial) = try graph.addObservation(path, options: options, sink: created)
         self.server.nextSubscriptionID += 1
         created.observation = observation
         connection.add(created)

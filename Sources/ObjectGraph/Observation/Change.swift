@@ -43,3 +43,24 @@ public struct Change: Sendable {
     /// Equal for notifications whose `new`/`old` values are the same, so an encoder may encode them once.
     public var payloadID: UInt64
 }
+
+extension Change {
+    /// Which fields the change carries, as bits: 1 `new`, 2 `old`, 4 `prior`, 8 `initial`. (A cheap test for
+    /// encoders: comparing the optional values with nil outside this module copies them.)
+    public var fieldBits: UInt8 {
+        var bits: UInt8 = 0
+        if case .some = self.new { bits |= 1 }
+        if case .some = self.old { bits |= 2 }
+        if self.isPrior { bits |= 4 }
+        if self.isInitial { bits |= 8 }
+        return bits
+    }
+
+    /// The change as an observation with `options` sees it: without `new` or `old` unless it asked for them.
+    public func shaped(for options: ObservationOptions) -> Change {
+        var shaped = self
+        if !options.contains(.new) { shaped.new = nil }
+        if !options.contains(.old) { shaped.old = nil }
+        return shaped
+    }
+}

@@ -8,7 +8,8 @@
 // directly get its kind, indexes and values; everyone else gets a `setting` change with whole values.
 //
 // Cost: a bracket allocates one array of per-path state (and, with several paths, the merged observer order); with
-// one path it shares that path's observer array.
+// one path it shares that path's observer array. Every observer of a path gets the same `Change` value, which its
+// sink shapes for its own options.
 
 /// What a bracket knows about one affected path.
 struct BracketPath {
@@ -23,6 +24,8 @@ struct BracketPath {
     var oldDetailValues: [Value] = []
     var newValue: Value = .null
     var payloadID: UInt64 = 0
+    /// The union of the path's observers' options when the bracket opened.
+    var options = ObservationOptions()
 }
 
 /// The state of one open change bracket.
@@ -74,6 +77,7 @@ extension Graph {
         for index in bracket.paths.indices {
             let path = bracket.paths[index].path
             bracket.paths[index].payloadID = registry.nextPayloadID()
+            bracket.paths[index].options = path.options
             guard path.options.contains(.old) else { continue }
             if let detail = bracket.paths[index].detail {
                 bracket.paths[index].oldDetailValues = detail.old.map { self.export($0) }
@@ -94,16 +98,17 @@ extension Graph {
             bracket.observerPaths = pairs.map(\.path)
         }
         if bracket.observerPaths.isEmpty {
-            // One path (the common case): its state is read once, not copied per observer.
-            let state = bracket.paths[0]
+            // One path (the common case): one change, shared by every observer.
+            guard bracket.paths[0].options.contains(.prior) else { return bracket }
+            let change = Self.sharedChange(bracket.paths[0], seq: bracket.seq, isPrior: true)
             for observer in bracket.observers where observer.options.contains(.prior) && observer.isActive {
-                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: true, new: .null))
+                observer.sink.observe(change, options: observer.options)
             }
         } else {
+            let changes = bracket.paths.map { Self.sharedChange($0, seq: bracket.seq, isPrior: true) }
             for (position, observer) in bracket.observers.enumerated()
             where observer.options.contains(.prior) && observer.isActive {
-                let state = bracket.paths[bracket.observerPaths[position]]
-                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: true, new: .null))
+                observer.sink.observe(changes[bracket.observerPaths[position]], options: observer.options)
             }
         }
         return bracket
@@ -115,7 +120,7 @@ extension Graph {
         let registry = self.registry
         for index in bracket.paths.indices {
             let path = bracket.paths[index].path
-            let wantsNew = path.options.contains(.new)
+            let wantsNew = bracket.paths[index].options.contains(.new)
             var value = Value.null
             if bracket.paths[index].needsRetarget {
                 var triggers: [Touch: TriggerRole] = [:]
@@ -136,26 +141,31 @@ extension Graph {
             bracket.paths[index].newValue = value
         }
         if bracket.observerPaths.isEmpty {
-            let state = bracket.paths[0]
-            for observer in bracket.observers.reversed() where observer.isActive {
-                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: false, new: state.newValue))
+            let change = Self.sharedChange(bracket.paths[0], seq: bracket.seq, isPrior: false)
+            let observers = bracket.observers
+            var position = observers.count
+            while position > 0 {
+                position -= 1
+                let observer = observers[position]
+                if observer.isActive { observer.sink.observe(change, options: observer.options) }
             }
         } else {
+            let changes = bracket.paths.map { Self.sharedChange($0, seq: bracket.seq, isPrior: false) }
             for position in bracket.observers.indices.reversed() where bracket.observers[position].isActive {
                 let observer = bracket.observers[position]
-                let state = bracket.paths[bracket.observerPaths[position]]
-                observer.handler(self.change(for: observer, state, seq: bracket.seq, isPrior: false, new: state.newValue))
+                observer.sink.observe(changes[bracket.observerPaths[position]], options: observer.options)
             }
         }
     }
 
-    /// The notification one observer gets, shaped by its options and by the collection detail when it has one.
-    private func change(for observer: Observer, _ state: BracketPath, seq: UInt64, isPrior: Bool, new: Value) -> Change {
-        let options = observer.options
+    /// The notification of one path, as the union of its observers' options asks (each observer's sink shapes it
+    /// for its own options), and by the collection detail when it has one.
+    private static func sharedChange(_ state: BracketPath, seq: UInt64, isPrior: Bool) -> Change {
+        let options = state.options
         guard let detail = state.detail else {
             return Change(
-                observation: observer.id, kind: .setting, isPrior: isPrior, isInitial: false,
-                new: !isPrior && options.contains(.new) ? new : nil,
+                observation: 0, kind: .setting, isPrior: isPrior, isInitial: false,
+                new: !isPrior && options.contains(.new) ? state.newValue : nil,
                 old: options.contains(.old) ? state.oldValue : nil, indexes: nil, seq: seq,
                 payloadID: state.payloadID)
         }
@@ -163,8 +173,8 @@ extension Graph {
         let hasOld = detail.kind != .insertion && options.contains(.old)
         let hasNew = !isPrior && detail.kind != .removal && options.contains(.new)
         return Change(
-            observation: observer.id, kind: detail.kind, isPrior: isPrior, isInitial: false,
-            new: hasNew ? new : nil, old: hasOld ? .array(state.oldDetailValues) : nil,
+            observation: 0, kind: detail.kind, isPrior: isPrior, isInitial: false,
+            new: hasNew ? state.newValue : nil, old: hasOld ? .array(state.oldDetailValues) : nil,
             indexes: detail.indexes, seq: seq, payloadID: state.payloadID)
     }
 }

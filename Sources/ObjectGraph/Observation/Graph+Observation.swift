@@ -11,6 +11,20 @@ extension Graph {
     public func addObservation(
         _ keyPath: KeyPath, options: ObservationOptions, handler: @escaping (Change) -> Void
     ) throws(GraphError) -> (id: ObservationID, initial: Change?) {
+        let sink = ClosureSink(handler)
+        let added = try self.addObservation(keyPath, options: options, sink: sink)
+        sink.id = added.id
+        return added
+    }
+
+    /// Observes `keyPath` with `options`; `sink` gets every notification, synchronously, inside the mutation that
+    /// causes it (ObservationSink.swift). The graph keeps the sink until the observation is removed.
+    /// - Returns: the observation's id, and with the `initial` option the initial notification (shaped for
+    ///   `options`, with the id), which the caller delivers.
+    /// - Throws: `undefinedKey` when the path starts at an unknown `$id`.
+    public func addObservation(
+        _ keyPath: KeyPath, options: ObservationOptions, sink: any ObservationSink
+    ) throws(GraphError) -> (id: ObservationID, initial: Change?) {
         try self.checkObservable(keyPath)
         let registry = self.registry
         let path: ObservedPath
@@ -25,7 +39,7 @@ extension Graph {
         }
         let id = registry.nextObservationID
         registry.nextObservationID += 1
-        let observer = Observer(id: id, options: options, path: path, handler: handler)
+        let observer = Observer(id: id, options: options, path: path, sink: sink)
         path.observers.append(observer)
         path.observersChanged()
         registry.observers[id] = observer

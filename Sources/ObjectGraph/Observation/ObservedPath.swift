@@ -46,20 +46,20 @@ final class CollectionDetail {
     }
 }
 
-/// One observation: its options, its handler and its place in subscription order.
+/// One observation: its options, its sink and its place in subscription order.
 final class Observer {
     let id: ObservationID
-    let options: ObservationOptions
-    let handler: (Change) -> Void
+    let sink: any ObservationSink
     unowned let path: ObservedPath
+    let options: ObservationOptions
     /// False once removed: a removed observer is skipped even inside a notification round already under way.
     var isActive = true
 
-    init(id: ObservationID, options: ObservationOptions, path: ObservedPath, handler: @escaping (Change) -> Void) {
+    init(id: ObservationID, options: ObservationOptions, path: ObservedPath, sink: any ObservationSink) {
         self.id = id
         self.options = options
         self.path = path
-        self.handler = handler
+        self.sink = sink
     }
 }
 
