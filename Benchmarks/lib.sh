@@ -62,7 +62,8 @@ start_kvod() {
     local deadline=$((SECONDS + ${WAIT_SECONDS:-20}))
     KVOD_PORT=""
     while [ $SECONDS -lt $deadline ]; do
-        KVOD_PORT=$(sed -n 's/^kvod listening on .*:\([0-9][0-9]*\)$/\1/p' "$out" 2>/dev/null | awk 'NR == 1')
+        # (|| true: the background job may not have created "$out" yet, and pipefail would end the script.)
+        KVOD_PORT=$(sed -n 's/^kvod listening on .*:\([0-9][0-9]*\)$/\1/p' "$out" 2>/dev/null | awk 'NR == 1' || true)
         [ -n "$KVOD_PORT" ] && return 0
         kill -0 "$KVOD_PID" 2>/dev/null || die "kvod exited at start: $(cat "$out.stderr")"
         sleep 0.1

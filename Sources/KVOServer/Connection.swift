@@ -17,8 +17,10 @@ final class Connection {
     @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
     /// True while the connection is on the server's flush list.
     @exclusivity(unchecked) var isFlushPending = false
-    /// The connection's subscriptions by id (the connection side of the two-way index; the engine has the other).
-    private(set) var subscriptions: [Int: Subscription] = [:]
+    /// The connection's subscriptions in id order (the connection side of the two-way index; the engine has the
+    /// other). An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a
+    /// dictionary entry would cost more memory than the subscription.
+    private(set) var subscriptions: [Subscription] = []
     /// Non-nil once closing; nothing more is read or queued.
     private(set) var closeReason: CloseReason?
     /// The client's name from `hello`, for logs.
@@ -136,8 +138,9 @@ final class Connection {
         if !self.output.isEmpty && self.outputLimitBreach == nil {
             self.server.stats.bytesOut += self.output.count
             self.output.withBytes { _ = self.stream.write($0) }
-            // Keep a small buffer's capacity for the next turn; give a large one back.
-            self.output.removeAll(keepingCapacity: self.output.capacity <= 64 << 10)
+            // Keep a small buffer's capacity for the next turn; give a large one back (an idle connection should not
+            // hold a burst's worth of memory).
+            self.output.removeAll(keepingCapacity: self.output.capacity <= 8 << 10)
             self.checkOutputLimits()
         }
         self.lastPendingWriteBytes = self.stream.pendingWriteBytes
@@ -168,13 +171,26 @@ final class Connection {
     // MARK: - Subscriptions
 
     func add(_ subscription: Subscription) {
-        self.subscriptions[subscription.id] = subscription
+        precondition(self.subscriptions.last.map { $0.id < subscription.id } ?? true, "subscription ids must grow")
+        self.subscriptions.append(subscription)
         self.server.stats.subscriptionsOpen += 1
+    }
+
+    /// The position of the subscription with `id`, if this connection has it.
+    private func subscriptionIndex(_ id: Int) -> Int? {
+        var low = 0
+        var high = self.subscriptions.count
+        while low < high {
+            let middle = (low + high) / 2
+            if self.subscriptions[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < self.subscriptions.count && self.subscriptions[low].id == id ? low : nil
     }
 
     /// Removes one of this connection's subscriptions; false when it has no such subscription.
     func removeSubscription(_ id: Int) -> Bool {
-        guard let subscription = self.subscriptions.removeValue(forKey: id) else { return false }
+        guard let index = self.subscriptionIndex(id) else { return false }
+        let subscription = self.subscriptions.remove(at: index)
         self.server.stats.subscriptionsOpen -= 1
         self.server.subscriptionEnded(subscription)
         return true
@@ -196,7 +212,7 @@ final class Connection {
         self.closeReason = reason
         self.stream.stopReading()
         self.server.stats.subscriptionsOpen -= self.subscriptions.count
-        for subscription in self.subscriptions.values { self.server.subscriptionEnded(subscription) }
+        for subscription in self.subscriptions { self.server.subscriptionEnded(subscription) }
         self.subscriptions.removeAll()
         self.server.connectionWillClose(self, reason: reason)
         switch reason {

@@ -149,7 +149,7 @@ final class Dispatcher {
         let initials = self.pendingInitials
         self.pendingInitials.removeAll()
         // A subscription removed later in the same batch gets no initial notification.
-        for (subscription, change) in initials where subscription.connection.subscriptions[subscription.id] != nil {
+        for (subscription, change) in initials where subscription.isLive {
             subscription.deliver(change)
         }
     }

@@ -7,8 +7,10 @@ import WireProtocol
 extension Server {
     /// Removes a subscription from the engine, the history and the progress list (the connection already forgot it).
     func subscriptionEnded(_ subscription: Subscription) {
-        try? self.graph.removeObservation(subscription.observation)  // the engine has it: both sides are added together
-        self.history.unsubscribed(subscription.keyPath)
+        guard let observer = subscription.observer else { return }
+        self.history.unsubscribed(observer.keyPath)
+        try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
+        subscription.observer = nil
         if self.progressSubscriptions.removeValue(forKey: subscription.id) != nil && self.progressSubscriptions.isEmpty {
             self.progressTimer?.close()
             self.progressTimer = nil

@@ -15,13 +15,10 @@ import WireProtocol
 final class Subscription {
     /// The subscription id on the wire (unique in the server, increasing).
     let id: Int
-    /// The engine observation behind it (set right after the observation is added).
-    var observation: ObservationID = 0
+    /// The engine observation behind it: set right after it is added, nil once the subscription ended (the
+    /// observer holds the subscription as its sink, so this reference is dropped then to break the cycle).
+    var observer: Observer?
     unowned(unsafe) let connection: Connection  // a connection removes its subscriptions before it goes
-    /// The parsed path.
-    let keyPath: KeyPath
-    /// The key path as the client gave it.
-    let path: String
     let options: ObservationOptions
     /// How many digits `idDigits` holds: the id's, when it has at most 8; 0 for a longer id (formatted per
     /// notification).
@@ -34,6 +31,8 @@ final class Subscription {
     private(set) var extras: Extras?
 
     final class Extras {
+        /// The key path as the client gave it, when that is not how `keyPath` prints (`$042.x`).
+        var spelling: String?
         var context: JSONValue?
         /// With the `progress` param: how long the subscription may stay quiet before a `progress` notification.
         var progressMilliseconds: UInt64 = 0
@@ -46,8 +45,6 @@ final class Subscription {
         connection: Connection
     ) {
         self.id = id
-        self.path = path
-        self.keyPath = keyPath
         self.options = options
         self.connection = connection
         if id >= 0 && id < 100_000_000 {
@@ -60,13 +57,21 @@ final class Subscription {
             self.idDigits = 0
         }
         self.middle = connection.server.notificationEncoder.middle(path: path, context: context)
-        if let context {
+        let spelledAsParsed = path == keyPath.description
+        if context != nil || !spelledAsParsed {
             let extras = Extras()
             extras.context = context
+            extras.spelling = spelledAsParsed ? nil : path
             self.extras = extras
         }
     }
 
+    /// True until the subscription ended.
+    var isLive: Bool { self.observer != nil }
+    /// The parsed path (while live).
+    var keyPath: KeyPath { self.observer.unsafelyUnwrapped.keyPath }
+    /// The key path as the client gave it (while live).
+    var path: String { self.extras?.spelling ?? self.keyPath.description }
     var context: JSONValue? { self.extras?.context }
 
     /// Starts `progress` bookkeeping (Server+Subscriptions.swift).

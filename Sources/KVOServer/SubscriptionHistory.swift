@@ -13,7 +13,7 @@ final class SubscriptionHistory {
     /// One recorded key path.
     final class Recorder {
         let keyPath: KeyPath
-        var observation: ObservationID = 0
+        var observer: Observer?
         /// Entries after this seq are complete for this path.
         var recordingSince: UInt64
         /// The highest seq of this path's entries that left the ring.
@@ -101,13 +101,25 @@ final class SubscriptionHistory {
         if let existing = self.recorders[keyPath] { return existing }
         let recorder = Recorder(keyPath: keyPath, since: self.graph.seq)
         // The path was validated by the subscribe that asked for it, so adding the observation cannot fail.
-        if let (id, _) = try? self.graph.addObservation(keyPath, options: [.new, .old], handler: { [unowned self, unowned recorder] change in
-            self.append(Entry(recorder: recorder, change: change))
-        }) {
-            recorder.observation = id
-        }
+        recorder.observer = try? self.graph.addObservation(keyPath, options: [.new, .old], sink: RecorderSink(self, recorder)).observer
         self.recorders[keyPath] = recorder
         return recorder
+    }
+
+    /// A recorder's engine sink: appends each after notification to the ring.
+    @MainActor
+    private final class RecorderSink: @MainActor ObservationSink {
+        unowned let history: SubscriptionHistory
+        unowned let recorder: Recorder
+
+        init(_ history: SubscriptionHistory, _ recorder: Recorder) {
+            self.history = history
+            self.recorder = recorder
+        }
+
+        func observe(_ change: Change, options: ObservationOptions) {
+            self.history.append(Entry(recorder: self.recorder, change: change))
+        }
     }
 
     private func append(_ entry: Entry) {
@@ -132,7 +144,7 @@ final class SubscriptionHistory {
         let idle = self.recorders.values.filter { $0.subscribers == 0 }
         guard idle.count > self.maxIdleRecorders else { return }
         for recorder in idle.sorted(by: { $0.lastUsed < $1.lastUsed }).prefix(idle.count - self.maxIdleRecorders) {
-            try? self.graph.removeObservation(recorder.observation)  // registered by recorder(for:)
+            if let observer = recorder.observer { try? self.graph.removeObservation(observer) }  // added by recorder(for:)
             self.recorders[recorder.keyPath] = nil
             // Its entries stay in the ring until they age out; they refer to the recorder, which no lookup finds.
         }

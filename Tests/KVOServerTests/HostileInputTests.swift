@@ -294,6 +294,7 @@ import Darwin
         _ = try bystander.peer.request(2, "subscribe", #"{"path":"n","options":["new"]}"#)
         let setter = try Peer(server)
         var random = SoakRandom(seed: 7)
+        var resets = 0
         for wave in 0..<4 {
             var peers: [Peer] = []
             for index in 0..<250 {
@@ -310,7 +311,10 @@ import Darwin
             // Some wait for their answer, the rest drop at once; a fifth reset the connection instead of closing it.
             for (index, peer) in peers.enumerated() {
                 if index % 5 == 0 && random.chance(0.5) { _ = try peer.receive() }
-                if random.chance(0.2) { Self.resetOnClose(peer) }
+                if random.chance(0.2) {
+                    Self.resetOnClose(peer)
+                    resets += 1
+                }
                 peer.close()
             }
             #expect(try setter.request(100 + wave, "set", #"{"path":"n","value":\#(wave)}"#)["result"] != nil)
@@ -324,10 +328,19 @@ import Darwin
             if remaining != 2 { Thread.sleep(forTimeInterval: 0.02) }
         }
         #expect(remaining == 2, "only the bystander and the setter are left")
-        let stats = try bystander.peer.request(5000, "stats")["result"]
+        // A connection the client dropped may still wait in the listen backlog (kvod accepts it on a later turn,
+        // then sees its end): wait for every one to have been accepted. The kernel may discard one that the client
+        // reset before kvod accepted it (seen under load), so those may be missing from the count.
+        var stats: JSONValue?
+        for attempt in 0..<150 {
+            stats = try bystander.peer.request(5000 + attempt, "stats")["result"]
+            if stats?["connectionsAccepted"] == 1002 && stats?["connections"] == 2 { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
         #expect(stats?["connections"] == 2)
         #expect(stats?["subscriptions"] == 3)  // the bystander's `watched`, `list` and `n`
-        #expect(stats?["connectionsAccepted"] == 1002)
+        let accepted = stats?["connectionsAccepted"]?.intValue ?? -1
+        #expect(accepted <= 1002 && accepted >= 1002 - Int64(resets), "accepted \(accepted), reset \(resets)")
         #expect(server.stop() == 0)
     }
 

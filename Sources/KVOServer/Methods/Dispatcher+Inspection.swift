@@ -19,9 +19,7 @@ extension Dispatcher {
             buffer.append(contentsOf: #"{"connections":["#.utf8)
             var firstConnection = true
             for peer in connections {
-                let subscriptions = peer.subscriptions.values
-                    .filter { filter == nil || $0.keyPath.description == filter }
-                    .sorted { $0.id < $1.id }
+                let subscriptions = peer.subscriptions.filter { filter == nil || $0.keyPath.description == filter }
                 if filter != nil && subscriptions.isEmpty { continue }
                 if !firstConnection { buffer.append(UInt8(ascii: ",")) }
                 firstConnection = false

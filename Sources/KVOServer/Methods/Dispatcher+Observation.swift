@@ -42,9 +42,9 @@ extension Dispatcher {
         let id = self.server.nextSubscriptionID
         let created = Subscription(
             id: id, path: text, keyPath: path, options: options, context: context, connection: connection)
-        let (observation, initial) = try graph.addObservation(path, options: options, sink: created)
+        let (observer, initial) = try graph.addObservation(path, options: options, sink: created)
         self.server.nextSubscriptionID += 1
-        created.observation = observation
+        created.observer = observer
         connection.add(created)
         self.server.history.subscribed(path)
         if let progress { try self.server.startProgress(created, seconds: Int(progress)) }
@@ -60,7 +60,7 @@ extension Dispatcher {
         for change in missed where options.contains(.prior) || !change.isPrior {
             // The history kept every field; send only what this subscription's options ask for.
             var shaped = change
-            shaped.observation = observation
+            shaped.observation = observer.id
             if !options.contains(.new) { shaped.new = nil }
             if !options.contains(.old) { shaped.old = nil }
             self.deferInitial(shaped, for: created)

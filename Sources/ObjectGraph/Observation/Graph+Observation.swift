@@ -13,18 +13,18 @@ extension Graph {
     ) throws(GraphError) -> (id: ObservationID, initial: Change?) {
         let sink = ClosureSink(handler)
         let added = try self.addObservation(keyPath, options: options, sink: sink)
-        sink.id = added.id
-        return added
+        sink.id = added.observer.id
+        return (added.observer.id, added.initial)
     }
 
     /// Observes `keyPath` with `options`; `sink` gets every notification, synchronously, inside the mutation that
     /// causes it (ObservationSink.swift). The graph keeps the sink until the observation is removed.
-    /// - Returns: the observation's id, and with the `initial` option the initial notification (shaped for
-    ///   `options`, with the id), which the caller delivers.
+    /// - Returns: the observer (keep it to remove the observation), and with the `initial` option the initial
+    ///   notification (shaped for `options`, with the id), which the caller delivers.
     /// - Throws: `undefinedKey` when the path starts at an unknown `$id`.
     public func addObservation(
         _ keyPath: KeyPath, options: ObservationOptions, sink: any ObservationSink
-    ) throws(GraphError) -> (id: ObservationID, initial: Change?) {
+    ) throws(GraphError) -> (observer: Observer, initial: Change?) {
         try self.checkObservable(keyPath)
         let registry = self.registry
         let path: ObservedPath
@@ -40,37 +40,41 @@ extension Graph {
         let id = registry.nextObservationID
         registry.nextObservationID += 1
         let observer = Observer(id: id, options: options, path: path, sink: sink)
-        path.observers.append(observer)
-        path.observersChanged()
-        registry.observers[id] = observer
+        path.observerAdded(observer)
+        registry.observerCount += 1
 
-        guard options.contains(.initial) else { return (id, nil) }
+        guard options.contains(.initial) else { return (observer, nil) }
         let initial = Change(
             observation: id, kind: .setting, isPrior: false, isInitial: true,
             new: options.contains(.new) ? self.export(self.resolve(keyPath)) : nil, old: nil, indexes: nil,
             seq: self.seq, payloadID: registry.nextPayloadID())
-        return (id, initial)
+        return (observer, initial)
     }
 
     /// Removes an observation; it is not notified again, even by a notification round already under way.
     /// - Throws: `unknownObservation` when the id is not (or no longer) registered.
     public func removeObservation(_ id: ObservationID) throws(GraphError) {
-        guard let observer = self.registry.observers.removeValue(forKey: id) else {
-            throw GraphError.unknownObservation(id)
-        }
+        guard let observer = self.registry.observer(id) else { throw GraphError.unknownObservation(id) }
+        try self.removeObservation(observer)
+    }
+
+    /// Removes the observation `observer` stands for (no search: what a server holding many does).
+    /// - Throws: `unknownObservation` when it was already removed.
+    public func removeObservation(_ observer: Observer) throws(GraphError) {
+        guard observer.isActive else { throw GraphError.unknownObservation(observer.id) }
         observer.isActive = false
+        self.registry.observerCount -= 1
         let path = observer.path
-        path.observers.removeAll { $0 === observer }
-        path.observersChanged()
+        _ = path.observerRemoved(observer)
         if path.observers.isEmpty { self.registry.dropPath(path) }
     }
 
     /// The number of live observations.
-    public var observationCount: Int { self.registry.observers.count }
+    public var observationCount: Int { self.registry.observerCount }
 
     /// The key path and options of a live observation, or nil.
     public func observation(_ id: ObservationID) -> (keyPath: KeyPath, options: ObservationOptions)? {
-        guard let observer = self.registry.observers[id] else { return nil }
+        guard let observer = self.registry.observer(id) else { return nil }
         return (observer.path.keyPath, observer.options)
     }
 

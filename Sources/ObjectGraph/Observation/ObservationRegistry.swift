@@ -1,10 +1,13 @@
-// The observation index: observed paths by key path, observers by id, and the two-way trigger index from
-// (object, key) to the paths that go through it. Pure bookkeeping; the graph drives it (Graph+Observation.swift).
+// The observation index: observed paths by key path (each with its observers in id order), and the two-way trigger
+// index from (object, key) to the paths that go through it. There is no index of observers by id: whoever adds an
+// observation keeps its `Observer` to remove it (a server holds hundreds of thousands; a dictionary entry would cost
+// more than the observer). Pure bookkeeping; the graph drives it (Graph+Observation.swift).
 
 /// Who observes what. Owned by one graph.
 final class ObservationRegistry {
     var paths: [KeyPath: ObservedPath] = [:]
-    var observers: [ObservationID: Observer] = [:]
+    /// Live observations.
+    var observerCount = 0
     var triggerIndex: [Touch: [ObservedPath]] = [:]
     var nextObservationID: ObservationID = 1
     @exclusivity(unchecked) var commitCounter: UInt64 = 0
@@ -30,6 +33,14 @@ final class ObservationRegistry {
         guard var list = self.triggerIndex[touch] else { return }
         list.removeAll { $0 === path }
         self.triggerIndex[touch] = list.isEmpty ? nil : list
+    }
+
+    /// The live observer with `id`, found through the paths (observers are in id order within each path).
+    func observer(_ id: ObservationID) -> Observer? {
+        for path in self.paths.values {
+            if let index = path.index(of: id) { return path.observers[index] }
+        }
+        return nil
     }
 
     /// Removes a path with no observers left, and its triggers.

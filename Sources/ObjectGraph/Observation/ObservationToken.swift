@@ -4,18 +4,23 @@
 /// Keeps an observation alive; releasing it (or calling `invalidate()`) removes the observation.
 public final class ObservationToken {
     private weak var graph: Graph?
+    private var observer: Observer?
     /// The observation's id.
     public let id: ObservationID
 
-    init(graph: Graph, id: ObservationID) {
+    init(graph: Graph, observer: Observer) {
         self.graph = graph
-        self.id = id
+        self.observer = observer
+        self.id = observer.id
     }
 
     /// Ends the observation now; idempotent.
     public func invalidate() {
-        try? self.graph?.removeObservation(self.id)  // already removed is fine: invalidate is idempotent
+        if let observer = self.observer {
+            try? self.graph?.removeObservation(observer)  // already removed is fine: invalidate is idempotent
+        }
         self.graph = nil
+        self.observer = nil
     }
 
     deinit {
@@ -30,8 +35,10 @@ extension Graph {
     public func observe(
         _ path: String, options: ObservationOptions = [.new], _ handler: @escaping (Change) -> Void
     ) throws(GraphError) -> ObservationToken {
-        let (id, initial) = try self.addObservation(KeyPath(parsing: path), options: options, handler: handler)
-        let token = ObservationToken(graph: self, id: id)
+        let sink = ClosureSink(handler)
+        let (observer, initial) = try self.addObservation(KeyPath(parsing: path), options: options, sink: sink)
+        sink.id = observer.id
+        let token = ObservationToken(graph: self, observer: observer)
         if let initial { handler(initial) }
         return token
     }

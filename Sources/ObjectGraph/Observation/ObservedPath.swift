@@ -46,14 +46,15 @@ final class CollectionDetail {
     }
 }
 
-/// One observation: its options, its sink and its place in subscription order.
-final class Observer {
-    let id: ObservationID
+/// One observation: its options, its sink and its place in subscription order. A server keeps it to remove the
+/// observation later (`Graph.removeObservation(_:)`); the graph keeps it (and its sink) until then.
+public final class Observer {
+    public let id: ObservationID
     let sink: any ObservationSink
     unowned let path: ObservedPath
-    let options: ObservationOptions
+    public let options: ObservationOptions
     /// False once removed: a removed observer is skipped even inside a notification round already under way.
-    var isActive = true
+    @exclusivity(unchecked) public internal(set) var isActive = true
 
     init(id: ObservationID, options: ObservationOptions, path: ObservedPath, sink: any ObservationSink) {
         self.id = id
@@ -61,6 +62,9 @@ final class Observer {
         self.path = path
         self.sink = sink
     }
+
+    /// The observed key path (while the observation is active).
+    public var keyPath: KeyPath { self.path.keyPath }
 }
 
 /// Every observation of one key path, and the triggers that path currently goes through.
@@ -76,15 +80,50 @@ final class ObservedPath {
     /// The path's index in the bracket being opened (valid while `commitMark` is current).
     @exclusivity(unchecked) var bracketIndex = 0
 
-    /// The union of the observers' options, kept current by `observersChanged()`.
+    /// The union of the observers' options, kept current by `observerAdded`/`observerRemoved`.
     private(set) var options = ObservationOptions()
+    /// How many observers ask for each option (bit 0 `new` … bit 3 `prior`): adding and removing cost O(1).
+    private var optionCounts: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
     }
 
-    /// Recomputes what the observers ask for after one was added or removed.
-    func observersChanged() {
-        self.options = self.observers.reduce(into: ObservationOptions()) { $0.formUnion($1.options) }
+    /// The position of the observer with `id` (binary search: observers are appended in id order).
+    func index(of id: ObservationID) -> Int? {
+        var low = 0
+        var high = self.observers.count
+        while low < high {
+            let middle = (low + high) / 2
+            if self.observers[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < self.observers.count && self.observers[low].id == id ? low : nil
+    }
+
+    /// Appends an observer (its id is higher than every other's).
+    func observerAdded(_ observer: Observer) {
+        self.observers.append(observer)
+        self.count(observer.options, by: 1)
+    }
+
+    /// Removes an observer; false when it is not one of this path's.
+    func observerRemoved(_ observer: Observer) -> Bool {
+        guard let index = self.index(of: observer.id) else { return false }
+        self.observers.remove(at: index)
+        self.count(observer.options, by: -1)
+        return true
+    }
+
+    private func count(_ options: ObservationOptions, by delta: Int32) {
+        if options.contains(.new) { self.optionCounts.0 += delta }
+        if options.contains(.old) { self.optionCounts.1 += delta }
+        if options.contains(.initial) { self.optionCounts.2 += delta }
+        if options.contains(.prior) { self.optionCounts.3 += delta }
+        var union = ObservationOptions()
+        if self.optionCounts.0 > 0 { union.insert(.new) }
+        if self.optionCounts.1 > 0 { union.insert(.old) }
+        if self.optionCounts.2 > 0 { union.insert(.initial) }
+        if self.optionCounts.3 > 0 { union.insert(.prior) }
+        self.options = union
     }
 }
