@@ -158,7 +158,13 @@ final class NotificationEncoder {
     }
 
     private static func encodeTail(_ change: Change, shape: UInt8) -> [UInt8] {
-        var buffer = Self.kindBytes[change.kind] ?? []
+        var buffer: [UInt8]
+        switch change.kind {
+        case .setting: buffer = Self.settingBytes
+        case .insertion: buffer = Self.insertionBytes
+        case .removal: buffer = Self.removalBytes
+        case .replacement: buffer = Self.replacementBytes
+        }
         if let indexes = change.indexes {
             buffer.append(contentsOf: Self.indexesBytes)
             for (position, index) in indexes.enumerated() {
@@ -183,10 +189,10 @@ final class NotificationEncoder {
         return buffer
     }
 
-    private static let kindBytes: [ChangeKind: [UInt8]] = Dictionary(
-        uniqueKeysWithValues: [ChangeKind.setting, .insertion, .removal, .replacement].map {
-            ($0, Array(#""kind":"\#($0.rawValue)""#.utf8))
-        })
+    private static let settingBytes = Array(#""kind":"setting""#.utf8)
+    private static let insertionBytes = Array(#""kind":"insertion""#.utf8)
+    private static let removalBytes = Array(#""kind":"removal""#.utf8)
+    private static let replacementBytes = Array(#""kind":"replacement""#.utf8)
     private static let indexesBytes = Array(#","indexes":["#.utf8)
     private static let newBytes = Array(#","new":"#.utf8)
     private static let oldBytes = Array(#","old":"#.utf8)

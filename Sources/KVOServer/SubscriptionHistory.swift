@@ -38,9 +38,10 @@ final class SubscriptionHistory {
 
     let capacity: Int
     private let graph: Graph
-    private var ring: [Entry?]
-    private var head = 0
-    private var count = 0
+    // Loop-owned, no inout access spans a call: no runtime exclusivity checks on the per-change path.
+    @exclusivity(unchecked) private var ring: [Entry?]
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private var count = 0
     private var recorders: [KeyPath: Recorder] = [:]
     private var useCounter: UInt64 = 0
     /// Idle recorders (no subscribers, no entries) kept before the least recently used go.

@@ -29,7 +29,7 @@ extension Graph {
     @discardableResult
     public func mutate(_ path: KeyPath, _ mutation: CollectionMutation) throws(GraphError) -> SetResult {
         let planned = try self.planMutation(path, mutation)
-        return SetResult(seq: self.commit(mutations: planned.mutations, apply: planned.apply), storedValue: nil)
+        return SetResult(seq: self.commit(mutations: planned.mutations) { self.apply(planned) }, storedValue: nil)
     }
 
     /// Validates a collection mutation and describes it (see `planSet`).

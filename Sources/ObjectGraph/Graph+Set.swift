@@ -2,11 +2,48 @@
 // validation against the model (types, coercions, null policy, rules), notification policies and side effects.
 // Everything that can fail is checked before the change, so a failed set changes nothing and notifies nobody.
 
-/// A validated change, ready to commit: the keys it touches and the closure that performs it.
+/// A validated change, ready to commit: the keys it touches and what performs it.
 struct PlannedChange {
     var mutations: [Mutation]
-    let apply: () -> Void
+    let action: Action
     var storedValue: Value?
+
+    /// What performs the change. A plain set needs no closure (no allocation on the hot path).
+    enum Action {
+        /// Stores `value` (materialized then: records become objects) for `key` of `object`, then applies the key's
+        /// side effects.
+        case store(value: Value, key: String, object: GraphObject, effects: [SideEffect])
+        case perform(() -> Void)
+    }
+
+    init(mutations: [Mutation], apply: @escaping () -> Void, storedValue: Value? = nil) {
+        self.mutations = mutations
+        self.action = .perform(apply)
+        self.storedValue = storedValue
+    }
+
+    init(mutations: [Mutation], action: Action, storedValue: Value?) {
+        self.mutations = mutations
+        self.action = action
+        self.storedValue = storedValue
+    }
+}
+
+extension Graph {
+    /// Performs a planned change (inside its commit).
+    func apply(_ planned: PlannedChange) {
+        switch planned.action {
+        case .perform(let body):
+            body()
+        case .store(let value, let key, let object, let effects):
+            self.store(self.materialize(value), forKey: key, in: object)
+            for case .increment(let target, let amount) in effects {
+                let current: Int64
+                if case .int(let number)? = object.value(forKey: target) { current = number } else { current = 0 }
+                self.store(.int(current &+ amount), forKey: target, in: object)
+            }
+        }
+    }
 }
 
 /// What a successful `set` did.
@@ -26,7 +63,7 @@ extension Graph {
     @discardableResult
     public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> SetResult {
         let planned = try self.planSet(path, value)
-        let seq = self.commit(mutations: planned.mutations, apply: planned.apply)
+        let seq = self.commit(mutations: planned.mutations) { self.apply(planned) }
         // What was stored, read back when validation changed the value (so created objects show their ids).
         let stored = planned.storedValue.map { _ in (try? self.get(path)) ?? .null }
         return SetResult(seq: seq, storedValue: stored)
@@ -42,31 +79,30 @@ extension Graph {
             guard case .record(let record) = leaf, let inner = record.values.first else { break }
             leaf = inner
         }
-        var touches = [Touch(object: object.id, key: key.name)]
         var stored: StoredProperty?
         if case .stored(let property)? = key.descriptor?.kind { stored = property }
-        let automatic = object.objectClass.automaticallyNotifies(key.name)
-        switch automatic ? stored?.notification ?? .always : .manual {
+        var notifies: Bool
+        switch object.objectClass.automaticallyNotifies(key.name) ? stored?.notification ?? .always : .manual {
         case .always:
-            break
+            notifies = true
         case .onChange:
             // The seeds' Listing 4: notify only when the value really changes.
-            if let current = object.value(forKey: key.name), current == prepared { touches = [] }
+            notifies = object.value(forKey: key.name).map { $0 != prepared } ?? true
         case .manual:
-            touches = []
+            notifies = false
         }
-        let effects = touches.isEmpty ? [] : stored?.sideEffects ?? []
-        for case .increment(let target, _) in effects { touches.append(Touch(object: object.id, key: target)) }
+        let effects = notifies ? stored?.sideEffects ?? [] : []
+        var mutations: [Mutation] = []
+        if notifies {
+            mutations.reserveCapacity(1 + effects.count)
+            mutations.append(Mutation(touch: Touch(object: object.id, key: key.name)))
+            for case .increment(let target, _) in effects {
+                mutations.append(Mutation(touch: Touch(object: object.id, key: target)))
+            }
+        }
         return PlannedChange(
-            mutations: touches.map { Mutation(touch: $0) },
-            apply: {
-                self.store(self.materialize(prepared), forKey: key.name, in: object)
-                for case .increment(let target, let amount) in effects {
-                    let current: Int64
-                    if case .int(let number)? = object.value(forKey: target) { current = number } else { current = 0 }
-                    self.store(.int(current &+ amount), forKey: target, in: object)
-                }
-            },
+            mutations: mutations,
+            action: .store(value: prepared, key: key.name, object: object, effects: effects),
             storedValue: leaf == value ? nil : leaf)
     }
 

@@ -45,7 +45,7 @@ extension Graph {
             for op in ops {
                 // The dry run proved every op valid in this order from this state, so replaying cannot fail.
                 guard let planned = try? self.plan(op) else { preconditionFailure("transaction replay diverged") }
-                planned.apply()
+                self.apply(planned)
             }
         }
     }
@@ -66,7 +66,7 @@ extension Graph {
         for (index, op) in ops.enumerated() {
             do {
                 let planned = try self.plan(op)
-                planned.apply()
+                self.apply(planned)
                 mutations.append(contentsOf: planned.mutations.map { Mutation(touch: $0.touch, op: index, detail: $0.detail) })
             } catch {
                 failure = TransactionError(op: index, error: error)

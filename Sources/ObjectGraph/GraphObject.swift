@@ -6,8 +6,9 @@ final class GraphObject {
     let id: ObjectID
     let objectClass: ObjectClass
     /// Keys in the order they were first set.
-    private(set) var keys: [String] = []
-    private var storage: [String: Value] = [:]
+    /// (Unchecked exclusivity: see Graph.objects.)
+    @exclusivity(unchecked) private(set) var keys: [String] = []
+    @exclusivity(unchecked) private var storage: [String: Value] = [:]
 
     init(id: ObjectID, objectClass: ObjectClass) {
         self.id = id

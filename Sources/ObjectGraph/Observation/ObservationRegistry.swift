@@ -5,10 +5,11 @@
 
 /// Who observes what. Owned by one graph.
 final class ObservationRegistry {
-    var paths: [KeyPath: ObservedPath] = [:]
+    // (Unchecked exclusivity: see Graph.objects.)
+    @exclusivity(unchecked) var paths: [KeyPath: ObservedPath] = [:]
     /// Live observations.
-    var observerCount = 0
-    var triggerIndex: [Touch: [ObservedPath]] = [:]
+    @exclusivity(unchecked) var observerCount = 0
+    @exclusivity(unchecked) var triggerIndex: [Touch: [ObservedPath]] = [:]
     var nextObservationID: ObservationID = 1
     @exclusivity(unchecked) var commitCounter: UInt64 = 0
     @exclusivity(unchecked) var payloadCounter: UInt64 = 0

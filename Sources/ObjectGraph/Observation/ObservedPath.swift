@@ -71,9 +71,9 @@ public final class Observer {
 final class ObservedPath {
     let keyPath: KeyPath
     /// Observers in subscription (id) order.
-    var observers: [Observer] = []
+    @exclusivity(unchecked) var observers: [Observer] = []
     /// The triggers currently registered in the index, with their roles.
-    var triggers: [Touch: TriggerRole] = [:]
+    @exclusivity(unchecked) var triggers: [Touch: TriggerRole] = [:]
 
     /// Dedupes paths while a bracket is being opened: equal to the registry's commit counter once seen.
     @exclusivity(unchecked) var commitMark: UInt64 = 0
@@ -81,9 +81,9 @@ final class ObservedPath {
     @exclusivity(unchecked) var bracketIndex = 0
 
     /// The union of the observers' options, kept current by `observerAdded`/`observerRemoved`.
-    private(set) var options = ObservationOptions()
+    @exclusivity(unchecked) private(set) var options = ObservationOptions()
     /// How many observers ask for each option (bit 0 `new` … bit 3 `prior`): adding and removing cost O(1).
-    private var optionCounts: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
+    @exclusivity(unchecked) private var optionCounts: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
