@@ -51,9 +51,10 @@ extension Graph {
         registry.commitCounter += 1
         let mark = registry.commitCounter
         for mutation in mutations {
-            guard let paths = registry.triggerIndex[mutation.touch] else { continue }
-            for path in paths {
-                let role = path.triggers[mutation.touch] ?? .leaf
+            guard let entries = registry.triggerIndex[mutation.touch] else { continue }
+            for entry in entries {
+                let path = entry.path
+                let role = entry.role
                 if path.commitMark != mark {
                     path.commitMark = mark
                     path.bracketIndex = bracket.paths.count

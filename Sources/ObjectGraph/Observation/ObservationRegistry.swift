@@ -9,7 +9,8 @@ final class ObservationRegistry {
     @exclusivity(unchecked) var paths: [KeyPath: ObservedPath] = [:]
     /// Live observations.
     @exclusivity(unchecked) var observerCount = 0
-    @exclusivity(unchecked) var triggerIndex: [Touch: [ObservedPath]] = [:]
+    /// The paths each (object, key) reaches, with what the key is to each (so a commit needs one lookup).
+    @exclusivity(unchecked) var triggerIndex: [Touch: [TriggerEntry]] = [:]
     var nextObservationID: ObservationID = 1
     @exclusivity(unchecked) var commitCounter: UInt64 = 0
     @exclusivity(unchecked) var payloadCounter: UInt64 = 0
@@ -24,15 +25,24 @@ final class ObservationRegistry {
         for touch in path.triggers.keys where newTriggers[touch] == nil {
             self.unindex(touch, path)
         }
-        for touch in newTriggers.keys where path.triggers[touch] == nil {
-            self.triggerIndex[touch, default: []].append(path)
+        for (touch, role) in newTriggers {
+            switch path.triggers[touch] {
+            case nil:
+                self.triggerIndex[touch, default: []].append(TriggerEntry(path: path, role: role))
+            case let old? where old != role:
+                if let index = self.triggerIndex[touch]?.firstIndex(where: { $0.path === path }) {
+                    self.triggerIndex[touch]![index].role = role
+                }
+            default:
+                break
+            }
         }
         path.triggers = newTriggers
     }
 
     private func unindex(_ touch: Touch, _ path: ObservedPath) {
         guard var list = self.triggerIndex[touch] else { return }
-        list.removeAll { $0 === path }
+        list.removeAll { $0.path === path }
         self.triggerIndex[touch] = list.isEmpty ? nil : list
     }
 

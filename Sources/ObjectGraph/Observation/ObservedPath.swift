@@ -20,6 +20,12 @@ enum TriggerRole: UInt8, Comparable {
     static func < (lhs: TriggerRole, rhs: TriggerRole) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
+/// One path an (object, key) reaches, and what the key is to it.
+struct TriggerEntry {
+    let path: ObservedPath
+    var role: TriggerRole
+}
+
 /// One change a mutation makes: the key it touches, which op of a transaction made it, and for a collection
 /// mutation its kind, indexes and values (the change dictionary's detail).
 struct Mutation {
