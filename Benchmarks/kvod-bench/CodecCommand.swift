@@ -25,7 +25,8 @@ struct Codec: ParsableCommand {
             case .set:
                 #"{"jsonrpc":"2.0","id":12345,"method":"set","params":{"path":"k","value":67890}}"#
             case .subscribe:
-                #"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"path":"a.b.c","options":["new","old","prior"]}}"#
+                #"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":"#
+                    + #"{"path":"a.b.c","options":["new","old","prior"]}}"#
             case .nested:
                 #"{"jsonrpc":"2.0","id":31,"method":"set","params":{"path":"person.address","value":"#
                     + #"{"street":"Rua Augusta 12","city":"Lisbon","zip":"1100-053","floor":3,"geo":"#

@@ -1,9 +1,38 @@
-// JSON numbers: grammar validation, exact Int64 integers, a fast exact path for short decimals (one IEEE operation on
-// exact operands, which is correctly rounded), and the stdlib's correctly rounded Double(String) for everything else.
+// JSON numbers: a fast path for short integers, grammar validation, exact Int64 integers, a fast exact path for short
+// decimals (one IEEE operation on exact operands, which is correctly rounded), and the stdlib's correctly rounded
+// Double(String) for everything else.
 
 extension JSONParser {
     /// A number; `index` is at its `-` or first digit and ends just past it. O(length).
+    @inline(__always)
     mutating func parseNumber() throws(WireError) -> JSONValue {
+        // The usual case, an integer of at most 18 digits (which cannot overflow), without the general machinery;
+        // anything else (including every error) starts over on the general path.
+        var position = self.index
+        let isNegative = self.bytes[position] == UInt8(ascii: "-")
+        if isNegative { position &+= 1 }
+        let digitsStart = position
+        var magnitude: Int64 = 0
+        while position < self.bytes.count {
+            let digit = self.bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            magnitude = magnitude &* 10 &+ Int64(digit)
+            position &+= 1
+        }
+        let digitCount = position &- digitsStart
+        if digitCount > 0 && digitCount <= 18 && (digitCount == 1 || self.bytes[digitsStart] != UInt8(ascii: "0"))
+            && (position == self.bytes.count
+                || (self.bytes[position] != UInt8(ascii: ".") && self.bytes[position] | 0x20 != UInt8(ascii: "e")))
+        {
+            self.index = position
+            return .int(isNegative ? -magnitude : magnitude)
+        }
+        return try self.parseGeneralNumber()
+    }
+
+    /// Any number (see `parseNumber`): the grammar, exact integers, correctly rounded doubles. O(length).
+    @inline(never)
+    private mutating func parseGeneralNumber() throws(WireError) -> JSONValue {
         let start = self.index
         var position = start
         let isNegative = self.bytes[position] == UInt8(ascii: "-")
