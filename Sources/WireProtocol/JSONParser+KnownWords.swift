@@ -175,3 +175,44 @@ struct KnownKeys {
         UInt32(first.rawValue) | UInt32(second?.rawValue ?? 0) &<< 8 | UInt32(third?.rawValue ?? 0) &<< 16
     }
 }
+
+/// The fingerprints of up to eight plain ASCII keys of an object. Two such keys are equal exactly when their
+/// UTF-8 is, so different fingerprints prove them different; equal ones (or a ninth key) leave it to the exact check.
+struct FingerprintSet {
+    private var fingerprints: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (
+        0, 0, 0, 0, 0, 0, 0, 0
+    )
+    private var count = 0
+
+    /// Adds the fingerprint of the plain ASCII key of `count` bytes at `text` (`available` bytes are readable
+    /// there); returns false when the key may be there already (an equal fingerprint, or no room left), true when it
+    /// is certainly new.
+    @inline(__always)
+    mutating func insert(_ text: UnsafePointer<UInt8>, count: Int, available: Int) -> Bool {
+        // The first eight bytes (zero-padded; ASCII text has no NUL) and the length.
+        let word = JSONParser.word(text, count: min(count, 8), available: available)
+        return self.insert(word ^ UInt64(truncatingIfNeeded: count) &<< 56)
+    }
+
+    /// `insert(_:count:available:)` for a key that is a String (plain ASCII).
+    mutating func insert(_ key: String) -> Bool {
+        var key = key
+        return key.withUTF8 { utf8 in
+            // Known words are never empty.
+            self.insert(utf8.baseAddress.unsafelyUnwrapped, count: utf8.count, available: utf8.count)
+        }
+    }
+
+    private mutating func insert(_ fingerprint: UInt64) -> Bool {
+        guard self.count < 8 else { return false }
+        let count = self.count
+        let isNew = withUnsafeMutableBytes(of: &self.fingerprints) { raw in
+            let stored = raw.bindMemory(to: UInt64.self)
+            for index in 0..<count where stored[index] == fingerprint { return false }
+            stored[count] = fingerprint
+            return true
+        }
+        if isNew { self.count &+= 1 }
+        return isNew
+    }
+}

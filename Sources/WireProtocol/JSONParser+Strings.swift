@@ -6,21 +6,21 @@ extension JSONParser {
     /// A string; `index` is at the opening quote and ends just past the closing quote. O(length).
     @inline(__always)
     mutating func parseString() throws(WireError) -> String {
-        try self.parseStringReportingASCII().string
+        try self.parseStringNotingWords().string
     }
 
-    /// A string (see `parseString`); whether its input was plain ASCII (no escapes, no multi-byte UTF-8); and the
-    /// known word it is, if any.
+    /// A string (see `parseString`); the known word it is, if any; and, when its input was plain ASCII (no escapes,
+    /// no multi-byte UTF-8), where that input is.
     @inline(__always)
-    mutating func parseStringReportingASCII() throws(WireError) -> (string: String, isASCII: Bool, word: KnownWord?) {
+    mutating func parseStringNotingWords() throws(WireError) -> (string: String, word: KnownWord?, plain: Range<Int>?) {
         let start = self.index &+ 1
         let end = self.skipPlainASCII(from: start)
         if end < self.bytes.count && self.bytes[end] == UInt8(ascii: "\"") {
             self.index = end &+ 1
             let (string, word) = self.plainString(start: start, count: end &- start)
-            return (string, true, word)
+            return (string, word, start..<end)
         }
-        return (try self.parseStringSlowly(start: start, stop: end), false, nil)
+        return (try self.parseStringSlowly(start: start, stop: end), nil, nil)
     }
 
     /// The String of the `count` plain ASCII bytes at `start` (a closing quote follows them), and the known word it
@@ -32,7 +32,12 @@ extension JSONParser {
         if let word = KnownWord.recognize(text, count: count, available: self.bytes.count - start) {
             return (word.text, word)
         }
-        return (String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self), nil)
+        let utf8 = UnsafeBufferPointer(start: text, count: count)
+        if count <= 15 {
+            // Fits a small (inline) String; this initializer fills one directly, cheaper than `String(decoding:)`.
+            return (String(unsafeUninitializedCapacity: count) { $0.initialize(fromContentsOf: utf8) }, nil)
+        }
+        return (String(decoding: utf8, as: UTF8.self), nil)
     }
 
     /// The rest of a string that starts at `start` and is plain ASCII before `stop`, where there is a backslash,

@@ -159,37 +159,74 @@ public struct JSONParser {
             self.index &+= 1
             return .object(JSONObject())
         }
-        // While every key is a known word, the keys are only noted in `knownKeys`; `keys` is filled in when one is
-        // not (or there are too many), and otherwise made from literals at the end, often with no allocation.
-        var knownKeys = KnownKeys()
-        var keys: [String] = []
-        var keysAreASCII = true
+        // While every key is a known word, the keys are only noted in `known`, and the key array is made from
+        // literals at the end, often with no allocation. The first other key hands over to `parseObjectMembers`.
+        var known = KnownKeys()
         // Requests' objects have two to four members: one allocation, no regrowth.
         var values: [JSONValue] = []
         values.reserveCapacity(4)
         while true {
-            let (key, isASCII, word) = try self.parseKey()
-            if let word, keys.isEmpty && knownKeys.count < KnownKeys.capacity {
-                knownKeys.append(word)
-            } else {
-                if keys.isEmpty {
-                    keys = knownKeys.array().keys
-                    keys.reserveCapacity(max(keys.count + 1, 8))
-                }
-                keys.append(key)
-                keysAreASCII = keysAreASCII && isASCII
+            let (key, word, plain) = try self.parseKey()
+            guard let word, known.count < KnownKeys.capacity else {
+                return try self.parseObjectMembers(
+                    depth: depth, known: known, values: &values, nextKey: key, nextKeyText: plain)
             }
+            known.append(word)
             values.append(try self.parseValue(depth: depth &+ 1))
             if let byte = self.peekSkippingWhitespace() {
                 self.index &+= 1
                 if byte == UInt8(ascii: ",") { continue }
                 if byte == UInt8(ascii: "}") {
-                    if keys.isEmpty {
-                        let (knownKeys, areDistinct) = knownKeys.array()
-                        if areDistinct { return .object(JSONObject(uniqueKeys: knownKeys, values: values)) }
-                        keys = knownKeys
-                    }
-                    return .object(JSONObject(uniquingKeys: keys, values: values, keysAreASCII: keysAreASCII))
+                    let (keys, areDistinct) = known.array()
+                    return .object(
+                        areDistinct
+                            ? JSONObject(uniqueKeys: keys, values: values)
+                            : JSONObject(uniquingKeys: keys, values: values))
+                }
+                self.index &-= 1
+            }
+            throw self.afterMemberError(inObject: true)
+        }
+    }
+
+    /// The rest of an object from the member whose key, `nextKey`, was just read (with its colon): the members
+    /// before it had the keys `known` and the values `values` (which this appends to). `nextKeyText` is where the
+    /// key is in the input when it was plain ASCII.
+    @inline(never)
+    private mutating func parseObjectMembers(
+        depth: Int, known: KnownKeys, values: inout [JSONValue], nextKey: String, nextKeyText: Range<Int>?
+    ) throws(WireError) -> JSONValue {
+        var (keys, mayRepeat) = known.array()
+        mayRepeat.toggle()
+        keys.reserveCapacity(max(keys.count + 1, 8))
+        // Whether a key may repeat: plain ASCII keys are equal only when their fingerprints are, which `seen`
+        // checks cheaply; anything else is left to JSONObject's exact check.
+        var seen = FingerprintSet()
+        for key in keys where !seen.insert(key) { mayRepeat = true }
+        var (key, text) = (nextKey, nextKeyText)
+        while true {
+            if let text {
+                // A quote follows the key, so the input is not empty.
+                let start = self.bytes.baseAddress.unsafelyUnwrapped + text.lowerBound
+                if !seen.insert(start, count: text.count, available: self.bytes.count &- text.lowerBound) {
+                    mayRepeat = true
+                }
+            } else {
+                mayRepeat = true
+            }
+            keys.append(key)
+            values.append(try self.parseValue(depth: depth &+ 1))
+            if let byte = self.peekSkippingWhitespace() {
+                self.index &+= 1
+                if byte == UInt8(ascii: ",") {
+                    (key, _, text) = try self.parseKey()
+                    continue
+                }
+                if byte == UInt8(ascii: "}") {
+                    return .object(
+                        mayRepeat
+                            ? JSONObject(uniquingKeys: keys, values: values)
+                            : JSONObject(uniqueKeys: keys, values: values))
                 }
                 self.index &-= 1
             }
@@ -334,15 +371,14 @@ public struct JSONParser {
         return members
     }
 
-    /// An object key and its colon, whitespace before each skipped; `index` ends after the colon. Also says whether
-    /// the key is plain ASCII (no escapes, no multi-byte UTF-8), which makes duplicate checks cheaper, and which known
-    /// word it is, if any.
+    /// An object key and its colon, whitespace before each skipped; `index` ends after the colon. Also says which
+    /// known word the key is, if any, and where its text is when it was plain ASCII (see `parseStringNotingWords`).
     @inline(__always)
-    mutating func parseKey() throws(WireError) -> (key: String, isASCII: Bool, word: KnownWord?) {
+    mutating func parseKey() throws(WireError) -> (key: String, word: KnownWord?, plain: Range<Int>?) {
         guard self.peekSkippingWhitespace() == UInt8(ascii: "\"") else { throw self.keyError() }
-        let (key, isASCII, word) = try self.parseStringReportingASCII()
+        let (key, word, plain) = try self.parseStringNotingWords()
         try self.expectColon()
-        return (key, isASCII, word)
+        return (key, word, plain)
     }
 
     /// The error at `index`, where an object key should have started.
@@ -369,7 +405,22 @@ public struct JSONParser {
     }
 
     /// `true`, `false` or `null`, byte for byte.
+    @inline(__always)
     private mutating func expectLiteral(_ literal: StaticString) throws(WireError) {
+        let count = literal.utf8CodeUnitCount
+        if self.index &+ count <= self.bytes.count, let base = self.bytes.baseAddress,
+            Self.word(base + self.index, count: count, available: self.bytes.count &- self.index)
+                == Self.pack(literal)
+        {
+            self.index &+= count
+            return
+        }
+        try self.expectLiteralByBytes(literal)
+    }
+
+    /// `expectLiteral` byte for byte, to find where a mismatch is.
+    @inline(never)
+    private mutating func expectLiteralByBytes(_ literal: StaticString) throws(WireError) {
         let expected = literal.utf8Start
         for offset in 0..<literal.utf8CodeUnitCount {
             guard self.index < self.bytes.count, self.bytes[self.index] == expected[offset] else {

@@ -74,11 +74,10 @@ public struct JSONObject: Equatable, Sendable {
 
     /// Builds an object from parallel arrays, letting a later duplicate key replace the earlier value in place.
     /// Expected O(n): small objects scan linearly, larger ones use a hash table, so a hostile document with
-    /// thousands of keys cannot make parsing quadratic. `keysAreASCII` promises that every key is plain ASCII, for
-    /// which equality is equality of bytes: keys of different lengths then need no string comparison.
-    init(uniquingKeys keys: [String], values: [JSONValue], keysAreASCII: Bool = false) {
+    /// thousands of keys cannot make parsing quadratic.
+    init(uniquingKeys keys: [String], values: [JSONValue]) {
         assert(keys.count == values.count)
-        if keys.count <= Self.linearScanLimit && !Self.hasDuplicates(keys, keysAreASCII: keysAreASCII) {
+        if keys.count <= Self.linearScanLimit && !Self.hasDuplicates(keys) {
             // The common case: take the arrays as they are.
             self.keys = keys
             self.values = values
@@ -105,20 +104,15 @@ public struct JSONObject: Equatable, Sendable {
 
     /// An object from parallel arrays whose keys are known to be distinct.
     init(uniqueKeys keys: [String], values: [JSONValue]) {
-        assert(keys.count == values.count && !Self.hasDuplicates(keys, keysAreASCII: false))
+        assert(keys.count == values.count && !Self.hasDuplicates(keys))
         self.keys = keys
         self.values = values
     }
 
     /// Whether any key repeats; quadratic, so only for small arrays.
-    private static func hasDuplicates(_ keys: [String], keysAreASCII: Bool) -> Bool {
+    private static func hasDuplicates(_ keys: [String]) -> Bool {
         for later in keys.indices.dropFirst() {
-            for earlier in 0..<later {
-                // ASCII strings of different UTF-8 lengths cannot be equal; otherwise Swift's equality decides
-                // (canonical equivalence: "é" and "e" + U+0301 are the same key).
-                if keysAreASCII && keys[earlier].utf8.count != keys[later].utf8.count { continue }
-                if keys[earlier] == keys[later] { return true }
-            }
+            for earlier in 0..<later where keys[earlier] == keys[later] { return true }
         }
         return false
     }

@@ -123,23 +123,24 @@ extension JSONParser {
             self.index &+= 1
         } else {
             while true {
-                switch try self.parseRequestMemberName() {
-                case .jsonrpc:
-                    if self.index + 5 <= self.bytes.count, let base = self.bytes.baseAddress,
-                        Self.word(base + self.index, count: 5, available: self.bytes.count - self.index)
-                            == Self.pack(#""2.0""#)
-                    {
-                        // The usual version, spelled plainly.
-                        hasVersion = true
-                        self.index &+= 5
-                    } else {
-                        let version = try self.parseValue(depth: 1)
-                        hasVersion = version == .string("2.0")
+                let name = try self.parseRequestMemberName()
+                if name == .jsonrpc && self.index &+ 5 <= self.bytes.count, let base = self.bytes.baseAddress,
+                    Self.word(base + self.index, count: 5, available: self.bytes.count &- self.index)
+                        == Self.pack(#""2.0""#)
+                {
+                    // The usual version, spelled plainly.
+                    hasVersion = true
+                    self.index &+= 5
+                } else {
+                    // One call site, so that the value parser is inlined once.
+                    let value = try self.parseValue(depth: 1)
+                    switch name {
+                    case .jsonrpc: hasVersion = value == .string("2.0")
+                    case .id: id = value
+                    case .method: method = value
+                    case .params: params = value
+                    case .other: break
                     }
-                case .id: id = try self.parseValue(depth: 1)
-                case .method: method = try self.parseValue(depth: 1)
-                case .params: params = try self.parseValue(depth: 1)
-                case .other: _ = try self.parseValue(depth: 1)
                 }
                 let byte = self.peekSkippingWhitespace()
                 if byte == UInt8(ascii: ",") {
@@ -154,6 +155,7 @@ extension JSONParser {
         try self.expectEndOfInput()
         return RPCMessage.validate(id: id, hasVersion: hasVersion, method: method, params: params)
     }
+
     /// A member name of the request object and its colon, as `parseKey` reads it.
     @inline(__always)
     private mutating func parseRequestMemberName() throws(WireError) -> RequestMemberName {

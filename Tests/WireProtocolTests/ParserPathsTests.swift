@@ -214,4 +214,46 @@ struct ParserPathsTests {
             }
         }
     }
+
+    @Test("short integers and decimals take a fast path to the same numbers", arguments: 0..<4)
+    func numbers(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        for _ in 0..<3000 {
+            let digits = Int.random(in: 1...20, using: &random)
+            var text = String(UInt64.random(in: 0...UInt64.max, using: &random)).suffix(digits)
+            if text.count > 1 && text.first == "0" { text = "1" + text.dropFirst() }
+            var number = String(text)
+            if Bool.random(using: &random) && number.count > 1 {
+                let point = Int.random(in: 1..<number.count, using: &random)
+                number.insert(".", at: number.index(number.startIndex, offsetBy: point))
+            }
+            if Bool.random(using: &random) { number = "-" + number }
+            let expected: JSONValue =
+                if !number.contains("."), let integer = Int64(number) {
+                    .int(integer)
+                } else {
+                    .double(Double(number)!)
+                }
+            for wire in [number, "[\(number)]", "[\(number),1]", "{\"a\":\(number)}"] {
+                let parsed = try JSONParser.parse(wire)
+                let value =
+                    switch parsed {
+                    case .array(let elements): elements[0]
+                    case .object(let object): object["a"]!
+                    default: parsed
+                    }
+                #expect(identical(value, expected), "\(wire)")
+            }
+        }
+        for (text, expected) in [
+            ("-0.0", JSONValue.double(-0.0)), ("0.5", 0.5), ("-0.000", .double(-0.0)), ("0", 0), ("-0", 0),
+            ("123456789012345.6", 123456789012345.6), ("1234567890123456.7", 1234567890123456.7),
+            ("0.1e1", 1.0), ("1.5E+2", 150.0),
+        ] {
+            #expect(identical(try JSONParser.parse(text), expected), "\(text)")
+        }
+        for text in ["01.5", "1.", "1.e5", "-.5", "1.5e", "-01"] {
+            #expect(throws: WireError.self, "\(text)") { try JSONParser.parse(text) }
+        }
+    }
 }
