@@ -17,6 +17,7 @@ enum KnownWord: UInt8 {
     case subscription
 
     /// The word as a String literal.
+    @inline(__always)
     var text: String {
         switch self {
         case .id: "id"
@@ -75,8 +76,8 @@ enum KnownWord: UInt8 {
         return nil
     }
 
-    /// The word of at most 8 bytes whose zero-padded little-endian word is `word`.
-    private static func recognize(word: UInt64) -> KnownWord? {
+    /// The word of at most 8 bytes whose zero-padded little-endian word (see `JSONParser.word`) is `word`.
+    static func recognize(word: UInt64) -> KnownWord? {
         switch word {
         case JSONParser.pack("id"): .id
         case JSONParser.pack("2.0"): .version

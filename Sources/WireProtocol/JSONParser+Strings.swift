@@ -14,30 +14,52 @@ extension JSONParser {
     @inline(__always)
     mutating func parseStringNotingWords() throws(WireError) -> (string: String, word: KnownWord?, plain: Range<Int>?) {
         let start = self.index &+ 1
+        // Short strings, whose closing quote is among the next eight bytes, take one load and no loop.
+        if start &+ 8 <= self.bytes.count, let base = self.bytes.baseAddress {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + start).loadUnaligned(as: UInt64.self))
+            let special = Self.specialBytes(in: word)
+            let count = special.trailingZeroBitCount &>> 3
+            if special != 0 && base[start &+ count] == UInt8(ascii: "\"") {
+                self.index = start &+ count &+ 1
+                // The text, zero-padded: ASCII text has no NUL, so this alone says which text it is.
+                if let known = KnownWord.recognize(word: word & ((1 &<< UInt64(count &* 8)) &- 1)) {
+                    return (known.text, known, start..<start &+ count)
+                }
+                return (self.makeString(start: start, count: count), nil, start..<start &+ count)
+            }
+        }
+        return try self.parseLongerString()
+    }
+
+    /// `parseStringNotingWords` for strings that are not short.
+    @inline(never)
+    private mutating func parseLongerString() throws(WireError) -> (
+        string: String, word: KnownWord?, plain: Range<Int>?
+    ) {
+        let start = self.index &+ 1
         let end = self.skipPlainASCII(from: start)
         if end < self.bytes.count && self.bytes[end] == UInt8(ascii: "\"") {
             self.index = end &+ 1
-            let (string, word) = self.plainString(start: start, count: end &- start)
-            return (string, word, start..<end)
+            let count = end &- start
+            // A quote follows the text, so the input is not empty.
+            let text = self.bytes.baseAddress.unsafelyUnwrapped + start
+            if let word = KnownWord.recognize(text, count: count, available: self.bytes.count &- start) {
+                return (word.text, word, start..<end)
+            }
+            return (self.makeString(start: start, count: count), nil, start..<end)
         }
         return (try self.parseStringSlowly(start: start, stop: end), nil, nil)
     }
 
-    /// The String of the `count` plain ASCII bytes at `start` (a closing quote follows them), and the known word it
-    /// is, if any: a literal then, with no validation and no copy.
+    /// A new String of the `count` plain ASCII bytes at `start` (a closing quote follows them).
     @inline(never)
-    private func plainString(start: Int, count: Int) -> (String, KnownWord?) {
-        // `count` is at least 0 and a quote follows, so the input is not empty.
-        let text = self.bytes.baseAddress.unsafelyUnwrapped + start
-        if let word = KnownWord.recognize(text, count: count, available: self.bytes.count - start) {
-            return (word.text, word)
-        }
-        let utf8 = UnsafeBufferPointer(start: text, count: count)
+    private func makeString(start: Int, count: Int) -> String {
+        let utf8 = UnsafeBufferPointer(start: self.bytes.baseAddress.unsafelyUnwrapped + start, count: count)
         if count <= 15 {
             // Fits a small (inline) String; this initializer fills one directly, cheaper than `String(decoding:)`.
-            return (String(unsafeUninitializedCapacity: count) { $0.initialize(fromContentsOf: utf8) }, nil)
+            return String(unsafeUninitializedCapacity: count) { $0.initialize(fromContentsOf: utf8) }
         }
-        return (String(decoding: utf8, as: UTF8.self), nil)
+        return String(decoding: utf8, as: UTF8.self)
     }
 
     /// The rest of a string that starts at `start` and is plain ASCII before `stop`, where there is a backslash,
