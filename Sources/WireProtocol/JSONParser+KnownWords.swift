@@ -1,7 +1,8 @@
 // The words most strings of the protocol are made of (member names, method names, options, the version), recognized
 // in the input with a word compare or two and returned as String literals, which costs neither validation nor a copy.
 // Objects whose keys are all known words get their key arrays from literals too: the usual request params
-// (`{"path", "value"}`) then share one immutable array instead of allocating a new one per request.
+// (`{"path", "value"}`) then share one immutable array instead of allocating a new one per request. Objects with
+// other keys note the keys' fingerprints, so that ruling out repeated keys rarely takes a String comparison.
 
 /// A word of the protocol, recognized by `JSONParser` in plain ASCII strings.
 enum KnownWord: UInt8 {
