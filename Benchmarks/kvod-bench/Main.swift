@@ -1,7 +1,8 @@
 // The `kvod-bench` executable: the load generator of Benchmarks/README.md. Subcommands: `fanout` (subscribers of
 // one key, pipelined publishers; kvod or Redis), `mixed` (gets, sets, subscribes, key paths on kvod), `hold` (idle
-// connections and subscriptions for the memory figures) and `summarize` (medians and kvod/Redis ratios from JSON
-// lines). Each run drives its sockets from one libuv loop on the main thread.
+// connections and subscriptions for the memory figures), `summarize` (medians and kvod/Redis ratios from JSON
+// lines) and `codec` (decoding one request line N times, no sockets). Each run drives its sockets from one libuv
+// loop on the main thread.
 
 import ArgumentParser
 
@@ -14,7 +15,7 @@ struct KVODBench: ParsableCommand {
             Drives a server over real sockets from one event loop. See Benchmarks/README.md for the scenarios, \
             what the numbers mean and the scripts that run the comparison with Redis.
             """,
-        subcommands: [Fanout.self, Mixed.self, Hold.self, Summarize.self])
+        subcommands: [Fanout.self, Mixed.self, Hold.self, Summarize.self, Codec.self])
 }
 
 /// Where the server is.

@@ -1,9 +1,67 @@
-// JSON numbers: grammar validation, exact Int64 integers, a fast exact path for short decimals (one IEEE operation on
-// exact operands, which is correctly rounded), and the stdlib's correctly rounded Double(String) for everything else.
+// JSON numbers: a fast path for short integers, grammar validation, exact Int64 integers, a fast exact path for short
+// decimals (one IEEE operation on exact operands, which is correctly rounded), and the stdlib's correctly rounded
+// Double(String) for everything else.
 
 extension JSONParser {
     /// A number; `index` is at its `-` or first digit and ends just past it. O(length).
+    @inline(__always)
     mutating func parseNumber() throws(WireError) -> JSONValue {
+        // The usual case, an integer of at most 18 digits (which cannot overflow), without the general machinery;
+        // anything else (including every error) starts over on the general path.
+        var position = self.index
+        let isNegative = self.bytes[position] == UInt8(ascii: "-")
+        if isNegative { position &+= 1 }
+        let digitsStart = position
+        var magnitude: Int64 = 0
+        while position < self.bytes.count {
+            let digit = self.bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            magnitude = magnitude &* 10 &+ Int64(digit)
+            position &+= 1
+        }
+        let digitCount = position &- digitsStart
+        if digitCount > 0 && digitCount <= 18 && (digitCount == 1 || self.bytes[digitsStart] != UInt8(ascii: "0")) {
+            if position == self.bytes.count
+                || (self.bytes[position] != UInt8(ascii: ".") && self.bytes[position] | 0x20 != UInt8(ascii: "e"))
+            {
+                self.index = position
+                return .int(isNegative ? -magnitude : magnitude)
+            }
+            if self.bytes[position] == UInt8(ascii: "."), digitCount <= 15,
+                let value = self.parseShortFraction(at: position, integerPart: magnitude, integerDigits: digitCount)
+            {
+                return .double(isNegative ? -value : value)
+            }
+        }
+        return try self.parseGeneralNumber()
+    }
+
+    /// The usual decimal: the fraction at `position` (its `.`) of a number whose integer part (valid, no sign) has
+    /// the value `integerPart` and `integerDigits` digits, when the number has no exponent and at most 15 digits in
+    /// all. Then both operands of the one division are exact, as on the general path, so the result is the same
+    /// correctly rounded Double. Nil (with `index` unchanged) for anything else.
+    @inline(never)
+    private mutating func parseShortFraction(at position: Int, integerPart: Int64, integerDigits: Int) -> Double? {
+        var position = position &+ 1
+        let fractionStart = position
+        var significand = integerPart
+        while position < self.bytes.count {
+            let digit = self.bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            significand = significand &* 10 &+ Int64(digit)
+            position &+= 1
+        }
+        let fractionDigits = position &- fractionStart
+        guard fractionDigits > 0 && integerDigits &+ fractionDigits <= 15,
+            position == self.bytes.count || self.bytes[position] | 0x20 != UInt8(ascii: "e")
+        else { return nil }
+        self.index = position
+        return Double(significand) / Self.powerOfTen(fractionDigits)
+    }
+
+    /// Any number (see `parseNumber`): the grammar, exact integers, correctly rounded doubles. O(length).
+    @inline(never)
+    private mutating func parseGeneralNumber() throws(WireError) -> JSONValue {
         let start = self.index
         var position = start
         let isNegative = self.bytes[position] == UInt8(ascii: "-")
@@ -104,18 +162,32 @@ extension JSONParser {
         if overflow1 || overflow2 { overflowed = true } else { significand = sum }
     }
 
-    /// 10^exponent for 0...22, all exactly representable as Doubles.
-    @inline(__always)
+    /// 10^exponent for 0...22, all exactly representable as Doubles (so these literals are exact).
     private static func powerOfTen(_ exponent: Int) -> Double {
-        var result = 1.0
-        var base = 10.0
-        var remaining = exponent
-        // Square-and-multiply stays exact: every intermediate is a power of ten at most 10^22.
-        while remaining > 0 {
-            if remaining & 1 == 1 { result *= base }
-            remaining >>= 1
-            if remaining > 0 { base *= base }
+        switch exponent {
+        case 0: 1
+        case 1: 1e1
+        case 2: 1e2
+        case 3: 1e3
+        case 4: 1e4
+        case 5: 1e5
+        case 6: 1e6
+        case 7: 1e7
+        case 8: 1e8
+        case 9: 1e9
+        case 10: 1e10
+        case 11: 1e11
+        case 12: 1e12
+        case 13: 1e13
+        case 14: 1e14
+        case 15: 1e15
+        case 16: 1e16
+        case 17: 1e17
+        case 18: 1e18
+        case 19: 1e19
+        case 20: 1e20
+        case 21: 1e21
+        default: 1e22
         }
-        return result
     }
 }

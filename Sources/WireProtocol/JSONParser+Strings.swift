@@ -1,69 +1,149 @@
-// JSON strings: the no-escape fast path (validate in place, then decode straight from the input), the escape path
-// (decode into a reused scratch buffer), `\uXXXX` with surrogate pairs, and strict UTF-8 validation (RFC 3629).
+// JSON strings: the no-escape fast path (skip plain ASCII eight bytes at a time, validate anything else in place, then
+// decode straight from the input, or return a literal for the protocol's common words), the escape path (decode into
+// a reused scratch buffer), `\uXXXX` with surrogate pairs, and strict UTF-8 validation (RFC 3629).
 
 extension JSONParser {
     /// A string; `index` is at the opening quote and ends just past the closing quote. O(length).
+    @inline(__always)
     mutating func parseString() throws(WireError) -> String {
-        let start = self.index + 1
-        var position = start
+        try self.parseStringNotingWords().string
+    }
+
+    /// A string (see `parseString`); the known word it is, if any; and, when its input was plain ASCII (no escapes,
+    /// no multi-byte UTF-8), where that input is.
+    @inline(__always)
+    mutating func parseStringNotingWords() throws(WireError) -> (string: String, word: KnownWord?, plain: Range<Int>?) {
+        let start = self.index &+ 1
+        // Short strings, whose closing quote is among the next eight bytes, take one load and no loop.
+        if start &+ 8 <= self.bytes.count, let base = self.bytes.baseAddress {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + start).loadUnaligned(as: UInt64.self))
+            let special = Self.specialBytes(in: word)
+            let count = special.trailingZeroBitCount &>> 3
+            if special != 0 && base[start &+ count] == UInt8(ascii: "\"") {
+                self.index = start &+ count &+ 1
+                // The text, zero-padded: ASCII text has no NUL, so this alone says which text it is.
+                if let known = KnownWord.recognize(word: word & ((1 &<< UInt64(count &* 8)) &- 1)) {
+                    return (known.text, known, start..<start &+ count)
+                }
+                return (self.makeString(start: start, count: count), nil, start..<start &+ count)
+            }
+        }
+        return try self.parseLongerString()
+    }
+
+    /// `parseStringNotingWords` for strings that are not short.
+    @inline(never)
+    private mutating func parseLongerString() throws(WireError) -> (
+        string: String, word: KnownWord?, plain: Range<Int>?
+    ) {
+        let start = self.index &+ 1
+        let end = self.skipPlainASCII(from: start)
+        if end < self.bytes.count && self.bytes[end] == UInt8(ascii: "\"") {
+            self.index = end &+ 1
+            let count = end &- start
+            // A quote follows the text, so the input is not empty.
+            let text = self.bytes.baseAddress.unsafelyUnwrapped + start
+            if let word = KnownWord.recognize(text, count: count, available: self.bytes.count &- start) {
+                return (word.text, word, start..<end)
+            }
+            return (self.makeString(start: start, count: count), nil, start..<end)
+        }
+        return (try self.parseStringSlowly(start: start, stop: end), nil, nil)
+    }
+
+    /// A new String of the `count` plain ASCII bytes at `start` (a closing quote follows them).
+    @inline(never)
+    private func makeString(start: Int, count: Int) -> String {
+        let utf8 = UnsafeBufferPointer(start: self.bytes.baseAddress.unsafelyUnwrapped + start, count: count)
+        if count <= 15 {
+            // Fits a small (inline) String; this initializer fills one directly, cheaper than `String(decoding:)`.
+            return String(unsafeUninitializedCapacity: count) { $0.initialize(fromContentsOf: utf8) }
+        }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// The rest of a string that starts at `start` and is plain ASCII before `stop`, where there is a backslash,
+    /// a control character, a byte >= 0x80 or the end of the input.
+    @inline(never)
+    private mutating func parseStringSlowly(start: Int, stop: Int) throws(WireError) -> String {
+        var position = stop
         while position < self.bytes.count {
             let byte = self.bytes[position]
-            if byte >= 0x80 {
-                position = try self.skipUTF8Sequence(at: position)
-            } else if byte == UInt8(ascii: "\"") {
+            if byte == UInt8(ascii: "\"") {
                 self.index = position + 1
-                let text = UnsafeBufferPointer(rebasing: self.bytes[start..<position])
-                if let known = Self.knownString(text) { return known }
                 // Already validated above, so decoding cannot repair anything.
-                return String(decoding: text, as: UTF8.self)
+                return String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<position]), as: UTF8.self)
             } else if byte == UInt8(ascii: "\\") {
                 return try self.parseEscapedString(start: start, firstEscape: position)
             } else if byte < 0x20 {
                 throw .syntax(offset: position, reason: "control character \(Self.describe(byte)) in a string")
             } else {
-                position += 1
+                // `skipPlainASCII` stops only at a quote, a backslash, a control character or a byte >= 0x80.
+                position = try self.skipUTF8Sequence(at: position)
+                position = self.skipPlainASCII(from: position)
             }
         }
         throw .syntax(offset: position, reason: "unterminated string")
     }
 
-    /// The protocol's member names and the version string, returned as literals: comparing a few bytes is much
-    /// cheaper than validating and building a new String, and these make up most strings in a request.
+    /// The index of the first byte at or after `start` that is a quote, a backslash, a control character or
+    /// >= 0x80 (or the end of the input). Eight bytes per step while eight remain.
     @inline(__always)
-    private static func knownString(_ text: UnsafeBufferPointer<UInt8>) -> String? {
-        switch text.count {
-        case 2:
-            if Self.matches(text, "id") { return "id" }
-        case 3:
-            if Self.matches(text, "2.0") { return "2.0" }
-            if Self.matches(text, "seq") { return "seq" }
-        case 4:
-            if Self.matches(text, "path") { return "path" }
-            if Self.matches(text, "code") { return "code" }
-        case 5:
-            if Self.matches(text, "value") { return "value" }
-            if Self.matches(text, "error") { return "error" }
-        case 6:
-            if Self.matches(text, "method") { return "method" }
-            if Self.matches(text, "params") { return "params" }
-            if Self.matches(text, "result") { return "result" }
-        case 7:
-            if Self.matches(text, "jsonrpc") { return "jsonrpc" }
-            if Self.matches(text, "message") { return "message" }
-        case 12:
-            if Self.matches(text, "subscription") { return "subscription" }
-        default:
-            break
+    func skipPlainASCII(from start: Int) -> Int {
+        var position = start
+        let count = self.bytes.count
+        if let base = self.bytes.baseAddress {
+            while position &+ 8 <= count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+                let special = Self.specialBytes(in: word)
+                if special != 0 { return position &+ (special.trailingZeroBitCount &>> 3) }
+                position &+= 8
+            }
         }
-        return nil
+        while position < count {
+            let byte = self.bytes[position]
+            if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+            position += 1
+        }
+        return position
     }
 
-    /// Whether `text` holds exactly the bytes of `literal` (the caller has checked the length).
+    /// The high bit of each byte of `word` (first byte lowest) that is a quote, a backslash, below 0x20 or >= 0x80.
+    /// The lowest set bit is always exact; bits above it may be spurious (borrows), which no caller looks at.
     @inline(__always)
-    private static func matches(_ text: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-        let expected = literal.utf8Start
-        for offset in 0..<text.count where text[offset] != expected[offset] { return false }
-        return true
+    private static func specialBytes(in word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        let zeroQuote = (quotes &- ones) & ~quotes
+        let zeroBackslash = (backslashes &- ones) & ~backslashes
+        let control = (word &- ones &* 0x20) & ~word
+        return (zeroQuote | zeroBackslash | control | word) & (ones &* 0x80)
+    }
+
+    /// The `count` (at most 8) bytes at `pointer` as one little-endian word, zero-padded; `available` bytes are
+    /// readable there.
+    @inline(__always)
+    static func word(_ pointer: UnsafePointer<UInt8>, count: Int, available: Int) -> UInt64 {
+        if available >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(pointer).loadUnaligned(as: UInt64.self))
+            return count >= 8 ? word : word & ((1 &<< UInt64(count &* 8)) &- 1)
+        }
+        var word: UInt64 = 0
+        for offset in 0..<count { word |= UInt64(pointer[offset]) &<< UInt64(offset &* 8) }
+        return word
+    }
+
+    /// Up to 8 bytes of `literal` from `offset` as `word` would read them; folds to a constant.
+    @inline(__always)
+    static func pack(_ literal: StaticString, from offset: Int = 0) -> UInt64 {
+        var word: UInt64 = 0
+        var index = 0
+        while index < 8 && offset + index < literal.utf8CodeUnitCount {
+            word |= UInt64(literal.utf8Start[offset + index]) &<< UInt64(index &* 8)
+            index += 1
+        }
+        return word
     }
 
     /// The rest of a string that contains at least one escape, decoded into `scratch`.

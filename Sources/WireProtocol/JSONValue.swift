@@ -102,6 +102,13 @@ public struct JSONObject: Equatable, Sendable {
         self.values = uniqueValues
     }
 
+    /// An object from parallel arrays whose keys are known to be distinct.
+    init(uniqueKeys keys: [String], values: [JSONValue]) {
+        assert(keys.count == values.count && !Self.hasDuplicates(keys))
+        self.keys = keys
+        self.values = values
+    }
+
     /// Whether any key repeats; quadratic, so only for small arrays.
     private static func hasDuplicates(_ keys: [String]) -> Bool {
         for later in keys.indices.dropFirst() {

@@ -32,13 +32,15 @@ public enum RPCMessage {
     /// carries `data` (Protocol/errors.md); the message explains the problem. Unknown members are ignored.
     /// O(line length).
     public static func decode(_ line: UnsafeRawBufferPointer, maxDepth: Int = 64) -> RPCIncoming {
-        let value: JSONValue
         do {
-            value = try JSONParser.parse(line, maxDepth: maxDepth)
+            var parser = JSONParser(line, maxDepth: maxDepth)
+            // The usual line, a single request object, is validated as it is read, without building the object.
+            if let request = try parser.parseRequestObject() { return .single(request) }
+            // Anything else: a batch, or something that is no request at all.
+            return self.decode(value: try parser.parseDocument())
         } catch {
             return .parseError(RPCError(.parseError, error.description))
         }
-        return self.decode(value: value)
     }
 
     /// Decodes one line (without its terminator); see `decode(_:maxDepth:)`.
@@ -62,30 +64,141 @@ public enum RPCMessage {
         guard case .object(let object) = value else {
             return self.invalid(id: .null, "a request must be a JSON object")
         }
-        let id = object["id"]
+        return self.validate(
+            id: object["id"], hasVersion: object["jsonrpc"] == .string("2.0"), method: object["method"],
+            params: object["params"])
+    }
+
+    /// Validates the members of one request object that JSON-RPC gives a meaning (nil when absent); `hasVersion`
+    /// says whether `jsonrpc` is exactly "2.0".
+    static func validate(
+        id: consuming JSONValue?, hasVersion: Bool, method: consuming JSONValue?, params: consuming JSONValue?
+    ) -> RPCParsed {
         if let id {
             switch id {
             case .int, .double, .string, .null: break
             case .bool, .array, .object: return self.invalid(id: .null, "\"id\" must be a string, a number or null")
             }
         }
-        let answerID = id ?? .null
-        guard object["jsonrpc"] == .string("2.0") else {
-            return self.invalid(id: answerID, "\"jsonrpc\" must be exactly \"2.0\"")
+        guard hasVersion else { return self.invalid(id: id ?? .null, "\"jsonrpc\" must be exactly \"2.0\"") }
+        guard let methodMember = method else { return self.invalid(id: id ?? .null, "\"method\" is missing") }
+        guard case .string(let name) = methodMember else {
+            return self.invalid(id: id ?? .null, "\"method\" must be a string")
         }
-        guard let methodMember = object["method"] else { return self.invalid(id: answerID, "\"method\" is missing") }
-        guard case .string(let method) = methodMember else {
-            return self.invalid(id: answerID, "\"method\" must be a string")
-        }
-        let params = object["params"]
         switch params {
         case nil, .object?, .array?: break
-        default: return self.invalid(id: answerID, "\"params\" must be an object or an array")
+        default: return self.invalid(id: id ?? .null, "\"params\" must be an object or an array")
         }
-        return .request(RPCRequest(id: id, method: method, params: params))
+        return .request(RPCRequest(id: id, method: name, params: params))
     }
 
     private static func invalid(id: JSONValue, _ reason: String) -> RPCParsed {
         .invalid(id: id, RPCError(.invalidRequest, "invalid request: \(reason)"))
+    }
+}
+
+extension JSONParser {
+    /// The member names a request object is read for.
+    private enum RequestMemberName {
+        case jsonrpc, id, method, params, other
+    }
+
+    /// When the document (after whitespace) is an object: parses it to the end of the input and validates it as a
+    /// request, reading the members JSON-RPC gives a meaning without building the object. Otherwise returns nil with
+    /// `index` unchanged, ready for `parseDocument`. Accepts and rejects exactly what `parseDocument` does, with the
+    /// same errors; like `JSONObject`, a later duplicate member replaces the earlier one.
+    mutating func parseRequestObject() throws(WireError) -> RPCParsed? {
+        let start = self.index
+        self.skipWhitespace()
+        guard self.maxDepth > 0, self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "{") else {
+            self.index = start
+            return nil
+        }
+        self.index &+= 1
+        var id: JSONValue? = nil
+        var hasVersion = false
+        var method: JSONValue? = nil
+        var params: JSONValue? = nil
+        if self.peekSkippingWhitespace() == UInt8(ascii: "}") {
+            self.index &+= 1
+        } else {
+            while true {
+                let name = try self.parseRequestMemberName()
+                if name == .jsonrpc && self.index &+ 5 <= self.bytes.count, let base = self.bytes.baseAddress,
+                    Self.word(base + self.index, count: 5, available: self.bytes.count &- self.index)
+                        == Self.pack(#""2.0""#)
+                {
+                    // The usual version, spelled plainly.
+                    hasVersion = true
+                    self.index &+= 5
+                } else {
+                    // One call site, so that the value parser is inlined once.
+                    let value = try self.parseValue(depth: 1)
+                    switch name {
+                    case .jsonrpc: hasVersion = value == .string("2.0")
+                    case .id: id = value
+                    case .method: method = value
+                    case .params: params = value
+                    case .other: break
+                    }
+                }
+                let byte = self.peekSkippingWhitespace()
+                if byte == UInt8(ascii: ",") {
+                    self.index &+= 1
+                    continue
+                }
+                guard byte == UInt8(ascii: "}") else { throw self.afterMemberError(inObject: true) }
+                self.index &+= 1
+                break
+            }
+        }
+        try self.expectEndOfInput()
+        return RPCMessage.validate(id: id, hasVersion: hasVersion, method: method, params: params)
+    }
+
+    /// A member name of the request object and its colon, as `parseKey` reads it.
+    @inline(__always)
+    private mutating func parseRequestMemberName() throws(WireError) -> RequestMemberName {
+        // The usual names, spelled plainly, are recognized from the eight bytes after the opening quote (closing
+        // quote included); anything else takes the general path.
+        if self.peekSkippingWhitespace() == UInt8(ascii: "\"") && self.index + 9 <= self.bytes.count,
+            let base = self.bytes.baseAddress
+        {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + (self.index &+ 1)).loadUnaligned(as: UInt64.self))
+            let name: RequestMemberName?
+            let length: Int
+            if word == Self.pack("jsonrpc\"") {
+                (name, length) = (.jsonrpc, 8)
+            } else if word & 0xFF_FFFF == Self.pack("id\"") {
+                (name, length) = (.id, 3)
+            } else if word & 0xFF_FFFF_FFFF_FFFF == Self.pack("method\"") {
+                (name, length) = (.method, 7)
+            } else if word & 0xFF_FFFF_FFFF_FFFF == Self.pack("params\"") {
+                (name, length) = (.params, 7)
+            } else {
+                (name, length) = (nil, 0)
+            }
+            if let name {
+                self.index &+= 1 + length
+                try self.expectColon()
+                return name
+            }
+        }
+        return try self.parseOtherRequestMemberName()
+    }
+
+    /// `parseRequestMemberName` for names spelled in any other way.
+    @inline(never)
+    private mutating func parseOtherRequestMemberName() throws(WireError) -> RequestMemberName {
+        // Compared as Swift strings, which is what JSONObject's lookup does (escapes and canonical equivalence).
+        let name: RequestMemberName =
+            switch try self.parseKey().key {
+            case "id": .id
+            case "method": .method
+            case "params": .params
+            case "jsonrpc": .jsonrpc
+            default: .other
+            }
+        return name
     }
 }
