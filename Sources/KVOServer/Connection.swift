@@ -108,14 +108,16 @@ final class Connection {
     /// Queues one notification (the hot path of fan-out: four memcpys, nothing encoded; Subscription.swift).
     /// Counts it in the stats.
     @inline(__always)
-    func enqueueNotification(
-        _ prefix: [UInt8], digits: UInt64, digitCount: Int, id: Int, middle: [UInt8], tail: [UInt8]
-    ) {
+    func enqueueNotification(of subscription: Subscription, tail: Int, from encoder: NotificationEncoder) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
-        self.output.append(prefix)
-        if digitCount > 0 { self.output.append(packed: digits, count: digitCount) } else { self.output.appendDecimal(id) }
-        self.output.append(middle)
-        self.output.append(tail)
+        self.output.append(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#)
+        if subscription.idDigitCount > 0 {
+            self.output.append(packed: subscription.idDigits, count: Int(subscription.idDigitCount))
+        } else {
+            self.output.appendDecimal(subscription.id)
+        }
+        self.output.append(subscription.middle)
+        encoder.appendTail(tail, to: &self.output)
         self.server.stats.notifications += 1
         self.outputQueued()
     }

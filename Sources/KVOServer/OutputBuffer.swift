@@ -46,6 +46,11 @@ struct OutputBuffer: ~Copyable {
         bytes.withUnsafeBytes { self.append($0) }
     }
 
+    @inline(__always)
+    mutating func append(_ literal: StaticString) {
+        self.append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
     /// Appends the first `count` (at most 8) bytes of `packed`, little-endian: one store.
     @inline(__always)
     mutating func append(packed: UInt64, count: Int) {

@@ -89,6 +89,10 @@ public final class Server {
         ) { [unowned self] stream in
             self.accept(stream)
         }
+        // Accepting can fail (EMFILE when out of descriptors); the listener keeps listening, and the log says so.
+        listener.onAcceptError = { [unowned self] error in
+            self.logger.warning("accept failed", metadata: ["error": "\(error)"])
+        }
         self.listener = listener
         try self.startObservability()
         return listener.localAddress

@@ -22,11 +22,11 @@ final class Subscription {
     let options: ObservationOptions
     /// How many digits `idDigits` holds: the id's, when it has at most 8; 0 for a longer id (formatted per
     /// notification).
-    private let idDigitCount: UInt8
+    let idDigitCount: UInt8
     /// The id's decimal digits packed little-endian (the first digit in the low byte).
-    private let idDigits: UInt64
+    let idDigits: UInt64
     /// `,"path":"P",` (and `"context":C,`): shared by the subscriptions of one path without context.
-    private let middle: [UInt8]
+    let middle: [UInt8]
     /// What few subscriptions have: a context, `progress` notifications.
     private(set) var extras: Extras?
 
@@ -90,9 +90,7 @@ final class Subscription {
             extras.lastSentMilliseconds = connection.server.loop.nowMilliseconds
         }
         let encoder = connection.server.notificationEncoder
-        connection.enqueueNotification(
-            encoder.prefix, digits: self.idDigits, digitCount: Int(self.idDigitCount), id: self.id, middle: self.middle,
-            tail: encoder.tail(for: change, options: options))
+        connection.enqueueNotification(of: self, tail: encoder.tailSlot(for: change, options: options), from: encoder)
     }
 
     /// Queues a notification outside a change (initial, replayed): `change` shaped for this subscription.
@@ -121,9 +119,6 @@ final class NotificationEncoder {
     @exclusivity(unchecked) private var tails: [[UInt8]] = Array(repeating: [], count: 4)
     @exclusivity(unchecked) private var next = 0
 
-    /// `{"jsonrpc":"2.0","method":"change","params":{"subscription":`, which starts every notification.
-    let prefix = Array(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#.utf8)
-
     /// Recent middles by path, so that subscriptions of one path share one buffer.
     private var middles: [String: [UInt8]] = [:]
 
@@ -144,17 +139,25 @@ final class NotificationEncoder {
         return middle
     }
 
-    /// The tail for `change` as an observation with `options` sees it: `"kind":…` through `}}\n`.
-    func tail(for change: Change, options: ObservationOptions) -> [UInt8] {
+    /// Appends a tail (by its slot from `tailSlot`) to `output`.
+    @inline(__always)
+    func appendTail(_ slot: Int, to output: inout OutputBuffer) {
+        // (No closure here: a main-actor closure handed to a nonisolated API gets a runtime isolation check.)
+        output.append(self.tails[slot])
+    }
+
+    /// The slot of the tail for `change` as an observation with `options` sees it (`"kind":…` through `}}\n`),
+    /// encoded on first use; valid until the next call.
+    func tailSlot(for change: Change, options: ObservationOptions) -> Int {
         // The fields the change carries, less `new`/`old` when the options did not ask for them.
         let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
         let key = Key(payload: change.payloadID, shape: shape)
-        if change.payloadID != 0, let slot = self.keys.firstIndex(of: key) { return self.tails[slot] }
-        let tail = Self.encodeTail(change, shape: shape)
-        self.keys[self.next] = key
-        self.tails[self.next] = tail
-        self.next = (self.next + 1) % self.keys.count
-        return tail
+        if change.payloadID != 0, let slot = self.keys.firstIndex(of: key) { return slot }
+        let slot = self.next
+        self.keys[slot] = key
+        self.tails[slot] = Self.encodeTail(change, shape: shape)
+        self.next = (slot + 1) % self.keys.count
+        return slot
     }
 
     private static func encodeTail(_ change: Change, shape: UInt8) -> [UInt8] {

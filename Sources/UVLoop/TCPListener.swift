@@ -85,9 +85,11 @@ public final class TCPListener: LoopHandleOwner {
             let stream = try TCPStream(loop: self.loop)
             do throws(UVError) {
                 try uvCheck(uv_accept(asStream(self.handle), stream.stream), "uv_accept")
-                stream.remoteAddress = try SocketAddress(
+                // A peer that reset the connection before it was accepted has no address any more (ENOTCONN); the
+                // connection is still handed over, and its first read reports the reset.
+                stream.remoteAddress = (try? SocketAddress(
                     filling: { uv_tcp_getpeername(stream.handle, $0, $1) }, call: "uv_tcp_getpeername"
-                ).description
+                ).description) ?? "unknown"
             } catch {
                 stream.close()
                 throw error

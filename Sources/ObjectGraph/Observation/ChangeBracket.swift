@@ -147,7 +147,8 @@ extension Graph {
             var position = observers.count
             while position > 0 {
                 position -= 1
-                let observer = observers[position]
+                // (`observers` keeps it alive: no retain per notification.)
+                unowned(unsafe) let observer = observers[position]
                 if observer.isActive { observer.sink.observe(change, options: observer.options) }
             }
         } else {
