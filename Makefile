@@ -46,7 +46,7 @@ container-test:
 fuzz:
 	bash .ci/fuzz.sh $(FUZZ_SECONDS)
 
-## sanitizers: the test suite under ASan and TSan, kvod under valgrind (SANITIZERS="asan tsan valgrind"; about 10 min).
+## sanitizers: the suite under ASan and TSan, kvod under valgrind (SANITIZERS="asan tsan valgrind"; 13 min cold).
 sanitizers:
 	bash .ci/sanitizers.sh $(SANITIZERS)
 
