@@ -1,10 +1,13 @@
-# kvod: the two commands of the README contract (`make run`, `make test`) and a few helpers.
+# kvod: the two commands of the README contract (`make run`, `make test`) and a few helpers (among them the
+# reliability checks CI also runs: `make fuzz`, `make sanitizers`).
 # Every target installs what is missing first (.ci/deps.sh), so they work on a fresh machine.
 SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 7070
+FUZZ_SECONDS ?= 60
+SANITIZERS ?= asan tsan valgrind
 
-.PHONY: deps build release run test bench lint-docker container-test clean
+.PHONY: deps build release run test bench lint-docker container-test fuzz sanitizers clean
 
 deps:
 	@bash .ci/deps.sh
@@ -38,6 +41,14 @@ lint-docker:
 ## container-test: build the image with podman, run it, restart it on its volume, check the data.
 container-test:
 	bash .ci/container-test.sh --install
+
+## fuzz: the four libFuzzer targets, FUZZ_SECONDS (60) each, in .build-fuzz (docs/RELIABILITY.md#fuzzing).
+fuzz:
+	bash .ci/fuzz.sh $(FUZZ_SECONDS)
+
+## sanitizers: the suite under ASan and TSan, kvod under valgrind (SANITIZERS="asan tsan valgrind"; 13 min cold).
+sanitizers:
+	bash .ci/sanitizers.sh $(SANITIZERS)
 
 clean:
 	rm -rf .build

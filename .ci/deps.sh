@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what kvod needs to build and test on a fresh Debian 12 machine with the Swift toolchain: libuv's
-# headers (Debian libuv1-dev), pkg-config, and nc for the README's examples. The Python test packages are left to
-# Tests/python/run.sh. Idempotent and quiet when everything is already there.
+# headers (Debian libuv1-dev), pkg-config, and nc for the README's examples (--test); valgrind and python3 for the
+# reliability checks (--reliability: .ci/sanitizers.sh, .ci/fuzz.sh). The fuzz and sanitizer builds need nothing
+# else: libFuzzer, the ASan/TSan runtimes and ld.lld ship with the Swift toolchain (/opt/swift), and they link
+# against the libstdc++ the toolchain already requires. The Python test packages are left to Tests/python/run.sh.
+# Idempotent and quiet when everything is already there.
 set -euo pipefail
 
 as_root() {
@@ -13,9 +16,19 @@ as_root() {
 missing=()
 pkg-config --exists libuv 2>/dev/null || missing+=(libuv1-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
-if [ "${1:-}" = "--test" ]; then
-    command -v nc >/dev/null || missing+=(netcat-openbsd)
-fi
+for option in "$@"; do
+    case "$option" in
+    --test) command -v nc >/dev/null || missing+=(netcat-openbsd) ;;
+    --reliability)
+        command -v valgrind >/dev/null || missing+=(valgrind)
+        command -v python3 >/dev/null || missing+=(python3)
+        ;;
+    *)
+        echo "usage: .ci/deps.sh [--test] [--reliability]" >&2
+        exit 64
+        ;;
+    esac
+done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "deps: installing ${missing[*]}" >&2
     as_root apt-get update -qq
