@@ -5,43 +5,48 @@
 /// A validated change, ready to commit: the keys it touches and what performs it.
 struct PlannedChange {
     var mutations: [Mutation]
-    let action: Action
+    /// A plain set: no closure (no allocation on the hot path). Exactly one of `store` and `perform` is set.
+    let store: PlannedStore?
+    let perform: (() -> Void)?
     var storedValue: Value?
-
-    /// What performs the change. A plain set needs no closure (no allocation on the hot path).
-    enum Action {
-        /// Stores `value` (materialized then: records become objects) for `key` of `object`, then applies the key's
-        /// side effects.
-        case store(value: Value, key: String, object: GraphObject, effects: [SideEffect])
-        case perform(() -> Void)
-    }
 
     init(mutations: [Mutation], apply: @escaping () -> Void, storedValue: Value? = nil) {
         self.mutations = mutations
-        self.action = .perform(apply)
+        self.store = nil
+        self.perform = apply
         self.storedValue = storedValue
     }
 
-    init(mutations: [Mutation], action: Action, storedValue: Value?) {
+    init(mutations: [Mutation], store: PlannedStore, storedValue: Value?) {
         self.mutations = mutations
-        self.action = action
+        self.store = store
+        self.perform = nil
         self.storedValue = storedValue
     }
+}
+
+/// Stores `value` (materialized then: records become objects) for `key` of `object`, then applies the key's side
+/// effects. (Fields, not an enum with payloads: valgrind flags the copies of a multi-payload enum mixing a closure
+/// with these fields, whose tag bits sit beside uninitialised padding.)
+struct PlannedStore {
+    let value: Value
+    let key: String
+    let object: GraphObject
+    let effects: [SideEffect]
 }
 
 extension Graph {
     /// Performs a planned change (inside its commit).
     func apply(_ planned: PlannedChange) {
-        switch planned.action {
-        case .perform(let body):
-            body()
-        case .store(let value, let key, let object, let effects):
-            self.store(self.materialize(value), forKey: key, in: object)
-            for case .increment(let target, let amount) in effects {
-                let current: Int64
-                if case .int(let number)? = object.value(forKey: target) { current = number } else { current = 0 }
-                self.store(.int(current &+ amount), forKey: target, in: object)
-            }
+        guard let store = planned.store else {
+            planned.perform?()
+            return
+        }
+        self.store(self.materialize(store.value), forKey: store.key, in: store.object)
+        for case .increment(let target, let amount) in store.effects {
+            let current: Int64
+            if case .int(let number)? = store.object.value(forKey: target) { current = number } else { current = 0 }
+            self.store(.int(current &+ amount), forKey: target, in: store.object)
         }
     }
 }
@@ -102,7 +107,7 @@ extension Graph {
         }
         return PlannedChange(
             mutations: mutations,
-            action: .store(value: prepared, key: key.name, object: object, effects: effects),
+            store: PlannedStore(value: prepared, key: key.name, object: object, effects: effects),
             storedValue: leaf == value ? nil : leaf)
     }
 
