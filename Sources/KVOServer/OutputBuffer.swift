@@ -23,7 +23,7 @@ struct OutputBuffer: ~Copyable {
     }
 
     private mutating func grow(to minimum: Int) {
-        let newCapacity = max(minimum, self.capacity * 2, 512)
+        let newCapacity = max(minimum, self.capacity * 2, 256)
         let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
         if let base = self.base {
             grown.copyMemory(from: base, byteCount: self.count)
