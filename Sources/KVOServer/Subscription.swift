@@ -69,7 +69,7 @@ final class Subscription {
     /// True until the subscription ended.
     var isLive: Bool { self.observer != nil }
     /// The parsed path (while live).
-    var keyPath: KeyPath { self.observer.unsafelyUnwrapped.keyPath }
+    var keyPath: KeyPath { self.observer!.keyPath }
     /// The key path as the client gave it (while live).
     var path: String { self.extras?.spelling ?? self.keyPath.description }
     var context: JSONValue? { self.extras?.context }

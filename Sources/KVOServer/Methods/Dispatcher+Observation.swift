@@ -58,12 +58,8 @@ extension Dispatcher {
         }
         if let initial { self.deferInitial(initial, for: created) }
         for change in missed where options.contains(.prior) || !change.isPrior {
-            // The history kept every field; send only what this subscription's options ask for.
-            var shaped = change
-            shaped.observation = observer.id
-            if !options.contains(.new) { shaped.new = nil }
-            if !options.contains(.old) { shaped.old = nil }
-            self.deferInitial(shaped, for: created)
+            // The history kept every field; delivery sends only what this subscription's options ask for.
+            self.deferInitial(change, for: created)
         }
     }
 

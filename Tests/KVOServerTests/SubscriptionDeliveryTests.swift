@@ -1,0 +1,51 @@
+// How a subscription's notifications are assembled (Subscription.swift): the path as the client spelled it, the id's
+// packed digits, and the connection's OutputBuffer underneath.
+@testable import KVOServer
+import TestSupport
+import Testing
+import WireProtocol
+
+@Suite struct SubscriptionDeliveryTests {
+    @Test func aPathKeepsTheClientsSpellingInNotificationsAndObservers() throws {
+        let server = try KVODProcess.start()
+        let peer = try Peer(server)
+        #expect(try peer.request(1, "set", #"{"path":"p","value":{"name":"a"}}"#)["result"] != nil)
+        // `$01.name` parses to the same path as `$1.name`; each subscription still says what its client wrote.
+        let spelled = try peer.request(2, "subscribe", #"{"path":"$01.name"}"#)["result"]?["subscription"]
+        let canonical = try peer.request(3, "subscribe", #"{"path":"$1.name","context":"c"}"#)["result"]?["subscription"]
+        try peer.send(Peer.requestText(4, "set", #"{"path":"p.name","value":"b"}"#))
+        let messages = try peer.receive(3)
+        #expect(messages[0]["params"]?["subscription"] == canonical)
+        #expect(messages[0]["params"]?["path"] == "$1.name")
+        #expect(messages[0]["params"]?["context"] == "c")
+        #expect(messages[1]["params"]?["subscription"] == spelled)
+        #expect(messages[1]["params"]?["path"] == "$01.name")
+        #expect(messages[2]["id"] == 4)
+        let listed = try peer.request(5, "observers")["result"]?["connections"]?.arrayValue?.first?["subscriptions"]?.arrayValue ?? []
+        #expect(listed.map { $0["path"] } == ["$01.name", "$1.name"])
+    }
+
+    @Test func outputBufferAppendsPackedDigitsDecimalsAndRuns() {
+        var buffer = OutputBuffer()
+        let startsEmpty = buffer.isEmpty
+        #expect(startsEmpty)
+        buffer.append(#"{"subscription":"#)
+        // "1234" packed little-endian: the first digit in the low byte; the store writes 8 bytes, the count says 4.
+        buffer.append(packed: 0x3433_3231, count: 4)
+        buffer.append(Array(",".utf8))
+        buffer.appendDecimal(123_456_789_012)
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 5000)  // past the first capacity: the buffer grows
+        buffer.append(big)
+        let text = buffer.withBytes { String(decoding: $0, as: UTF8.self) }
+        #expect(text == #"{"subscription":1234,123456789012"# + String(repeating: "x", count: 5000))
+        buffer.removeAll(keepingCapacity: true)
+        let (emptied, kept) = (buffer.isEmpty, buffer.capacity)
+        #expect(emptied && kept >= 5000)
+        buffer.removeAll()
+        let released = buffer.capacity
+        #expect(released == 0)
+        buffer.appendDecimal(0)
+        let zero = buffer.withBytes { Array($0) }
+        #expect(zero == [UInt8(ascii: "0")])
+    }
+}
