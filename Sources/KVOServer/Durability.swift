@@ -1,8 +1,10 @@
 // Durability on a data directory: every successful mutation is journaled (method, params, seq) as it happens; the
 // before-poll flush writes the turn's records (fsyncing under `always`) before any response of the turn reaches a
-// socket; a timer fsyncs once a second under `everysec`; snapshots compact the journal every `snapshotEvery` records
-// and at shutdown. On start, the snapshot is loaded and the journal replayed through the same request parsing, and
-// every replayed mutation must land on its journaled seq. See docs/DURABILITY.md.
+// socket; a timer fsyncs once a second under `everysec`. Every `snapshotEvery` records a snapshot is written in the
+// background by a forked child (SnapshotProcess) while the loop keeps serving: the journal is rolled at the fork's
+// seq and the rolled segment is deleted once the snapshot is in place. At shutdown the last snapshot is written in
+// process. On start, the snapshot is loaded and the journal replayed through the same request parsing, and every
+// replayed mutation must land on its journaled seq. See docs/DURABILITY.md.
 public import Logging
 public import ObjectGraph
 public import Persistence
@@ -26,6 +28,17 @@ public final class Durability {
     public var onFailure: ((PersistenceError) -> Void)?
     private var failed = false
     private let loop: EventLoop
+    /// The background snapshot being written, and the timer that polls its process (every 10 ms while it runs).
+    private var inFlight: SnapshotProcess?
+    private var pollTimer: LoopTimer?
+    private var inFlightStartedAt: UInt64 = 0
+    private var inFlightObjects = 0
+    /// After a failed background snapshot: no new one before this loop time; the wait doubles up to a minute.
+    private var retryAfter: UInt64 = 0
+    private var retryDelay: UInt64 = 1000
+    /// Background snapshots written and failed since start (stats).
+    public private(set) var snapshotsWritten = 0
+    public private(set) var snapshotsFailed = 0
 
     public init(
         directory: DataDirectory, policy: FsyncPolicy, snapshotEvery: Int, graph: Graph, loop: EventLoop, logger: Logger
@@ -56,37 +69,117 @@ public final class Durability {
         self.directory.journal.append(seq: seq, method: method, params: params)
     }
 
-    /// Writes the turn's records, fsyncs under `always`, and snapshots when the journal is long.
+    /// Writes the turn's records, fsyncs under `always`, and starts a background snapshot when the journal is long.
     func beforeFlush() {
         let journal = self.directory.journal
         guard journal.hasPending, !self.failed else { return }
         self.perform { () throws(PersistenceError) in
             try journal.write()
             if self.policy == .always { try self.sync() }
-            if self.snapshotEvery > 0 && journal.recordCount >= self.snapshotEvery { try self.snapshot() }
+            if self.snapshotEvery > 0 && journal.recordCount >= self.snapshotEvery { try self.startSnapshot() }
         }
     }
 
-    /// At shutdown: writes and fsyncs what is left, and snapshots so the next start is quick.
+    /// At shutdown: waits for a background snapshot in flight, writes and fsyncs what is left, and snapshots so the
+    /// next start is quick.
     public func finish() {
         self.timer?.close()
         self.timer = nil
+        if let process = self.inFlight { self.settle(process, outcome: process.wait()) }
         guard !self.failed else { return }
         self.perform { () throws(PersistenceError) in
             try self.directory.journal.write()
             try self.sync()
-            if self.directory.journal.recordCount > 0 { try self.snapshot() }
+            if self.directory.journal.recordCount > 0 || !self.directory.segments.isEmpty {
+                let start = self.loop.nowMilliseconds
+                try self.directory.writeSnapshot(self.graph.makeSnapshot())
+                self.loop.updateTime()
+                self.logger.info(
+                    "snapshot written",
+                    metadata: ["seq": "\(self.graph.seq)", "objects": "\(self.graph.objectCount)",
+                        "duration.ms": "\(self.loop.nowMilliseconds - start)", "mode": "in process"])
+            }
         }
     }
 
-    private func snapshot() throws(PersistenceError) {
-        let start = self.loop.nowMilliseconds
-        try self.directory.writeSnapshot(self.graph.makeSnapshot())
+    // MARK: - Background snapshots
+
+    /// Rolls the journal at the current seq and forks the process that writes the snapshot. A journal that cannot
+    /// be rolled is a journal failure (thrown); a fork that fails is retried later.
+    private func startSnapshot() throws(PersistenceError) {
+        guard self.inFlight == nil, self.loop.nowMilliseconds >= self.retryAfter else { return }
+        let seq = self.graph.seq
+        try self.directory.rollJournal(at: seq)
         self.loop.updateTime()
-        self.logger.info(
-            "snapshot written",
-            metadata: ["seq": "\(self.graph.seq)", "objects": "\(self.graph.objectCount)",
-                "duration.ms": "\(self.loop.nowMilliseconds - start)"])
+        let start = self.loop.nowMilliseconds
+        let graph = self.graph
+        let process: SnapshotProcess
+        do {
+            process = try SnapshotProcess.start(directory: self.directory.path, seq: seq) {
+                BinarySnapshotCodec.encode(graph.makeSnapshot())
+            }
+        } catch {
+            self.logger.warning("cannot start a snapshot", metadata: ["error": "\(error)"])
+            self.snapshotFailed()
+            return
+        }
+        self.loop.updateTime()
+        self.inFlight = process
+        self.inFlightStartedAt = start
+        self.inFlightObjects = graph.objectCount
+        self.logger.debug(
+            "snapshot started",
+            metadata: ["seq": "\(seq)", "snapshot.pid": "\(process.pid)", "fork.ms": "\(self.loop.nowMilliseconds - start)"])
+        do {
+            let timer = try LoopTimer(loop: self.loop)
+            try timer.start(afterMilliseconds: 10, repeatMilliseconds: 10) { [unowned self] in
+                guard let process = self.inFlight else { return }
+                let outcome = process.poll()
+                if outcome != .running { self.settle(process, outcome: outcome) }
+            }
+            self.pollTimer = timer
+        } catch {
+            // Without a timer the child is reaped at shutdown at the latest; the next trigger waits until then.
+            self.logger.warning("cannot watch the snapshot process", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Puts a finished snapshot in place, or discards a failed one.
+    private func settle(_ process: SnapshotProcess, outcome: SnapshotProcess.Outcome) {
+        self.inFlight = nil
+        self.pollTimer?.close()
+        self.pollTimer = nil
+        self.loop.updateTime()
+        let duration = self.loop.nowMilliseconds - self.inFlightStartedAt
+        switch outcome {
+        case .running:
+            return
+        case .succeeded:
+            do {
+                try self.directory.completeSnapshot(process)
+            } catch {
+                self.logger.warning("cannot put the snapshot in place", metadata: ["error": "\(error)"])
+                process.discard()
+                self.snapshotFailed()
+                return
+            }
+            self.snapshotsWritten += 1
+            self.retryDelay = 1000
+            self.logger.info(
+                "snapshot written",
+                metadata: ["seq": "\(process.seq)", "objects": "\(self.inFlightObjects)", "duration.ms": "\(duration)",
+                    "mode": "background"])
+        case .failed(let reason):
+            process.discard()
+            self.logger.warning("snapshot failed", metadata: ["seq": "\(process.seq)", "error": "\(reason)"])
+            self.snapshotFailed()
+        }
+    }
+
+    private func snapshotFailed() {
+        self.snapshotsFailed += 1
+        self.retryAfter = self.loop.nowMilliseconds + self.retryDelay
+        self.retryDelay = min(self.retryDelay * 2, 60_000)
     }
 
     private func sync() throws(PersistenceError) {
@@ -122,7 +215,7 @@ public final class Durability {
             do {
                 graph = try Graph(model: model, snapshot: snapshot)
             } catch {
-                throw PersistenceError("\(path)/snapshot.json does not fit the model: \(error)")
+                throw PersistenceError("\(contents.snapshotFile ?? path) does not fit the model: \(error)")
             }
         } else {
             graph = Graph(model: model)
@@ -131,11 +224,11 @@ public final class Durability {
             do {
                 try Self.replay(record, into: graph)
             } catch {
-                throw PersistenceError("\(path)/journal.log: mutation seq \(record.seq) (\(record.method)) does not replay: \(error)")
+                throw PersistenceError("\(path): journal record seq \(record.seq) (\(record.method)) does not replay: \(error)")
             }
             guard graph.seq == record.seq else {
                 throw PersistenceError(
-                    "\(path)/journal.log: mutation \(record.method) replayed as seq \(graph.seq), journaled as \(record.seq)")
+                    "\(path): journal record \(record.method) replayed as seq \(graph.seq), journaled as \(record.seq)")
             }
         }
         return graph

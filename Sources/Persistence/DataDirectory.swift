@@ -1,12 +1,20 @@
-// The data directory: `snapshot.json` (the graph at some seq) and `journal.log` (the mutations after it), locked
-// against a second kvod. Loading reads the snapshot and hands back the journal records to replay.
+// The data directory: the snapshot (`snapshot.kvs`, the graph at some seq; `snapshot.json` from older versions), the
+// journal (`journal.log`, the mutations after it) and the journal segments rolled at a background snapshot's seq
+// (`journal.<seq>.log`, kept until a snapshot covers them), locked against a second kvod. Loading reads the newest
+// snapshot and hands back every record after it, segments first, in seq order. docs/DURABILITY.md has the files and
+// the crash matrix.
 public import ObjectGraph
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A locked data directory with its snapshot and journal.
 public final class DataDirectory {
     public let path: String
-    /// The journal, open for appending.
-    public let journal: Journal
+    /// The journal, open for appending (a new one after each roll).
+    public private(set) var journal: Journal
+    /// The seqs of the rolled journal segments still on disk, ascending.
+    public private(set) var segments: [UInt64]
     private let lock: FileHandle
 
     /// What was found on disk.
@@ -17,38 +25,119 @@ public final class DataDirectory {
         public var records: [JournalRecord]
         /// Bytes of a torn last record that were cut off.
         public var tornBytes: Int
+        /// The file the snapshot came from (for messages), nil when there was none.
+        public var snapshotFile: String?
     }
 
-    /// Opens (creating) and locks the directory, and reads what it holds.
+    static let snapshotFile = "snapshot.kvs"
+    static let legacySnapshotFile = "snapshot.json"
+
+    /// Opens (creating) and locks the directory, and reads what it holds. Temporary files left by a snapshot process
+    /// that never finished are removed.
     public static func open(path: String) throws(PersistenceError) -> (DataDirectory, Contents) {
         try Files.makeDirectory(path)
         let lock = try FileHandle.openOrCreate(path + "/kvod.lock")
         try lock.lockExclusively()
-        var snapshot: GraphSnapshot?
-        if let bytes = try Files.contents(path + "/snapshot.json") {
-            do {
-                snapshot = try SnapshotCodec.decode(bytes)
-            } catch {
-                throw PersistenceError("\(path)/snapshot.json: \(error.message)")
+        let names = try Files.names(in: path)
+        for name in names where name.hasPrefix("snapshot-") && name.hasSuffix(".tmp") { unlink(path + "/" + name) }
+        let (snapshot, snapshotFile) = try Self.loadSnapshot(path: path)
+        let segments = names.compactMap(Self.segmentSeq).sorted()
+        let after = snapshot?.seq ?? 0
+        var records: [JournalRecord] = []
+        for seq in segments {
+            let segmentPath = Self.segmentPath(path, seq)
+            let scan = try Journal.scan(try Files.contents(segmentPath) ?? [], path: segmentPath)
+            // A segment was fsynced whole before the roll: a torn tail there is damage, not a power cut.
+            guard scan.tornBytes == 0 else {
+                throw PersistenceError("\(segmentPath): the last record is damaged; refusing to load a journal with holes")
             }
+            records.append(contentsOf: scan.records.lazy.filter { $0.seq > after })
         }
         let (journal, scan) = try Journal.open(path: path + "/journal.log")
-        let after = snapshot?.seq ?? 0
-        let records = scan.records.filter { $0.seq > after }
-        return (DataDirectory(path: path, journal: journal, lock: lock), Contents(snapshot: snapshot, records: records, tornBytes: scan.tornBytes))
+        records.append(contentsOf: scan.records.lazy.filter { $0.seq > after })
+        let directory = DataDirectory(path: path, journal: journal, segments: segments, lock: lock)
+        let contents = Contents(snapshot: snapshot, records: records, tornBytes: scan.tornBytes, snapshotFile: snapshotFile)
+        return (directory, contents)
     }
 
-    private init(path: String, journal: Journal, lock: FileHandle) {
+    /// The snapshot in `path` as it is on disk (for `kvod --dump-snapshot`), without locking or touching anything.
+    public static func readSnapshot(path: String) throws(PersistenceError) -> GraphSnapshot? {
+        try Self.loadSnapshot(path: path).0
+    }
+
+    private static func loadSnapshot(path: String) throws(PersistenceError) -> (GraphSnapshot?, String?) {
+        for name in [Self.snapshotFile, Self.legacySnapshotFile] {
+            let file = path + "/" + name
+            guard let bytes = try Files.contents(file) else { continue }
+            do {
+                let snapshot =
+                    BinarySnapshotCodec.isBinary(bytes)
+                    ? try BinarySnapshotCodec.decode(bytes) : try SnapshotCodec.decode(bytes)
+                return (snapshot, file)
+            } catch {
+                throw PersistenceError("\(file): \(error.message)")
+            }
+        }
+        return (nil, nil)
+    }
+
+    private init(path: String, journal: Journal, segments: [UInt64], lock: FileHandle) {
         self.path = path
         self.journal = journal
+        self.segments = segments
         self.lock = lock
     }
 
-    /// Writes `snapshot` atomically, then empties the journal, whose records it now contains.
+    // MARK: - Journal segments
+
+    static func segmentPath(_ directory: String, _ seq: UInt64) -> String {
+        "\(directory)/journal.\(seq).log"
+    }
+
+    private static func segmentSeq(_ name: String) -> UInt64? {
+        guard name.hasPrefix("journal."), name.hasSuffix(".log"), name != "journal.log" else { return nil }
+        return UInt64(name.dropFirst("journal.".count).dropLast(".log".count))
+    }
+
+    /// Closes the journal at `seq` (every record in it is at or before `seq`): writes and fsyncs it, renames it to
+    /// the segment `journal.<seq>.log`, and opens an empty `journal.log` for the records after it.
+    public func rollJournal(at seq: UInt64) throws(PersistenceError) {
+        try self.journal.write()
+        try self.journal.sync()
+        let current = self.path + "/journal.log"
+        let segment = Self.segmentPath(self.path, seq)
+        guard rename(current, segment) == 0 else { throw PersistenceError.posix("rename", current) }
+        self.segments.append(seq)
+        try Files.syncDirectory(self.path)
+        self.journal = try Journal.open(path: current).0
+    }
+
+    // MARK: - Snapshots
+
+    /// Puts a finished background snapshot in place: renames its file over `snapshot.kvs`, fsyncs the directory, and
+    /// deletes what the snapshot now covers (segments at or before its seq, an older-format snapshot).
+    public func completeSnapshot(_ process: SnapshotProcess) throws(PersistenceError) {
+        let target = self.path + "/" + Self.snapshotFile
+        guard rename(process.temporaryPath, target) == 0 else { throw PersistenceError.posix("rename", process.temporaryPath) }
+        try Files.syncDirectory(self.path)
+        self.removeCovered(upTo: process.seq)
+    }
+
+    /// Writes `snapshot` in this process, atomically, then empties the journal, whose records it now contains (at
+    /// shutdown, when nothing mutates the graph any more).
     public func writeSnapshot(_ snapshot: GraphSnapshot) throws(PersistenceError) {
         try self.journal.write()
         try self.journal.sync()
-        try Files.replaceAtomically(self.path + "/snapshot.json", with: SnapshotCodec.encode(snapshot), directory: self.path)
+        try Files.replaceAtomically(
+            self.path + "/" + Self.snapshotFile, with: BinarySnapshotCodec.encode(snapshot), directory: self.path)
         try self.journal.reset()
+        self.removeCovered(upTo: snapshot.seq)
+    }
+
+    private func removeCovered(upTo seq: UInt64) {
+        unlink(self.path + "/" + Self.legacySnapshotFile)
+        let covered = self.segments.filter { $0 <= seq }
+        for segment in covered { unlink(Self.segmentPath(self.path, segment)) }
+        self.segments.removeAll { $0 <= seq }
     }
 }

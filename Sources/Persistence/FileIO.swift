@@ -76,17 +76,35 @@ enum Files {
             throw PersistenceError.posix("open", path)
         }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var information = stat()
+        guard fstat(descriptor, &information) == 0 else { throw PersistenceError.posix("fstat", path) }
+        // Read into a buffer of the file's size (a snapshot can be hundreds of megabytes); grow if the file grew.
+        var bytes = [UInt8](repeating: 0, count: max(Int(information.st_size), 0) + 1)
+        var filled = 0
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(bytes.count, 1 << 16))) }
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw PersistenceError.posix("read", path)
             }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
+            if count == 0 { break }
+            filled += count
         }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
+    /// The names in a directory (without `.` and `..`).
+    static func names(in path: String) throws(PersistenceError) -> [String] {
+        guard let directory = opendir(path) else { throw PersistenceError.posix("opendir", path) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// Replaces `path` atomically: writes a temporary file, fsyncs it, renames it over `path`, fsyncs the directory.

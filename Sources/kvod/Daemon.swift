@@ -5,6 +5,7 @@ import Foundation
 import KVOServer
 import ModelFile
 import ObjectGraph
+import Persistence
 
 @main
 struct Daemon: ParsableCommand {
@@ -34,6 +35,10 @@ struct Daemon: ParsableCommand {
     @OptionGroup var options: DaemonOptions
 
     func run() throws {
+        if let directory = self.options.dumpSnapshot {
+            try Self.dumpSnapshot(directory)
+            return
+        }
         let configuration: Configuration
         do {
             configuration = try Configuration.resolve(
@@ -59,6 +64,22 @@ struct Daemon: ParsableCommand {
             Self.serve(configuration, model: loaded.model, modelName: loaded.name)
         }
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Prints the snapshot of a data directory as JSON (`--dump-snapshot`); exit 1 when there is none or it is damaged.
+    static func dumpSnapshot(_ directory: String) throws {
+        let snapshot: GraphSnapshot?
+        do {
+            snapshot = try DataDirectory.readSnapshot(path: directory)
+        } catch {
+            Self.fail("\(error)")
+            throw ExitCode(1)
+        }
+        guard let snapshot else {
+            Self.fail("\(directory) holds no snapshot")
+            throw ExitCode(1)
+        }
+        Self.announce(String(decoding: SnapshotCodec.encode(snapshot), as: UTF8.self))
     }
 
     /// Writes to standard output: the `kvod listening on` line that scripts and tests wait for, `--print-config`.

@@ -16,6 +16,11 @@ struct DaemonOptions: ParsableArguments {
     @Flag(help: "Print the effective configuration (each setting, its value and source) as JSON and exit.")
     var printConfig = false
 
+    @Option(help: ArgumentHelp(
+        "Print the snapshot in this data directory as JSON (for people and tools) and exit; works beside a running kvod.",
+        valueName: "dir"))
+    var dumpSnapshot: String?
+
     // MARK: - Serving
 
     @Option(help: .setting("The address to listen on.", "host", default: defaults.host, valueName: "address"))

@@ -1,0 +1,281 @@
+// The snapshot file's format (`snapshot.kvs`), chosen for load speed: binary, names written once, a checksum.
+//   "KVODSNAP"  version:u32  seq:u64  nextObjectID:u64                        (little-endian)
+//   classes: count, then each name     keys: count, then each name            (varint length + UTF-8)
+//   objects: count, then each: id, class index, key count, then (key index, value) per key
+//   crc32:u32 of every byte before it
+// Counts, ids, indexes and lengths are LEB128 varints. A value is a tag byte and its payload: 0 null, 1 false,
+// 2 true, 3 int (zigzag varint), 4 double (8 bytes), 5 string (length + UTF-8), 6 array (count + values),
+// 7 object reference (id), 8 record (count, then key name + value per key). Decoding checks the checksum first and
+// then every bound, so a damaged or truncated file is refused with a message, never read past its end.
+public import ObjectGraph
+
+/// Encodes and decodes graph snapshots in kvod's binary format.
+public enum BinarySnapshotCodec {
+    static let magic = Array("KVODSNAP".utf8)
+    static let version: UInt32 = 2
+    /// Arrays nested deeper than this are refused when decoding (values are never nested deeper than a `set` allows).
+    static let maxDepth = 1024
+
+    /// True when `bytes` start like a binary snapshot (as opposed to the older JSON format).
+    public static func isBinary(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= magic.count && Array(bytes[0..<magic.count]) == magic
+    }
+
+    // MARK: - Encoding
+
+    /// The snapshot as bytes.
+    public static func encode(_ snapshot: GraphSnapshot) -> [UInt8] {
+        var classes: [String: Int] = [:]
+        var classNames: [String] = []
+        var keys: [String: Int] = [:]
+        var keyNames: [String] = []
+        var body = Writer()
+        body.bytes.reserveCapacity(snapshot.objects.count * 48)
+        body.varint(UInt64(snapshot.objects.count))
+        for object in snapshot.objects {
+            body.varint(UInt64(object.id))
+            body.varint(UInt64(Self.index(of: object.className, in: &classes, names: &classNames)))
+            body.varint(UInt64(object.keys.count))
+            for (key, value) in zip(object.keys, object.values) {
+                body.varint(UInt64(Self.index(of: key, in: &keys, names: &keyNames)))
+                body.value(value)
+            }
+        }
+        var file = Writer()
+        file.bytes.reserveCapacity(body.bytes.count + 64 + (classNames.count + keyNames.count) * 16)
+        file.bytes.append(contentsOf: Self.magic)
+        file.fixed(UInt64(Self.version), bytes: 4)
+        file.fixed(snapshot.seq, bytes: 8)
+        file.fixed(UInt64(snapshot.nextObjectID), bytes: 8)
+        for names in [classNames, keyNames] {
+            file.varint(UInt64(names.count))
+            for name in names { file.string(name) }
+        }
+        file.bytes.append(contentsOf: body.bytes)
+        file.fixed(UInt64(CRC32.checksum(file.bytes)), bytes: 4)
+        return file.bytes
+    }
+
+    private static func index(of name: String, in table: inout [String: Int], names: inout [String]) -> Int {
+        if let index = table[name] { return index }
+        table[name] = names.count
+        names.append(name)
+        return names.count - 1
+    }
+
+    private struct Writer {
+        var bytes: [UInt8] = []
+
+        mutating func fixed(_ value: UInt64, bytes count: Int) {
+            for shift in 0..<count { self.bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift * 8))) }
+        }
+
+        mutating func varint(_ value: UInt64) {
+            var rest = value
+            while rest >= 0x80 {
+                self.bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+                rest >>= 7
+            }
+            self.bytes.append(UInt8(rest))
+        }
+
+        mutating func string(_ text: String) {
+            var text = text
+            text.withUTF8 { utf8 in
+                self.varint(UInt64(utf8.count))
+                self.bytes.append(contentsOf: utf8)
+            }
+        }
+
+        mutating func value(_ value: Value) {
+            switch value {
+            case .null: self.bytes.append(0)
+            case .bool(let flag): self.bytes.append(flag ? 2 : 1)
+            case .int(let number):
+                self.bytes.append(3)
+                self.varint(UInt64(bitPattern: (number << 1) ^ (number >> 63)))
+            case .double(let number):
+                self.bytes.append(4)
+                self.fixed(number.bitPattern, bytes: 8)
+            case .string(let text):
+                self.bytes.append(5)
+                self.string(text)
+            case .array(let elements):
+                self.bytes.append(6)
+                self.varint(UInt64(elements.count))
+                for element in elements { self.value(element) }
+            case .object(let id):
+                self.bytes.append(7)
+                self.varint(UInt64(id))
+            case .record(let record):
+                self.bytes.append(8)
+                self.varint(UInt64(record.keys.count))
+                for (key, element) in zip(record.keys, record.values) {
+                    self.string(key)
+                    self.value(element)
+                }
+            }
+        }
+    }
+
+    // MARK: - Decoding
+
+    /// Parses snapshot bytes.
+    /// - Throws: a message naming what is wrong: not this format, another version, a checksum mismatch (damage), or a
+    ///   structure that does not add up.
+    public static func decode(_ bytes: [UInt8]) throws(PersistenceError) -> GraphSnapshot {
+        guard Self.isBinary(bytes) else { throw PersistenceError("not a kvod binary snapshot") }
+        guard bytes.count >= Self.magic.count + 4 + 8 + 8 + 4 else { throw PersistenceError("the snapshot is truncated") }
+        let bodyEnd = bytes.count - 4
+        var stored: UInt32 = 0
+        for shift in 0..<4 { stored |= UInt32(bytes[bodyEnd + shift]) << UInt32(shift * 8) }
+        guard CRC32.checksum(bytes[0..<bodyEnd]) == stored else {
+            throw PersistenceError("the snapshot's checksum does not match: the file is damaged or truncated")
+        }
+        return try bytes.withUnsafeBufferPointer { buffer throws(PersistenceError) in
+            var reader = Reader(bytes: UnsafeBufferPointer(rebasing: buffer[0..<bodyEnd]), offset: Self.magic.count)
+            let version = try reader.fixed(4)
+            guard version == UInt64(Self.version) else {
+                throw PersistenceError("a snapshot of version \(version); this kvod reads version \(Self.version)")
+            }
+            let seq = try reader.fixed(8)
+            let next = try reader.fixed(8)
+            guard next <= UInt64(Int.max) else { throw PersistenceError("the snapshot's next object id is out of range") }
+            let classNames = try reader.names()
+            let keyNames = try reader.names()
+            let count = try reader.count()
+            var objects: [GraphSnapshot.Object] = []
+            objects.reserveCapacity(count)
+            for _ in 0..<count {
+                let id = try reader.id()
+                let className = try reader.name(in: classNames)
+                let keyCount = try reader.count()
+                var keys: [String] = []
+                var values: [Value] = []
+                keys.reserveCapacity(keyCount)
+                values.reserveCapacity(keyCount)
+                for _ in 0..<keyCount {
+                    keys.append(try reader.name(in: keyNames))
+                    values.append(try reader.value(depth: 0))
+                }
+                objects.append(GraphSnapshot.Object(id: id, className: className, keys: keys, values: values))
+            }
+            guard reader.offset == reader.bytes.count else {
+                throw PersistenceError("the snapshot has \(reader.bytes.count - reader.offset) unexpected bytes at its end")
+            }
+            return GraphSnapshot(seq: seq, nextObjectID: ObjectID(next), objects: objects)
+        }
+    }
+
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var offset: Int
+
+        static let truncated = PersistenceError("the snapshot is truncated")
+
+        mutating func byte() throws(PersistenceError) -> UInt8 {
+            guard self.offset < self.bytes.count else { throw Self.truncated }
+            defer { self.offset += 1 }
+            return self.bytes[self.offset]
+        }
+
+        mutating func fixed(_ count: Int) throws(PersistenceError) -> UInt64 {
+            guard self.bytes.count - self.offset >= count else { throw Self.truncated }
+            var value: UInt64 = 0
+            for shift in 0..<count { value |= UInt64(self.bytes[self.offset + shift]) << UInt64(shift * 8) }
+            self.offset += count
+            return value
+        }
+
+        mutating func varint() throws(PersistenceError) -> UInt64 {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let byte = try self.byte()
+                guard shift < 64, shift < 63 || byte <= 1 else { throw PersistenceError("a number in the snapshot overflows") }
+                value |= UInt64(byte & 0x7F) << shift
+                if byte < 0x80 { return value }
+                shift += 7
+            }
+        }
+
+        /// A count: at most the bytes left (every counted item takes at least one byte), so a damaged count can
+        /// never make the decoder reserve or loop beyond the file.
+        mutating func count() throws(PersistenceError) -> Int {
+            let value = try self.varint()
+            guard value <= UInt64(self.bytes.count - self.offset) else { throw Self.truncated }
+            return Int(value)
+        }
+
+        /// An object id (the graph checks it against the snapshot's next object id).
+        mutating func id() throws(PersistenceError) -> Int {
+            try Self.checkedID(try self.varint())
+        }
+
+        static func checkedID(_ value: UInt64) throws(PersistenceError) -> Int {
+            guard value <= UInt64(Int.max) else { throw PersistenceError("an object id in the snapshot is out of range") }
+            return Int(value)
+        }
+
+        mutating func text() throws(PersistenceError) -> String {
+            let length = try self.varint()
+            guard length <= UInt64(self.bytes.count - self.offset) else { throw Self.truncated }
+            let slice = UnsafeBufferPointer(rebasing: self.bytes[self.offset..<(self.offset + Int(length))])
+            self.offset += Int(length)
+            guard let text = String(validating: slice, as: UTF8.self) else {
+                throw PersistenceError("a string in the snapshot is not UTF-8")
+            }
+            return text
+        }
+
+        mutating func names() throws(PersistenceError) -> [String] {
+            let count = try self.varint()
+            guard count <= UInt64(self.bytes.count - self.offset) else { throw Self.truncated }
+            var names: [String] = []
+            names.reserveCapacity(Int(count))
+            for _ in 0..<count { names.append(try self.text()) }
+            return names
+        }
+
+        mutating func name(in names: [String]) throws(PersistenceError) -> String {
+            let index = try self.varint()
+            guard index < UInt64(names.count) else { throw PersistenceError("a name index in the snapshot is out of range") }
+            return names[Int(index)]
+        }
+
+        mutating func value(depth: Int) throws(PersistenceError) -> Value {
+            guard depth < BinarySnapshotCodec.maxDepth else { throw PersistenceError("a value in the snapshot nests too deep") }
+            switch try self.byte() {
+            case 0: return .null
+            case 1: return .bool(false)
+            case 2: return .bool(true)
+            case 3:
+                let zigzag = try self.varint()
+                return .int(Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1))
+            case 4:
+                let number = Double(bitPattern: try self.fixed(8))
+                guard number.isFinite else { throw PersistenceError("a number in the snapshot is not finite") }
+                return .double(number)
+            case 5: return .string(try self.text())
+            case 6:
+                let count = try self.varint()
+                guard count <= UInt64(self.bytes.count - self.offset) else { throw Self.truncated }
+                var elements: [Value] = []
+                elements.reserveCapacity(Int(count))
+                for _ in 0..<count { elements.append(try self.value(depth: depth + 1)) }
+                return .array(elements)
+            case 7: return .object(try self.id())
+            case 8:
+                let count = try self.varint()
+                guard count <= UInt64(self.bytes.count - self.offset) else { throw Self.truncated }
+                var record = Record()
+                for _ in 0..<count {
+                    record.keys.append(try self.text())
+                    record.values.append(try self.value(depth: depth + 1))
+                }
+                return .record(record)
+            case let tag: throw PersistenceError("unknown value tag \(tag) in the snapshot")
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// The binary snapshot format (round trips, every truncation and a flipped byte refused, the older JSON format still
+// loaded) and the data directory's journal segments (rolled at a snapshot's seq, replayed in order, deleted once a
+// snapshot covers them). Forking is tested with real kvod processes (KVOServerTests/BackgroundSnapshotTests): the test
+// runner is multithreaded, and fork is only safe in a single-threaded process such as kvod.
+import Foundation
+import ObjectGraph
+import Persistence
+import Testing
+import WireProtocol
+
+struct SnapshotFileTests {
+    static func sampleGraph() throws -> Graph {
+        let graph = Graph()
+        try graph.set("team", to: .record(Record(["members": [.record(Record(["name": "Ada"]))], "n": 2.5])))
+        try graph.set("self", to: .object(.root))
+        try graph.set("numbers", to: [0, -1, 1, .int(Int64.min), .int(Int64.max), 1e-300, -0.0, 3.25])
+        try graph.set("text", to: .string("é ☃ 𝄞 \"quoted\"\n" + String(repeating: "x", count: 300)))
+        try graph.set("flags", to: [true, false, .null, [[[]]]])
+        try graph.set("empty", to: .string(""))
+        return graph
+    }
+
+    @Test func theBinaryFormatRoundTripsAndRestoresTheGraph() throws {
+        let graph = try Self.sampleGraph()
+        let snapshot = graph.makeSnapshot()
+        let bytes = BinarySnapshotCodec.encode(snapshot)
+        #expect(BinarySnapshotCodec.isBinary(bytes))
+        #expect(try BinarySnapshotCodec.decode(bytes) == snapshot)
+        let restored = try Graph(model: .open, snapshot: try BinarySnapshotCodec.decode(bytes))
+        for key in ["team", "self", "numbers", "text", "flags", "empty"] {
+            #expect(try restored.get(KeyPath(parsing: key)) == (try graph.get(KeyPath(parsing: key))))
+        }
+        #expect(restored.seq == graph.seq)
+        // Smaller than the JSON format: names are written once.
+        #expect(bytes.count < SnapshotCodec.encode(snapshot).count)
+    }
+
+    @Test func everyTruncationAndAFlippedByteAreRefused() throws {
+        let bytes = BinarySnapshotCodec.encode(try Self.sampleGraph().makeSnapshot())
+        for length in 0..<bytes.count {
+            #expect(throws: PersistenceError.self) { try BinarySnapshotCodec.decode(Array(bytes[0..<length])) }
+        }
+        for position in stride(from: 8, to: bytes.count, by: 7) {
+            var damaged = bytes
+            damaged[position] ^= 0x20
+            #expect(throws: PersistenceError.self) { try BinarySnapshotCodec.decode(damaged) }
+        }
+        var future = bytes
+        future[8] = 9  // another version, checksum made right: refused by version, not misread
+        future.removeLast(4)
+        let crc = CRC32.checksum(future)
+        for shift in 0..<4 { future.append(UInt8(truncatingIfNeeded: crc >> UInt32(shift * 8))) }
+        do {
+            _ = try BinarySnapshotCodec.decode(future)
+            Issue.record("a snapshot of another version was read")
+        } catch {
+            #expect(error.message.contains("version 9"))
+        }
+    }
+
+    @Test func aDirectoryWithTheOlderJSONSnapshotStillLoads() throws {
+        let directory = JournalTests.scratch()
+        let graph = try Self.sampleGraph()
+        try Data(SnapshotCodec.encode(graph.makeSnapshot())).write(to: URL(fileURLWithPath: directory + "/snapshot.json"))
+        let (data, contents) = try DataDirectory.open(path: directory)
+        #expect(contents.snapshot == graph.makeSnapshot())
+        #expect(contents.snapshotFile == directory + "/snapshot.json")
+        // The next snapshot is binary and the JSON file goes.
+        try data.writeSnapshot(graph.makeSnapshot())
+        #expect(!FileManager.default.fileExists(atPath: directory + "/snapshot.json"))
+        #expect(BinarySnapshotCodec.isBinary(try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/snapshot.kvs")))))
+        #expect(try DataDirectory.readSnapshot(path: directory) == graph.makeSnapshot())
+    }
+
+    static func append(_ journal: Journal, _ seqs: ClosedRange<Int>) throws {
+        for seq in seqs {
+            journal.append(seq: UInt64(seq), method: "set", params: .object(["path": "k", "value": .int(Int64(seq))]))
+        }
+        try journal.write()
+    }
+
+    @Test func rolledSegmentsReplayInOrderUntilASnapshotCoversThem() throws {
+        let directory = JournalTests.scratch()
+        do {
+            let (data, _) = try DataDirectory.open(path: directory)
+            try Self.append(data.journal, 1...3)
+            try data.rollJournal(at: 3)
+            try Self.append(data.journal, 4...5)
+            try data.rollJournal(at: 5)
+            try Self.append(data.journal, 6...6)
+            #expect(data.segments == [3, 5])
+        }
+        // A crash before any snapshot was put in place: every record comes back, in seq order.
+        let (data, contents) = try DataDirectory.open(path: directory)
+        #expect(contents.records.map(\.seq) == [1, 2, 3, 4, 5, 6])
+        #expect(data.segments == [3, 5])
+        // A snapshot at seq 6 (written in process here) covers the segments and the journal.
+        let graph = Graph()
+        for _ in 1...6 { try graph.set("k", to: 1) }
+        try data.writeSnapshot(graph.makeSnapshot())
+        #expect(data.segments.isEmpty)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        #expect(names == ["journal.log", "kvod.lock", "snapshot.kvs"])
+    }
+
+    @Test func recordsAtOrBeforeTheSnapshotAreSkippedAndLeftoverTemporaryFilesRemoved() throws {
+        let directory = JournalTests.scratch()
+        let graph = Graph()
+        for _ in 1...4 { try graph.set("k", to: 1) }
+        do {
+            let (data, _) = try DataDirectory.open(path: directory)
+            try Self.append(data.journal, 1...4)
+            try data.rollJournal(at: 4)
+            try Self.append(data.journal, 5...7)
+        }
+        // A snapshot at seq 4 landed, but kvod died before deleting the segment; a child's file was left behind.
+        try Data(BinarySnapshotCodec.encode(graph.makeSnapshot())).write(to: URL(fileURLWithPath: directory + "/snapshot.kvs"))
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: directory + "/snapshot-4242.tmp"))
+        let (_, contents) = try DataDirectory.open(path: directory)
+        #expect(contents.snapshot?.seq == 4)
+        #expect(contents.records.map(\.seq) == [5, 6, 7])
+        #expect(!FileManager.default.fileExists(atPath: directory + "/snapshot-4242.tmp"))
+    }
+
+    @Test func aDamagedSegmentRefusesToLoad() throws {
+        let directory = JournalTests.scratch()
+        do {
+            let (data, _) = try DataDirectory.open(path: directory)
+            try Self.append(data.journal, 1...3)
+            try data.rollJournal(at: 3)
+        }
+        let segment = URL(fileURLWithPath: directory + "/journal.3.log")
+        var bytes = try [UInt8](Data(contentsOf: segment))
+        bytes.removeLast(5)  // a segment is fsynced whole before the roll: a short one is damage, not a power cut
+        try Data(bytes).write(to: segment)
+        #expect(throws: PersistenceError.self) { try DataDirectory.open(path: directory) }
+    }
+}
