@@ -14,4 +14,13 @@ public enum CRC32 {
         for byte in bytes { crc = Self.table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
         return crc ^ 0xFFFF_FFFF
     }
+
+    /// The checksum of the bytes in `buffer` (the fast path for large buffers such as snapshots: no bounds checks).
+    public static func checksum(_ buffer: UnsafeRawBufferPointer) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        Self.table.withUnsafeBufferPointer { table in
+            for byte in buffer { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
 }

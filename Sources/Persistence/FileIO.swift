@@ -128,3 +128,17 @@ enum Files {
         if mkdir(path, 0o755) != 0 && errno != EEXIST { throw PersistenceError.posix("mkdir", path) }
     }
 }
+
+/// Memory the allocator holds but the process no longer uses.
+public enum FreedMemory {
+    /// Gives freed heap memory back to the system (glibc's `malloc_trim`, looked up at run time since the Glibc module
+    /// does not declare it). After loading a large snapshot, the decoded copy is freed but would otherwise stay
+    /// resident, interleaved with the graph built from it.
+    public static func release() {
+        #if canImport(Glibc)
+        typealias Trim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: Trim.self)(0)
+        #endif
+    }
+}

@@ -31,6 +31,7 @@ extension Daemon {
                         "snapshot.seq": "\(contents.snapshot?.seq ?? 0)", "journal.records": "\(contents.records.count)"])
                 directory = opened
             }
+            FreedMemory.release()  // the decoded snapshot and journal are gone: give their pages back
             let server = Server(configuration: serverConfiguration, graph: graph, loop: loop, logger: logger)
             var failedDurably = false
             if let directory {

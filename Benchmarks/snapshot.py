@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Snapshots under load: how long the loop stalls, how long a snapshot and a restart take, memory before and after.
+
+    python3 Benchmarks/snapshot.py [--kvod .build/release/kvod] [--objects 1000000] [--seconds 10]
+                                   [--snapshot-every 20000] [--journal 100000] [--json FILE]
+
+Phases, each on 127.0.0.1 with a fresh data directory (standard library only; nothing is left running):
+  1. load     kvod --snapshot-every 0; N objects {"name":"object i","n":i,"tags":["a","b"]} set under o<i> of the
+              open root, pipelined; resident memory; SIGTERM (its final snapshot is written in process: the
+              `snapshot written` log line gives its duration)
+  2. restart  kvod on that directory with --snapshot-every K: time from start to `kvod listening`, resident memory
+  3. stall    a writer keeps setting (pipelined, 100 in flight) while a second connection sends a `ping` every 2 ms;
+              background snapshots start every K records; the longest and 99th-percentile ping round trip, and each
+              snapshot's duration from the log
+  4. replay   SIGTERM, then kvod --snapshot-every 0 writes J more records and is SIGKILLed: the restart loads the
+              snapshot and replays J journal records; time to `kvod listening`
+The figures go to stdout as a table and, with --json, as one JSON object. Timings are wall-clock on a shared
+machine: compare runs made side by side (e.g. two kvod builds in one session), not absolute numbers.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def start(kvod, directory, extra, log):
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [kvod, "--host", "127.0.0.1", "--port", "0", "--empty", "--data-dir", directory, "--log-level", "debug"] + extra,
+        stdout=subprocess.PIPE, stderr=log, text=True)
+    line = process.stdout.readline()
+    match = re.search(r"kvod listening on ([0-9.]+):(\d+)", line)
+    if not match:
+        process.kill()
+        sys.exit(f"snapshot.py: kvod did not start: {line!r}")
+    return process, int(match.group(2)), time.monotonic() - started
+
+
+def resident_bytes(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def pipeline(port, lines, window=2000):
+    """Sends the lines with `window` requests in flight; returns when every response arrived."""
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        received = 0
+        buffered = b""
+        for start in range(0, len(lines), window):
+            connection.sendall(b"".join(lines[start:start + window]))
+            expected = min(start + window, len(lines))
+            while received < expected:
+                chunk = connection.recv(1 << 20)
+                if not chunk:
+                    sys.exit("snapshot.py: kvod closed the connection")
+                buffered += chunk
+                received += buffered.count(b"\n")
+                buffered = buffered[buffered.rfind(b"\n") + 1:]
+
+
+def object_line(index):
+    return (b'{"jsonrpc":"2.0","id":%d,"method":"set","params":{"path":"o%d","value":'
+            b'{"name":"object %d","n":%d,"tags":["a","b"]}}}\n' % (index, index, index, index))
+
+
+def writer(port, stop_at, result):
+    count = 0
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        while time.monotonic() < stop_at:
+            batch = b"".join(
+                b'{"jsonrpc":"2.0","id":%d,"method":"set","params":{"path":"w%d","value":%d}}\n' % (i, i % 1000, i)
+                for i in range(count, count + 100))
+            connection.sendall(batch)
+            seen = 0
+            while seen < 100:
+                chunk = connection.recv(1 << 16)
+                if not chunk:
+                    return
+                seen += chunk.count(b"\n")
+            count += 100
+    result.put(count)
+
+
+def pinger(port, stop_at, result):
+    rounds = []
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        next_at = time.monotonic()
+        while next_at < stop_at:
+            sent = time.monotonic()
+            connection.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = connection.recv(4096)
+                if not chunk:
+                    return
+                reply += chunk
+            rounds.append(time.monotonic() - sent)
+            next_at += 0.002
+            pause = next_at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+    result.put(rounds)
+
+
+def snapshot_lines(log_path, since):
+    with open(log_path) as log:
+        log.seek(since)
+        return [line for line in log if "snapshot written" in line]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kvod", default=".build/release/kvod")
+    parser.add_argument("--objects", type=int, default=1_000_000)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--snapshot-every", type=int, default=20_000)
+    parser.add_argument("--journal", type=int, default=100_000)
+    parser.add_argument("--json")
+    options = parser.parse_args()
+    directory = tempfile.mkdtemp(prefix="kvod-snapshot-bench-")
+    log_path = directory + ".log"
+    figures = {"kvod": options.kvod, "objects": options.objects}
+    try:
+        with open(log_path, "w") as log:
+            # 1. load
+            process, port, _ = start(options.kvod, directory, ["--snapshot-every", "0"], log)
+            started = time.monotonic()
+            for first in range(0, options.objects, 100_000):
+                pipeline(port, [object_line(i) for i in range(first, min(first + 100_000, options.objects))])
+            figures["load_seconds"] = round(time.monotonic() - started, 2)
+            figures["resident_bytes_loaded"] = resident_bytes(process.pid)
+            mark = os.path.getsize(log_path)
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=600)
+            figures["shutdown_snapshot_log"] = [line.strip() for line in snapshot_lines(log_path, mark)]
+
+            # 2. restart from the snapshot
+            process, port, seconds = start(options.kvod, directory, ["--snapshot-every", str(options.snapshot_every)], log)
+            figures["restart_seconds"] = round(seconds, 2)
+            figures["resident_bytes_restarted"] = resident_bytes(process.pid)
+
+            # 3. stall while background snapshots run under write load
+            mark = os.path.getsize(log_path)
+            stop_at = time.monotonic() + options.seconds
+            results = multiprocessing.Queue()
+            workers = [multiprocessing.Process(target=writer, args=(port, stop_at, results)),
+                       multiprocessing.Process(target=pinger, args=(port, stop_at, results))]
+            for worker in workers:
+                worker.start()
+            collected = [results.get(timeout=options.seconds + 120) for _ in workers]
+            for worker in workers:
+                worker.join()
+            rounds = sorted(next(item for item in collected if isinstance(item, list)))
+            writes = next(item for item in collected if isinstance(item, int))
+            figures["writes_per_second"] = round(writes / options.seconds)
+            figures["pings"] = len(rounds)
+            figures["ping_max_ms"] = round(rounds[-1] * 1000, 2)
+            figures["ping_p99_ms"] = round(rounds[int(len(rounds) * 0.99)] * 1000, 2)
+            figures["ping_median_ms"] = round(rounds[len(rounds) // 2] * 1000, 3)
+            time.sleep(1)  # let a snapshot in flight finish and log
+            lines = snapshot_lines(log_path, mark)
+            durations = [int(m.group(1)) for m in (re.search(r"duration\.ms=(\d+)", line) for line in lines) if m]
+            figures["snapshots_during_load"] = len(durations)
+            figures["snapshot_ms"] = durations
+            with open(log_path) as log_file:
+                log_file.seek(mark)
+                figures["fork_ms"] = [int(m.group(1)) for m in (re.search(r"fork\.ms=(\d+)", line) for line in log_file) if m]
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=600)
+
+            # 4. restart with a journal to replay
+            process, port, _ = start(options.kvod, directory, ["--snapshot-every", "0", "--fsync", "no"], log)
+            pipeline(port, [b'{"jsonrpc":"2.0","id":%d,"method":"set","params":{"path":"j%d","value":%d}}\n'
+                            % (i, i % 5000, i) for i in range(options.journal)])
+            process.kill()
+            process.wait()
+            process, port, seconds = start(options.kvod, directory, ["--snapshot-every", "0"], log)
+            figures["restart_with_journal_seconds"] = round(seconds, 2)
+            figures["resident_bytes_after_replay"] = resident_bytes(process.pid)
+            process.kill()
+            process.wait()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    print(f"kvod {figures['kvod']}: {figures['objects']:,} objects")
+    print(f"  load {figures['load_seconds']} s, resident {figures['resident_bytes_loaded'] / 1e6:.0f} MB"
+          f" ({figures['resident_bytes_loaded'] / max(figures['objects'], 1):.0f} B/object incl. the process)")
+    for line in figures["shutdown_snapshot_log"]:
+        print(f"  shutdown: {line}")
+    print(f"  restart from the snapshot: {figures['restart_seconds']} s,"
+          f" resident {figures['resident_bytes_restarted'] / 1e6:.0f} MB")
+    print(f"  under load: {figures['writes_per_second']:,} sets/s, {figures['pings']} pings,"
+          f" max {figures['ping_max_ms']} ms, p99 {figures['ping_p99_ms']} ms, median {figures['ping_median_ms']} ms;"
+          f" {figures['snapshots_during_load']} snapshots: {figures['snapshot_ms']} ms, forks: {figures['fork_ms']} ms")
+    print(f"  restart from the snapshot + {options.journal:,} journal records: {figures['restart_with_journal_seconds']} s,"
+          f" resident {figures['resident_bytes_after_replay'] / 1e6:.0f} MB")
+    if options.json:
+        with open(options.json, "w") as output:
+            json.dump(figures, output)
+    os.unlink(log_path)
+
+
+if __name__ == "__main__":
+    main()
