@@ -30,9 +30,10 @@ test:
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
 
-## bench: a quick kvod vs Redis comparison (about a minute once built; Benchmarks/README.md).
+## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
+	python3 Benchmarks/snapshot.py --objects 100000 --seconds 5 --journal 20000
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:
