@@ -24,7 +24,7 @@ public enum Value: Sendable, Hashable {
     /// A reference to a live object in the graph.
     case object(ObjectID)
     /// Object content outside the graph: a new object to create (input) or a snapshot of one (output).
-    case record(Record)
+    indirect case record(Record)
 
     /// True for `.null`.
     public var isNull: Bool {
