@@ -2,7 +2,6 @@
 // (SettingLayers.swift), checked, and turned into what the server needs. docs/CONFIGURATION.md describes each one;
 // DaemonOptions.swift declares the flags. To add a setting: a property here (its default is the documented one), a
 // line in `resolve`, a flag in DaemonOptions, a row in docs/CONFIGURATION.md.
-import Foundation
 import KVOServer
 import Logging
 import Persistence
@@ -153,7 +152,7 @@ struct Configuration {
     private static func loadTokens(file: String?, environment token: String?) throws(ConfigurationError) -> AccessControl {
         var tokens: [AccessToken] = []
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
+            guard let data = POSIX.readFile(file) else {
                 throw ConfigurationError(message: "token file \(file): cannot be read")
             }
             do {

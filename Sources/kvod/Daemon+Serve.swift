@@ -1,6 +1,8 @@
 // Serving: the loop, the graph (recovered from the data directory when there is one), durability, the server, the
 // signals, and the one start line. Runs on the main thread, which is the loop's thread.
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import KVOServer
 import Logging
 import ObjectGraph

@@ -1,7 +1,9 @@
 // The `kvod` executable: resolves the configuration (flags over KVOD_* over the config file over defaults), sets up
 // logging (the only LoggingSystem.bootstrap), loads the model, and serves until SIGTERM or SIGINT (Daemon+Serve.swift).
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
-import Foundation
 import KVOServer
 import ModelFile
 import ObjectGraph
@@ -42,7 +44,7 @@ struct Daemon: ParsableCommand {
         let configuration: Configuration
         do {
             configuration = try Configuration.resolve(
-                options: self.options, environment: ProcessInfo.processInfo.environment)
+                options: self.options, environment: POSIX.environment)
         } catch {
             Self.fail("\(error)")
             throw ExitCode(64)
@@ -84,11 +86,11 @@ struct Daemon: ParsableCommand {
 
     /// Writes to standard output: the `kvod listening on` line that scripts and tests wait for, `--print-config`.
     static func announce(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        POSIX.writeAll(Array(text.utf8), to: STDOUT_FILENO)
     }
 
     /// Writes `kvod: MESSAGE` to standard error.
     static func fail(_ message: String) {
-        FileHandle.standardError.write(Data("kvod: \(message)\n".utf8))
+        POSIX.writeAll(Array("kvod: \(message)\n".utf8), to: STDERR_FILENO)
     }
 }

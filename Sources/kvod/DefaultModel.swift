@@ -1,6 +1,5 @@
 // The model kvod serves: the one in `--model FILE`, or the embedded default built from the seeds
 // (default-model.json, documented in docs/MODEL.md as the example to copy).
-import Foundation
 import ModelFile
 import ObjectGraph
 
@@ -12,10 +11,10 @@ enum ModelSource {
         guard let path else {
             return (try ModelFile.load(PackageResources.default_model_json, fileName: "default-model.json"), "default")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = POSIX.readFile(path) else {
             throw ModelLoadFailure(message: "\(path): cannot read the model file")
         }
-        return (try ModelFile.load([UInt8](data), fileName: path), path)
+        return (try ModelFile.load(data, fileName: path), path)
     }
 }
 

@@ -1,6 +1,8 @@
 // `--log-format json`: a swift-log handler that writes one JSON object per line to stderr, for log shippers:
 // {"time":"2025-01-02T03:04:05.678Z","level":"info","label":"kvod","message":"...","metadata":{"connection.id":"7"}}.
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import WireProtocol
 
@@ -60,9 +62,13 @@ struct JSONLogHandler: LogHandler {
         var seconds = now.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(now.tv_nsec / 1_000_000))
+        func padded(_ number: Int, _ width: Int) -> String {
+            let digits = String(number)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        let date = "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
+        let time = "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
+        return "\(date)T\(time).\(padded(Int(now.tv_nsec / 1_000_000), 3))Z"
     }
 
     /// One write(2) per line where possible, so lines from different loggers never interleave.

@@ -1,7 +1,6 @@
 // Where each setting comes from: a flag, else `KVOD_<NAME>` in the environment, else the config file's "<name>" key,
 // else the default (docs/CONFIGURATION.md). Every value is parsed here, and a bad one is an error that names its
 // source. What the settings are and mean is Configuration.swift.
-import Foundation
 import WireProtocol
 
 /// Where a setting's value came from.
@@ -50,12 +49,12 @@ struct ConfigFile {
     /// Reads and parses the file at `path`.
     init(path: String) throws(ConfigurationError) {
         self.path = path
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = POSIX.readFile(path) else {
             throw ConfigurationError(message: "config file \(path): cannot be read")
         }
         let value: JSONValue
         do {
-            value = try JSONParser.parse([UInt8](data))
+            value = try JSONParser.parse(data)
         } catch {
             throw ConfigurationError(message: "config file \(path): not valid JSON: \(error)")
         }
@@ -67,7 +66,7 @@ struct ConfigFile {
     }
 
     /// The directory relative paths in the file are resolved against.
-    var directory: String { (self.path as NSString).deletingLastPathComponent }
+    var directory: String { POSIX.directory(of: self.path) }
 }
 
 /// Looks settings up through the layers, remembering what it found for `--print-config` and which file keys it
@@ -86,7 +85,7 @@ struct SettingLayers {
 
     /// `KVOD_` and the name in capitals with `_` for `-`: `max-line-bytes` → `KVOD_MAX_LINE_BYTES`.
     static func environmentName(_ name: String) -> String {
-        "KVOD_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+        "KVOD_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 })
     }
 
     /// A non-empty environment variable (an empty one counts as unset).
@@ -133,7 +132,7 @@ struct SettingLayers {
             let path = try SettingParser.string(raw)
             guard !path.isEmpty else { throw SettingError(message: "expected a path, got an empty string") }
             if case .file? = source, let fileDirectory, !path.hasPrefix("/"), !fileDirectory.isEmpty {
-                return (fileDirectory as NSString).appendingPathComponent(path)
+                return POSIX.join(fileDirectory, path)
             }
             return path
         }
@@ -180,7 +179,7 @@ enum SettingParser {
             let shown: String
             switch raw {
             case .text(let text):
-                number = Int(text.trimmingCharacters(in: .whitespaces))
+                number = Int(String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()))
                 shown = "'\(text)'"
             case .json(let value):
                 number = value.intValue.flatMap { Int(exactly: $0) }

@@ -2,7 +2,9 @@
 // Values are JSON, else strings, as for `set`.
 
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import KVOClient
 import WireProtocol
 
@@ -137,20 +139,32 @@ extension KVOCtl {
         @Argument(help: "A file holding the ops, or - for stdin.")
         var file: String
 
-        func run() throws {
-            let data: Data?
-            if self.file == "-" {
-                data = FileHandle.standardInput.readDataToEndOfFile()
-            } else {
-                data = FileManager.default.contents(atPath: self.file)
+        /// Everything a descriptor holds until its end, or nil on a read error (a directory, say).
+        private static func readAll(_ descriptor: Int32) -> [UInt8]? {
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return nil
+                }
+                if count == 0 { return bytes }
+                bytes.append(contentsOf: chunk[0..<count])
             }
+        }
+
+        func run() throws {
+            let descriptor = self.file == "-" ? STDIN_FILENO : open(self.file, O_RDONLY | O_CLOEXEC)
+            let data = descriptor < 0 ? nil : Self.readAll(descriptor)
+            if descriptor > STDIN_FILENO { close(descriptor) }
             guard let data else {
                 Output.error("cannot read \(self.file)")
                 throw KVOCtlExitCode.usage
             }
             let ops: JSONValue
             do {
-                ops = try JSONParser.parse([UInt8](data))
+                ops = try JSONParser.parse(data)
             } catch {
                 Output.error("\(self.file): \(error)")
                 throw KVOCtlExitCode.usage

@@ -1,0 +1,70 @@
+// The few operating-system services kvod's executable needs — reading a whole file, the environment, writing to
+// stdout and stderr — from Glibc directly. kvod links no Foundation: the runtime image stays small
+// (docs/ARCHITECTURE.md#decisions).
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum POSIX {
+    /// The whole file at `path`, or nil when it cannot be opened or read.
+    static func readFile(_ path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil  // a directory, or an I/O error
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// The process's environment variables.
+    static var environment: [String: String] {
+        var variables: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "=") {
+                variables[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        return variables
+    }
+
+    /// Writes all of `bytes` to a descriptor (one write(2) where possible, so lines never interleave); gives up
+    /// quietly when the descriptor is gone.
+    static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+
+    /// The directory part of a path ("" for a bare name), as `dirname` without its "." for bare names.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// `directory` joined with a relative `path`.
+    static func join(_ directory: String, _ path: String) -> String {
+        directory.hasSuffix("/") ? directory + path : directory + "/" + path
+    }
+}
