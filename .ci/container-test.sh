@@ -27,7 +27,7 @@ for argument in "$@"; do
 done
 
 # Bumping a tag rebuilds that base image (do it when the package lists below change).
-RUNTIME_BASE=localhost/kvod-bookworm-min:1
+RUNTIME_BASE=localhost/kvod-bookworm-min:2
 SWIFT_STANDIN=localhost/kvod-swift-standin:6.3-bookworm-1
 IMAGE=localhost/kvod:container-test
 SUITE=bookworm
@@ -155,8 +155,10 @@ else
             rm -rf "$rootfs"
             fail "debootstrap failed (log: $scratch/debootstrap.log)"
         fi
-        # Like the official slim image: no apt caches, and apt settings that work against this machine's mirror.
-        rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+        # Like the official slim image: no apt caches, no documentation, manual pages or translations, and apt
+        # settings that work against this machine's mirror.
+        rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/lib/apt/lists/* \
+            "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
         grep -h -E '^Acquire::Check-(Valid-Until|Date)' /etc/apt/apt.conf.d/* >"$rootfs/etc/apt/apt.conf.d/99mirror" \
             2>/dev/null || rm -f "$rootfs/etc/apt/apt.conf.d/99mirror"
         tar -C "$rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "$RUNTIME_BASE" >/dev/null
@@ -197,6 +199,12 @@ TMPDIR=$scratch/tmp podman build --format docker --network host "${build_volumes
 # The previous image and the build stage are left untagged by each build; in this storage they are only ours.
 podman image prune -f >/dev/null
 size=$(podman image inspect -f '{{.Size}}' "$IMAGE")
+# The binaries as shipped (stripped, Swift runtime inside): kvod links no Foundation, so a jump here means it crept back.
+binary_sizes=$(podman run --rm --network host --no-healthcheck --entrypoint stat "$IMAGE" -c '%n %s' \
+    /usr/local/bin/kvod /usr/local/bin/kvoctl 2>/dev/null) || fail "cannot read the binaries' sizes in the image"
+log "sizes: image $((size / 1000000)) MB; $(echo "$binary_sizes" | awk '{ printf "%s %.1f MB; ", $1, $2 / 1e6 }')"
+kvod_bytes=$(echo "$binary_sizes" | awk '$1 == "/usr/local/bin/kvod" { print $2 }')
+[ "${kvod_bytes:-0}" -le $((20 * 1000 * 1000)) ] || fail "kvod is $kvod_bytes bytes in the image (limit 20 MB): did Foundation come back?"
 done_step "image build ($((size / 1000000)) MB)"
 
 # MARK: - run, stop, restart
