@@ -29,6 +29,7 @@ test:
 	@bash .ci/build-no-warnings.sh
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
+	KVOD_BIN=.build/debug/kvod bash clients/python/run-tests.sh
 
 ## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
 bench: deps

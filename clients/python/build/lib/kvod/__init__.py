@@ -1,0 +1,26 @@
+"""kvod: a client for the key-value-observing server (Protocol/README.md).
+
+    import kvod
+    with kvod.Client("127.0.0.1:7070") as client:
+        client.set("greeting", "hello")
+        for change in client.subscribe("greeting", ["new", "old"]):
+            print(change.old, "->", change.new)
+
+`kvod.aio` has the same vocabulary for asyncio. Subscriptions resume by themselves after a reconnect (no gap, no
+duplicate), and tell you with a `Resync` item when kvod's history could not reach back far enough.
+"""
+
+from . import aio
+from ._core import Change, Resync
+from .client import Client, Subscription
+from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, InvalidParams, InvalidRequest, KvodError,
+                     LimitExceeded, MethodNotFound, NullNotAllowed, ParseError, ReadOnlyKey, ResyncRequired, Timeout,
+                     TypeMismatch, Unauthorized, UndefinedKey, UnknownSubscription, ValidationFailed)
+
+__all__ = [
+    "Client", "Subscription", "Change", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost", "Timeout",
+    "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "UndefinedKey",
+    "ValidationFailed", "NullNotAllowed", "IndexOutOfRange", "TypeMismatch", "ReadOnlyKey", "UnknownSubscription",
+    "Unauthorized", "LimitExceeded", "ResyncRequired",
+]
+__version__ = "0.1.0"

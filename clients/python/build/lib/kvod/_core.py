@@ -1,0 +1,233 @@
+"""The part of a kvod client that does no I/O, shared by the blocking and the asyncio client: request lines, routing of
+what kvod sends (responses by id, `change`/`progress` notifications by subscription, `closing`), and each
+subscription's resume point (the last seq it delivered), so a reconnect can resubscribe with `since` and the caller
+sees no gap and no duplicate (Protocol/README.md#resuming)."""
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .errors import KvodError, error_from_wire
+
+OPTIONS = ("new", "old", "initial", "prior")
+Address = Union[str, Tuple[str, int]]
+
+
+def parse_addresses(addresses: Union[Address, Sequence[Address]]) -> List[Tuple[str, int]]:
+    """`"host:port"`, `(host, port)`, or a list of them (tried in turn when connecting)."""
+    if isinstance(addresses, (str, tuple)):
+        addresses = [addresses]
+    parsed = []
+    for address in addresses:
+        if isinstance(address, tuple):
+            parsed.append((address[0], int(address[1])))
+            continue
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"not a host:port address: {address!r}")
+        parsed.append((host.strip("[]"), int(port)))
+    if not parsed:
+        raise ValueError("no address given")
+    return parsed
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change notification (Protocol/README.md#notifications). `new`/`old` are None when absent; `has_new` and
+    `has_old` tell absent from null."""
+
+    path: str
+    kind: str
+    seq: int
+    new: Any = None
+    old: Any = None
+    has_new: bool = False
+    has_old: bool = False
+    indexes: Optional[List[int]] = None
+    prior: bool = False
+    initial: bool = False
+    context: Any = None
+
+    @staticmethod
+    def from_params(params: Dict[str, Any]) -> "Change":
+        return Change(
+            path=params.get("path", ""), kind=params.get("kind", "setting"), seq=params.get("seq", 0),
+            new=params.get("new"), old=params.get("old"), has_new="new" in params, has_old="old" in params,
+            indexes=params.get("indexes"), prior=bool(params.get("prior", False)),
+            initial=bool(params.get("initial", False)), context=params.get("context"))
+
+
+@dataclass(frozen=True)
+class Resync:
+    """The subscription could not resume after a reconnect: kvod's history no longer reached back to `since`
+    (error 1010). Changes between `since` and `seq` were missed; the subscription continues live from `seq` (with an
+    initial notification first when it was created with the `initial` option)."""
+
+    path: str
+    since: int
+    oldest: Optional[int]
+    seq: int
+
+
+@dataclass
+class SubscriptionState:
+    """What a subscription needs to survive reconnects; the clients wrap it in their own Subscription type."""
+
+    path: str
+    options: Tuple[str, ...]
+    context: Any
+    progress: Optional[float]
+    server_id: Optional[int] = None
+    # The seq up to which every notification was delivered (initial, after, progress): the resume point.
+    last_seq: Optional[int] = None
+    # A prior notification delivered whose after has not come yet: a replay must not deliver it again.
+    prior_seq: Optional[int] = None
+    active: bool = True
+    sink: Any = None  # the client's queue
+
+    def subscribe_params(self, since: Optional[int]) -> Dict[str, Any]:
+        options = [o for o in self.options if since is None or o != "initial"]
+        params: Dict[str, Any] = {"path": self.path, "options": options}
+        if self.context is not None:
+            params["context"] = self.context
+        if self.progress is not None:
+            params["progress"] = self.progress
+        if since is not None:
+            params["since"] = since
+        return params
+
+
+@dataclass
+class Pending:
+    method: str
+    params: Any
+    subscription: Optional[SubscriptionState] = None
+
+
+@dataclass
+class Routed:
+    """What to do with one line from kvod."""
+
+    # (request id, result or KvodError) for a response
+    response: Optional[Tuple[int, Any]] = None
+    # (subscription, Change) for a notification to deliver
+    deliveries: List[Tuple[SubscriptionState, Any]] = field(default_factory=list)
+    closing: Optional[str] = None
+
+
+class Session:
+    """Request ids, pending requests and live subscriptions of one client, across its connections."""
+
+    def __init__(self) -> None:
+        self.next_id = 1
+        self.pending: Dict[int, Pending] = {}
+        self.subscriptions: List[SubscriptionState] = []
+        self.by_server_id: Dict[int, SubscriptionState] = {}
+
+    def request(self, method: str, params: Any = None, subscription: Optional[SubscriptionState] = None) -> Tuple[int, bytes]:
+        request_id = self.next_id
+        self.next_id += 1
+        message: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.pending[request_id] = Pending(method, params, subscription)
+        return request_id, (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+    def route(self, line: bytes) -> Routed:
+        """Routes one line. A subscribe's response registers its subscription before anything after it is routed,
+        so an initial or replayed notification right behind the response finds it."""
+        message = json.loads(line)
+        routed = Routed()
+        if isinstance(message, list):  # a batch response: this client sends no batches
+            return routed
+        if "id" in message and message.get("id") is not None and ("result" in message or "error" in message):
+            request_id = message["id"]
+            pending = self.pending.pop(request_id, None)
+            if "error" in message:
+                outcome: Any = error_from_wire(message["error"])
+            else:
+                outcome = message["result"]
+                if pending is not None and pending.subscription is not None and pending.method == "subscribe":
+                    self.registered(pending.subscription, outcome)
+            routed.response = (request_id, outcome)
+            return routed
+        method = message.get("method")
+        params = message.get("params") or {}
+        if method == "change":
+            state = self.by_server_id.get(params.get("subscription"))
+            if state is not None and state.active:
+                change = Change.from_params(params)
+                if self.accept(state, change):
+                    routed.deliveries.append((state, change))
+        elif method == "progress":
+            state = self.by_server_id.get(params.get("subscription"))
+            if state is not None and isinstance(params.get("seq"), int):
+                state.last_seq = max(state.last_seq or 0, params["seq"])
+        elif method == "closing":
+            routed.closing = params.get("reason", "")
+        return routed
+
+    @staticmethod
+    def accept(state: SubscriptionState, change: Change) -> bool:
+        """Advances the resume point; False for a replayed notification the caller already has."""
+        if change.prior:
+            if state.prior_seq == change.seq or (state.last_seq is not None and change.seq <= state.last_seq):
+                return False
+            state.prior_seq = change.seq
+            return True
+        if state.last_seq is not None and change.seq <= state.last_seq and not change.initial:
+            return False
+        state.prior_seq = None
+        state.last_seq = change.seq if state.last_seq is None else max(state.last_seq, change.seq)
+        return True
+
+    def registered(self, state: SubscriptionState, result: Dict[str, Any]) -> None:
+        if state.server_id is not None:
+            self.by_server_id.pop(state.server_id, None)
+        state.server_id = result["subscription"]
+        self.by_server_id[state.server_id] = state
+        if state.last_seq is None:
+            # A fresh subscription: what it delivers starts after the subscribe's seq (or with its initial value).
+            state.last_seq = result["seq"] if "initial" not in state.options else None
+        if state not in self.subscriptions:
+            self.subscriptions.append(state)
+
+    def forget(self, state: SubscriptionState) -> None:
+        state.active = False
+        if state in self.subscriptions:
+            self.subscriptions.remove(state)
+        if state.server_id is not None:
+            self.by_server_id.pop(state.server_id, None)
+
+    def connection_lost(self) -> List[int]:
+        """The ids of the requests that will never be answered; subscriptions are kept for resubscribing."""
+        lost = list(self.pending)
+        self.pending.clear()
+        self.by_server_id.clear()
+        for state in self.subscriptions:
+            state.server_id = None
+        return lost
+
+
+def check_options(options: Iterable[str]) -> Tuple[str, ...]:
+    options = tuple(options)
+    for option in options:
+        if option not in OPTIONS:
+            raise ValueError(f"unknown option {option!r}; kvod's options are {', '.join(OPTIONS)}")
+    return options
+
+
+def mutation_params(path: str, **named: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"path": path}
+    params.update({key: value for key, value in named.items() if value is not _UNSET})
+    return params
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+_UNSET: Any = _Unset()
+UNSET = _UNSET
+KvodError = KvodError

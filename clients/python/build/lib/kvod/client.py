@@ -1,0 +1,343 @@
+"""The blocking client: one TCP connection to kvod, a reader thread that routes responses to callers and
+notifications to subscriptions, and automatic reconnection (with backoff, trying each address in turn) that
+resubscribes every live subscription with `since`, so iterating a subscription shows no gap and no duplicate."""
+
+import queue
+import socket
+import threading
+import time
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, mutation_params,
+                    parse_addresses)
+from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
+
+_CLOSED = object()
+
+
+class Subscription:
+    """A live subscription: iterate it for Change (and Resync) items; `next(timeout)` waits at most that long."""
+
+    def __init__(self, client: "Client", state: SubscriptionState):
+        self._client = client
+        self._state = state
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        state.sink = self._queue
+        self.seq: Optional[int] = None  # the seq the subscribe reported
+
+    @property
+    def id(self) -> Optional[int]:
+        """kvod's id for this subscription on the current connection (it changes after a reconnect)."""
+        return self._state.server_id
+
+    @property
+    def path(self) -> str:
+        return self._state.path
+
+    @property
+    def last_seq(self) -> Optional[int]:
+        """The seq up to which every notification was delivered: where a resume starts."""
+        return self._state.last_seq
+
+    def next(self, timeout: Optional[float] = None) -> Union[Change, Resync]:
+        """The next change (or Resync); raises Timeout after `timeout` seconds, StopIteration once unsubscribed."""
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise Timeout(f"no notification for {self.path} within {timeout} s") from None
+        if item is _CLOSED:
+            self._queue.put(_CLOSED)
+            raise StopIteration
+        return item
+
+    def __iter__(self) -> Iterator[Union[Change, Resync]]:
+        return self
+
+    def __next__(self) -> Union[Change, Resync]:
+        return self.next()
+
+    def unsubscribe(self) -> None:
+        self._client.unsubscribe(self)
+
+
+class Client:
+    """A blocking kvod client. `Client("127.0.0.1:7070")`, or several addresses to try in turn; `token` is sent with
+    `hello` on every (re)connection. Every call waits at most `timeout` seconds, including while reconnecting."""
+
+    def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
+                 client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
+                 max_backoff: float = 2.0):
+        self._addresses = parse_addresses(addresses)
+        self._token = token
+        self._client_name = client_name
+        self.timeout = timeout
+        self._reconnect = reconnect
+        self._max_backoff = max_backoff
+        self._session = Session()
+        self._lock = threading.RLock()
+        self._connected = threading.Condition(self._lock)
+        self._waiters: Dict[int, "queue.Queue[Any]"] = {}
+        self._socket: Optional[socket.socket] = None
+        self._closed = False
+        self.closing_reason: Optional[str] = None
+        self.connections = 0  # how many connections were made (1 + reconnections)
+        self._connect(initial=True)
+        self._reader = threading.Thread(target=self._read_loop, name="kvod-reader", daemon=True)
+        self._reader.start()
+
+    # MARK: - Connection
+
+    def _open(self) -> socket.socket:
+        errors = []
+        for host, port in self._addresses:
+            try:
+                connection = socket.create_connection((host, port), timeout=self.timeout)
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                connection.settimeout(None)
+                return connection
+            except OSError as error:
+                errors.append(f"{host}:{port}: {error}")
+        raise ConnectionLost("cannot connect: " + "; ".join(errors))
+
+    def _connect(self, initial: bool) -> None:
+        """Opens a connection, says hello and resubscribes; on a reconnect, runs in the reader thread."""
+        connection = self._open()
+        # Callers wait until the connection is set up (hello, resubscriptions), so the setup reads its answers inline.
+        self._setup = (connection, connection.makefile("rb"))
+        try:
+            hello: Dict[str, Any] = {"client": self._client_name}
+            if self._token is not None:
+                hello["token"] = self._token
+            self._exchange("hello", hello)
+            for state in list(self._session.subscriptions):
+                self._resubscribe(state)
+        except BaseException:
+            connection.close()
+            raise
+        with self._lock:
+            self._socket, self._file = self._setup
+            self.connections += 1
+            self._connected.notify_all()
+
+    def _exchange(self, method: str, params: Any, state: Optional[SubscriptionState] = None) -> Any:
+        """A request answered inline (during connect, before the reader loop takes over this connection)."""
+        connection, reader = self._setup
+        request_id, line = self._session.request(method, params, state)
+        connection.sendall(line)
+        while True:
+            raw = reader.readline()
+            if not raw:
+                raise ConnectionLost("the connection closed during setup")
+            routed = self._session.route(raw)
+            self._deliver(routed)
+            if routed.response is not None and routed.response[0] == request_id:
+                outcome = routed.response[1]
+                if isinstance(outcome, KvodError):
+                    raise outcome
+                return outcome
+
+    def _resubscribe(self, state: SubscriptionState) -> None:
+        since = state.last_seq
+        try:
+            self._exchange("subscribe", state.subscribe_params(since), state)
+        except ResyncRequired as error:
+            data = error.data or {}
+            state.last_seq = None
+            state.prior_seq = None
+            result = self._exchange("subscribe", state.subscribe_params(None), state)
+            if "initial" not in state.options:
+                state.last_seq = result["seq"]
+            state.sink.put(Resync(state.path, since or 0, data.get("oldest"), result["seq"]))
+
+    def _deliver(self, routed: Any) -> None:
+        for state, change in routed.deliveries:
+            state.sink.put(change)
+        if routed.closing is not None:
+            self.closing_reason = routed.closing
+
+    def _read_loop(self) -> None:
+        backoff = 0.05
+        while not self._closed:
+            try:
+                raw = self._file.readline()
+            except (OSError, ValueError):
+                raw = b""
+            if raw:
+                routed = self._session.route(raw)
+                self._deliver(routed)
+                if routed.response is not None:
+                    with self._lock:
+                        waiter = self._waiters.pop(routed.response[0], None)
+                    if waiter is not None:
+                        waiter.put(routed.response[1])
+                continue
+            # The connection is gone: fail what is in flight, then reconnect (or end every subscription).
+            with self._lock:
+                if self._socket is not None:
+                    self._socket.close()
+                self._socket = None
+            self._fail_pending()
+            if self._closed or not self._reconnect:
+                break
+            while not self._closed:
+                try:
+                    self._connect(initial=False)
+                    backoff = 0.05
+                    break
+                except (OSError, KvodError):
+                    self._fail_pending()
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, self._max_backoff)
+        for state in list(self._session.subscriptions):
+            state.sink.put(_CLOSED)
+
+    def _fail_pending(self) -> None:
+        """Fails every request in flight: the connection they went out on is gone."""
+        with self._lock:
+            lost = self._session.connection_lost()
+            waiters = [self._waiters.pop(request_id, None) for request_id in lost]
+        for waiter in waiters:
+            if waiter is not None:
+                waiter.put(ConnectionLost("the connection closed before kvod answered"))
+
+    # MARK: - Calls
+
+    def call(self, method: str, params: Any = None) -> Any:
+        """Sends one request and waits for its result; raises the KvodError subclass of an error response."""
+        return self._call(method, params, None)
+
+    def _call(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
+        deadline = time.monotonic() + self.timeout
+        with self._lock:
+            while self._socket is None:
+                if self._closed:
+                    raise ConnectionLost("the client is closed")
+                if not self._connected.wait(timeout=max(0.0, deadline - time.monotonic())):
+                    raise Timeout(f"not connected to kvod within {self.timeout} s")
+            request_id, line = self._session.request(method, params, state)
+            waiter: "queue.Queue[Any]" = queue.Queue()
+            self._waiters[request_id] = waiter
+            try:
+                self._socket.sendall(line)
+            except OSError:
+                pass  # the reader sees the close and fails the waiter
+        try:
+            outcome = waiter.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            with self._lock:
+                self._waiters.pop(request_id, None)
+            raise Timeout(f"{method}: no answer within {self.timeout} s") from None
+        if isinstance(outcome, KvodError):
+            raise outcome
+        return outcome
+
+    def hello(self, token: Optional[str] = None) -> Dict[str, Any]:
+        """Presents a token (kept for reconnections)."""
+        if token is not None:
+            self._token = token
+        params: Dict[str, Any] = {"client": self._client_name}
+        if self._token is not None:
+            params["token"] = self._token
+        return self.call("hello", params)
+
+    def ping(self) -> str:
+        return self.call("ping")
+
+    def get(self, path: str) -> Any:
+        return self.call("get", {"path": path})["value"]
+
+    def get_with_seq(self, path: str) -> Tuple[Any, int]:
+        result = self.call("get", {"path": path})
+        return result["value"], result["seq"]
+
+    def set(self, path: str, value: Any) -> int:
+        """Sets `path` to `value`; returns the mutation's seq."""
+        return self.call("set", {"path": path, "value": value})["seq"]
+
+    def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
+               indexes: Any = UNSET) -> int:
+        return self.call("insert", mutation_params(path, value=value, values=values, index=index, indexes=indexes))["seq"]
+
+    def remove(self, path: str, *, index: Any = UNSET, indexes: Any = UNSET, values: Any = UNSET) -> int:
+        return self.call("remove", mutation_params(path, index=index, indexes=indexes, values=values))["seq"]
+
+    def replace(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
+                indexes: Any = UNSET) -> int:
+        return self.call("replace", mutation_params(path, value=value, values=values, index=index, indexes=indexes))["seq"]
+
+    def union(self, path: str, values: Iterable[Any]) -> int:
+        return self.call("union", {"path": path, "values": list(values)})["seq"]
+
+    def minus(self, path: str, values: Iterable[Any]) -> int:
+        return self.call("minus", {"path": path, "values": list(values)})["seq"]
+
+    def intersect(self, path: str, values: Iterable[Any]) -> int:
+        return self.call("intersect", {"path": path, "values": list(values)})["seq"]
+
+    def set_members(self, path: str, values: Iterable[Any]) -> int:
+        return self.call("setMembers", {"path": path, "values": list(values)})["seq"]
+
+    def transaction(self, ops: Iterable[Any]) -> int:
+        """Applies ops atomically: each a `{"method", "params"}` dict or a `(method, params)` pair."""
+        return self.call("transaction", {"ops": [_op(op) for op in ops]})["seq"]
+
+    def validate(self, path: str, value: Any) -> Any:
+        return self.call("validate", {"path": path, "value": value})["value"]
+
+    def describe(self, path: Optional[str] = None) -> Dict[str, Any]:
+        return self.call("describe", {} if path is None else {"path": path})
+
+    def observers(self, path: Optional[str] = None) -> Dict[str, Any]:
+        return self.call("observers", {} if path is None else {"path": path})
+
+    def stats(self) -> Dict[str, Any]:
+        return self.call("stats")
+
+    def subscribe(self, path: str, options: Iterable[str] = ("new",), context: Any = None, *,
+                  since: Optional[int] = None, progress: Optional[float] = None) -> Subscription:
+        """Observes `path` with KVO's options; returns a Subscription to iterate. With `since`, resumes after that
+        seq (Protocol/README.md#resuming); the subscription resumes by itself after a reconnect."""
+        state = SubscriptionState(path, check_options(options), context, progress)
+        subscription = Subscription(self, state)
+        if since is not None:
+            state.last_seq = since
+        result = self._call("subscribe", state.subscribe_params(since), state)
+        subscription.seq = result["seq"]
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        state = subscription._state
+        server_id = state.server_id
+        self._session.forget(state)
+        state.sink.put(_CLOSED)
+        if server_id is not None:
+            try:
+                self.call("unsubscribe", {"subscription": server_id})
+            except (ConnectionLost, KvodError):
+                pass  # gone with its connection, or already ended
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            connection, self._socket = self._socket, None
+            self._connected.notify_all()
+        if connection is not None:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            connection.close()
+        self._reader.join(timeout=self.timeout)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _op(op: Any) -> Dict[str, Any]:
+    if isinstance(op, dict):
+        return op
+    method, params = op
+    return {"method": method, "params": params}

@@ -1,0 +1,328 @@
+"""The asyncio client: the blocking client's vocabulary with coroutines and async iterators. One reader task routes
+responses to futures and notifications to subscriptions, and reconnects (with backoff, trying each address in turn),
+resubscribing every live subscription with `since`, so iterating a subscription shows no gap and no duplicate.
+
+    async with await kvod.aio.connect("127.0.0.1:7070") as client:
+        async for change in await client.subscribe("counter", ["new"]):
+            print(change.new)
+"""
+
+import asyncio
+from typing import Any, AsyncIterator, Dict, Iterable, Optional, Sequence, Tuple, Union
+
+from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, mutation_params,
+                    parse_addresses)
+from .client import _op
+from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
+
+_CLOSED = object()
+
+
+class AsyncSubscription:
+    """A live subscription: `async for` it for Change (and Resync) items; `await next(timeout)` waits at most that."""
+
+    def __init__(self, client: "AsyncClient", state: SubscriptionState):
+        self._client = client
+        self._state = state
+        self._queue: "asyncio.Queue[Any]" = asyncio.Queue()
+        state.sink = self._queue
+        self.seq: Optional[int] = None
+
+    @property
+    def id(self) -> Optional[int]:
+        return self._state.server_id
+
+    @property
+    def path(self) -> str:
+        return self._state.path
+
+    @property
+    def last_seq(self) -> Optional[int]:
+        return self._state.last_seq
+
+    async def next(self, timeout: Optional[float] = None) -> Union[Change, Resync]:
+        try:
+            item = await asyncio.wait_for(self._queue.get(), timeout)
+        except asyncio.TimeoutError:
+            raise Timeout(f"no notification for {self.path} within {timeout} s") from None
+        if item is _CLOSED:
+            self._queue.put_nowait(_CLOSED)
+            raise StopAsyncIteration
+        return item
+
+    def __aiter__(self) -> AsyncIterator[Union[Change, Resync]]:
+        return self
+
+    async def __anext__(self) -> Union[Change, Resync]:
+        return await self.next()
+
+    async def unsubscribe(self) -> None:
+        await self._client.unsubscribe(self)
+
+
+async def connect(addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", **options: Any) -> "AsyncClient":
+    """An AsyncClient, connected (options as AsyncClient's)."""
+    client = AsyncClient(addresses, **options)
+    await client.connect()
+    return client
+
+
+class AsyncClient:
+    """An asyncio kvod client; create it with `await kvod.aio.connect(...)`."""
+
+    def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
+                 client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
+                 max_backoff: float = 2.0):
+        self._addresses = parse_addresses(addresses)
+        self._token = token
+        self._client_name = client_name
+        self.timeout = timeout
+        self._reconnect = reconnect
+        self._max_backoff = max_backoff
+        self._session = Session()
+        self._futures: Dict[int, "asyncio.Future[Any]"] = {}
+        self._writer: Optional[asyncio.StreamWriter] = None
+        self._reader: Optional[asyncio.StreamReader] = None
+        self._connected = asyncio.Event()
+        self._task: Optional["asyncio.Task[None]"] = None
+        self._closed = False
+        self.closing_reason: Optional[str] = None
+        self.connections = 0
+
+    async def connect(self) -> None:
+        await self._connect()
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    async def _open(self) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        errors = []
+        for host, port in self._addresses:
+            try:
+                return await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), self.timeout)
+            except (OSError, asyncio.TimeoutError) as error:
+                errors.append(f"{host}:{port}: {error!r}")
+        raise ConnectionLost("cannot connect: " + "; ".join(errors))
+
+    async def _connect(self) -> None:
+        reader, writer = await self._open()
+        self._setup = (reader, writer)
+        try:
+            hello: Dict[str, Any] = {"client": self._client_name}
+            if self._token is not None:
+                hello["token"] = self._token
+            await self._exchange("hello", hello)
+            for state in list(self._session.subscriptions):
+                await self._resubscribe(state)
+        except BaseException:
+            writer.close()
+            raise
+        self._reader, self._writer = reader, writer
+        self.connections += 1
+        self._connected.set()
+
+    async def _exchange(self, method: str, params: Any, state: Optional[SubscriptionState] = None) -> Any:
+        reader, writer = self._setup
+        request_id, line = self._session.request(method, params, state)
+        writer.write(line)
+        await writer.drain()
+        while True:
+            raw = await reader.readline()
+            if not raw:
+                raise ConnectionLost("the connection closed during setup")
+            routed = self._session.route(raw)
+            self._deliver(routed)
+            if routed.response is not None and routed.response[0] == request_id:
+                outcome = routed.response[1]
+                if isinstance(outcome, KvodError):
+                    raise outcome
+                return outcome
+
+    async def _resubscribe(self, state: SubscriptionState) -> None:
+        since = state.last_seq
+        try:
+            await self._exchange("subscribe", state.subscribe_params(since), state)
+        except ResyncRequired as error:
+            data = error.data or {}
+            state.last_seq = None
+            state.prior_seq = None
+            result = await self._exchange("subscribe", state.subscribe_params(None), state)
+            if "initial" not in state.options:
+                state.last_seq = result["seq"]
+            state.sink.put_nowait(Resync(state.path, since or 0, data.get("oldest"), result["seq"]))
+
+    def _deliver(self, routed: Any) -> None:
+        for state, change in routed.deliveries:
+            state.sink.put_nowait(change)
+        if routed.closing is not None:
+            self.closing_reason = routed.closing
+
+    async def _read_loop(self) -> None:
+        backoff = 0.05
+        try:
+            while not self._closed:
+                try:
+                    raw = await self._reader.readline()
+                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    raw = b""
+                if raw:
+                    routed = self._session.route(raw)
+                    self._deliver(routed)
+                    if routed.response is not None:
+                        future = self._futures.pop(routed.response[0], None)
+                        if future is not None and not future.done():
+                            future.set_result(routed.response[1])
+                    continue
+                self._connected.clear()
+                if self._writer is not None:
+                    self._writer.close()
+                self._fail_pending()
+                if self._closed or not self._reconnect:
+                    break
+                while not self._closed:
+                    try:
+                        await self._connect()
+                        backoff = 0.05
+                        break
+                    except (OSError, KvodError, asyncio.TimeoutError):
+                        self._fail_pending()
+                        await asyncio.sleep(backoff)
+                        backoff = min(backoff * 2, self._max_backoff)
+        finally:
+            for state in list(self._session.subscriptions):
+                state.sink.put_nowait(_CLOSED)
+
+    def _fail_pending(self) -> None:
+        """Fails every request in flight: the connection they went out on is gone."""
+        for request_id in self._session.connection_lost():
+            future = self._futures.pop(request_id, None)
+            if future is not None and not future.done():
+                future.set_result(ConnectionLost("the connection closed before kvod answered"))
+
+    # MARK: - Calls
+
+    async def call(self, method: str, params: Any = None) -> Any:
+        return await self._call(method, params, None)
+
+    async def _call(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
+        if self._closed:
+            raise ConnectionLost("the client is closed")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        # A connection whose end the reader has not seen yet is still "connected": wait for a live one.
+        while not self._connected.is_set() or self._writer is None or self._writer.is_closing():
+            if self._writer is not None and self._writer.is_closing():
+                self._connected.clear()
+            try:
+                await asyncio.wait_for(self._connected.wait(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                raise Timeout(f"not connected to kvod within {self.timeout} s") from None
+        request_id, line = self._session.request(method, params, state)
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        self._futures[request_id] = future
+        self._writer.write(line)
+        try:
+            outcome = await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            self._futures.pop(request_id, None)
+            raise Timeout(f"{method}: no answer within {self.timeout} s") from None
+        if isinstance(outcome, KvodError):
+            raise outcome
+        return outcome
+
+    async def hello(self, token: Optional[str] = None) -> Dict[str, Any]:
+        if token is not None:
+            self._token = token
+        params: Dict[str, Any] = {"client": self._client_name}
+        if self._token is not None:
+            params["token"] = self._token
+        return await self.call("hello", params)
+
+    async def ping(self) -> str:
+        return await self.call("ping")
+
+    async def get(self, path: str) -> Any:
+        return (await self.call("get", {"path": path}))["value"]
+
+    async def get_with_seq(self, path: str) -> Tuple[Any, int]:
+        result = await self.call("get", {"path": path})
+        return result["value"], result["seq"]
+
+    async def set(self, path: str, value: Any) -> int:
+        return (await self.call("set", {"path": path, "value": value}))["seq"]
+
+    async def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
+                     indexes: Any = UNSET) -> int:
+        params = mutation_params(path, value=value, values=values, index=index, indexes=indexes)
+        return (await self.call("insert", params))["seq"]
+
+    async def remove(self, path: str, *, index: Any = UNSET, indexes: Any = UNSET, values: Any = UNSET) -> int:
+        return (await self.call("remove", mutation_params(path, index=index, indexes=indexes, values=values)))["seq"]
+
+    async def replace(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
+                      indexes: Any = UNSET) -> int:
+        params = mutation_params(path, value=value, values=values, index=index, indexes=indexes)
+        return (await self.call("replace", params))["seq"]
+
+    async def union(self, path: str, values: Iterable[Any]) -> int:
+        return (await self.call("union", {"path": path, "values": list(values)}))["seq"]
+
+    async def minus(self, path: str, values: Iterable[Any]) -> int:
+        return (await self.call("minus", {"path": path, "values": list(values)}))["seq"]
+
+    async def intersect(self, path: str, values: Iterable[Any]) -> int:
+        return (await self.call("intersect", {"path": path, "values": list(values)}))["seq"]
+
+    async def set_members(self, path: str, values: Iterable[Any]) -> int:
+        return (await self.call("setMembers", {"path": path, "values": list(values)}))["seq"]
+
+    async def transaction(self, ops: Iterable[Any]) -> int:
+        return (await self.call("transaction", {"ops": [_op(op) for op in ops]}))["seq"]
+
+    async def validate(self, path: str, value: Any) -> Any:
+        return (await self.call("validate", {"path": path, "value": value}))["value"]
+
+    async def describe(self, path: Optional[str] = None) -> Dict[str, Any]:
+        return await self.call("describe", {} if path is None else {"path": path})
+
+    async def observers(self, path: Optional[str] = None) -> Dict[str, Any]:
+        return await self.call("observers", {} if path is None else {"path": path})
+
+    async def stats(self) -> Dict[str, Any]:
+        return await self.call("stats")
+
+    async def subscribe(self, path: str, options: Iterable[str] = ("new",), context: Any = None, *,
+                        since: Optional[int] = None, progress: Optional[float] = None) -> AsyncSubscription:
+        state = SubscriptionState(path, check_options(options), context, progress)
+        subscription = AsyncSubscription(self, state)
+        if since is not None:
+            state.last_seq = since
+        result = await self._call("subscribe", state.subscribe_params(since), state)
+        subscription.seq = result["seq"]
+        return subscription
+
+    async def unsubscribe(self, subscription: AsyncSubscription) -> None:
+        state = subscription._state
+        server_id = state.server_id
+        self._session.forget(state)
+        state.sink.put_nowait(_CLOSED)
+        if server_id is not None:
+            try:
+                await self.call("unsubscribe", {"subscription": server_id})
+            except (ConnectionLost, KvodError):
+                pass
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._writer is not None:
+            self._writer.close()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

@@ -1,0 +1,113 @@
+"""Reconnection and resuming, with the blocking and the asyncio client: kvod SIGKILLed and restarted on the same data
+directory in the middle of a subscription (the iterator goes on with no gap and no duplicate); a connection cut while
+kvod lives (the missed changes are replayed); and a gap kvod's history cannot cover (a Resync item, then live)."""
+
+import asyncio
+import time
+
+import kvod
+
+
+def wait_for(condition, seconds=20):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def values(subscription, count):
+    return [subscription.next(timeout=10).new for _ in range(count)]
+
+
+def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod):
+    server = make_kvod("--fsync", "always", data_dir=True)
+    with kvod.Client(server.address, timeout=20) as watcher, kvod.Client(server.address, timeout=20) as writer:
+        subscription = watcher.subscribe("counter", ["new"])
+        for value in range(1, 6):
+            writer.set("counter", value)
+        assert values(subscription, 5) == [1, 2, 3, 4, 5]
+        server.kill()
+        server.restart()
+        # kvod's history starts empty after a restart: the subscriber resumes without a gap when it is back before
+        # the next write (a later return gets a Resync, as the next test shows for a gap).
+        wait_for(lambda: watcher.connections == 2)
+        for value in range(6, 11):
+            writer.set("counter", value)  # waits for the writer's own reconnection
+        assert values(subscription, 5) == [6, 7, 8, 9, 10]
+        assert watcher.connections == 2 and writer.connections == 2
+        assert watcher.get("counter") == 10
+
+
+def test_a_cut_connection_replays_what_it_missed(kvod_server, make_proxy):
+    proxy = make_proxy(kvod_server.port)
+    with kvod.Client(proxy.address, timeout=20) as watcher, kvod.Client(kvod_server.address) as writer:
+        subscription = watcher.subscribe("n", ["new", "old"])
+        writer.set("n", 0)
+        assert subscription.next(timeout=10).new == 0
+        proxy.refuse()
+        proxy.cut()
+        seqs = [writer.set("n", value) for value in range(1, 8)]
+        proxy.accept()
+        changes = [subscription.next(timeout=10) for _ in range(7)]
+        assert [change.new for change in changes] == list(range(1, 8))
+        assert [change.old for change in changes] == list(range(0, 7))
+        assert [change.seq for change in changes] == seqs
+        writer.set("n", 99)
+        assert subscription.next(timeout=10).new == 99
+        assert watcher.connections >= 2
+
+
+def test_a_gap_beyond_the_history_is_reported_as_a_resync(make_kvod, make_proxy):
+    server = make_kvod("--history", "4")
+    proxy = make_proxy(server.port)
+    with kvod.Client(proxy.address, timeout=20) as watcher, kvod.Client(server.address) as writer:
+        subscription = watcher.subscribe("n", ["new"])
+        writer.set("n", 0)
+        assert subscription.next(timeout=10).new == 0
+        proxy.refuse()
+        proxy.cut()
+        for value in range(1, 30):
+            last = writer.set("n", value)
+        proxy.accept()
+        resync = subscription.next(timeout=10)
+        assert isinstance(resync, kvod.Resync)
+        assert resync.path == "n" and resync.seq == last and resync.oldest > resync.since
+        writer.set("n", 100)
+        assert subscription.next(timeout=10).new == 100
+
+
+def test_the_asyncio_client(make_kvod):
+    server = make_kvod("--fsync", "always", data_dir=True)
+
+    async def scenario():
+        client = await kvod.aio.connect(server.address, timeout=20)
+        async with client:
+            assert await client.ping() == "pong"
+            await client.set("list", [])
+            subscription = await client.subscribe("list", ["new", "initial"])
+            first = await subscription.next(timeout=10)
+            assert first.initial and first.new == []
+            await client.insert("list", "a")
+            change = await subscription.next(timeout=10)
+            assert (change.kind, change.indexes, change.new) == ("insertion", [0], ["a"])
+            try:
+                await client.get("a..b")
+                raise AssertionError("no error")
+            except kvod.InvalidParams as error:
+                assert error.code == -32602
+            await asyncio.get_running_loop().run_in_executor(None, server.kill)
+            await asyncio.get_running_loop().run_in_executor(None, server.restart)
+            for _ in range(1000):
+                if client.connections == 2:
+                    break
+                await asyncio.sleep(0.02)
+            await client.insert("list", "b")
+            received = []
+            async for item in subscription:
+                received.append(item)
+                break
+            assert (received[0].kind, received[0].new, received[0].indexes) == ("insertion", ["b"], [1])
+            assert await client.get("list") == ["a", "b"]
+            assert client.connections == 2
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
