@@ -29,6 +29,7 @@ test:
 	@bash .ci/build-no-warnings.sh
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
+	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
 
 ## bench: a quick kvod vs Redis comparison (about a minute once built; Benchmarks/README.md).
 bench: deps
