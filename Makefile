@@ -30,6 +30,7 @@ test:
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
 	KVOD_BIN=.build/debug/kvod bash clients/python/run-tests.sh
+	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
 
 ## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
 bench: deps

@@ -1,0 +1,202 @@
+/** An error kvod answered with: `code`, `message` and `data` as on the wire (Protocol/errors.md). */
+export declare class KvodError extends Error {
+    readonly code: number;
+    readonly data: unknown;
+    constructor(message: string, code: number, data?: unknown);
+}
+export declare class ParseError extends KvodError {
+}
+export declare class InvalidRequest extends KvodError {
+}
+export declare class MethodNotFound extends KvodError {
+}
+export declare class InvalidParams extends KvodError {
+}
+export declare class InternalError extends KvodError {
+}
+export declare class UndefinedKey extends KvodError {
+}
+export declare class ValidationFailed extends KvodError {
+}
+export declare class NullNotAllowed extends KvodError {
+}
+export declare class IndexOutOfRange extends KvodError {
+}
+export declare class TypeMismatch extends KvodError {
+}
+export declare class ReadOnlyKey extends KvodError {
+}
+export declare class UnknownSubscription extends KvodError {
+}
+export declare class Unauthorized extends KvodError {
+}
+export declare class LimitExceeded extends KvodError {
+}
+export declare class ResyncRequired extends KvodError {
+}
+/** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
+export declare class ConnectionLost extends KvodError {
+}
+/** No answer (or no connection) within the client's timeout. */
+export declare class Timeout extends KvodError {
+}
+declare type ErrorClass = new (message: string, code: number, data?: unknown) => KvodError;
+export declare const ERRORS: Record<number, ErrorClass>;
+/** One change notification (Protocol/README.md#notifications); `new`/`old` are undefined when absent. */
+export interface Change {
+    type: "change";
+    path: string;
+    kind: "setting" | "insertion" | "removal" | "replacement";
+    seq: number;
+    new?: unknown;
+    old?: unknown;
+    indexes?: number[];
+    prior: boolean;
+    initial: boolean;
+    context?: unknown;
+}
+/** The subscription could not resume after a reconnect (error 1010): changes between `since` and `seq` were missed;
+ * it continues live from `seq`. */
+export interface Resync {
+    type: "resync";
+    path: string;
+    since: number;
+    oldest?: number;
+    seq: number;
+}
+export declare type Option = "new" | "old" | "initial" | "prior";
+/** A connection that carries JSON-RPC messages: one per line over TCP, one per text frame over WebSocket. */
+export interface Transport {
+    send(message: string): void;
+    close(): void;
+}
+interface SubscriptionState {
+    path: string;
+    options: Option[];
+    context?: unknown;
+    progress?: number;
+    serverId?: number;
+    lastSeq?: number;
+    priorSeq?: number;
+    active: boolean;
+    subscription: Subscription;
+}
+/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
+export declare class Subscription implements AsyncIterable<Change | Resync> {
+    private readonly client;
+    readonly state: SubscriptionState;
+    /** The seq the subscribe reported. */
+    seq: number;
+    private readonly items;
+    private readonly waiting;
+    constructor(client: Client, state: SubscriptionState);
+    get path(): string;
+    /** kvod's id on the current connection (it changes after a reconnect). */
+    get id(): number | undefined;
+    get lastSeq(): number | undefined;
+    /** @internal */
+    push(item: Change | Resync | null): void;
+    /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed. */
+    next(timeoutMs?: number): Promise<Change | Resync | null>;
+    [Symbol.asyncIterator](): AsyncIterator<Change | Resync>;
+    unsubscribe(): Promise<void>;
+}
+export interface ClientOptions {
+    /** Sent with `hello` on every (re)connection. */
+    token?: string;
+    clientName?: string;
+    /** Milliseconds for each call, including waiting for a reconnection. Default 10000. */
+    timeout?: number;
+    reconnect?: boolean;
+    maxBackoff?: number;
+    /** "tcp" (Node) or "websocket"; default: tcp in Node, websocket elsewhere. */
+    transport?: "tcp" | "websocket";
+}
+/** Connects to kvod (several addresses are tried in turn) and says hello. */
+export declare function connect(addresses: string | string[], options?: ClientOptions): Promise<Client>;
+export declare class Client {
+    private readonly addresses;
+    private readonly options;
+    /** How many connections were made (1 + reconnections). */
+    connections: number;
+    closingReason?: string;
+    private transport?;
+    private nextId;
+    private readonly pending;
+    private readonly subscriptions;
+    private readonly byServerId;
+    private readonly connector;
+    private readonly timeout;
+    private connectedWaiters;
+    private closed;
+    private ready;
+    constructor(addresses: string[], options?: ClientOptions);
+    /** @internal Opens the first connection. */
+    open(): Promise<void>;
+    private establish;
+    /** hello, then every live subscription again with `since` (a Resync item when kvod cannot replay that far). */
+    private setup;
+    private lost;
+    private reconnect;
+    private subscribeParams;
+    /** Sends on the current connection (during setup too) and waits for the answer. */
+    private send;
+    private route;
+    /** Advances the resume point; false for a replayed notification the caller already has. */
+    private accept;
+    private registered;
+    private whenConnected;
+    /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. */
+    call(method: string, params?: unknown): Promise<unknown>;
+    hello(token?: string): Promise<unknown>;
+    ping(): Promise<string>;
+    get(path: string): Promise<unknown>;
+    getWithSeq(path: string): Promise<{
+        value: unknown;
+        seq: number;
+    }>;
+    /** Sets `path`; resolves with the mutation's seq. */
+    set(path: string, value: unknown): Promise<number>;
+    /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
+    insert(path: string, change: {
+        value?: unknown;
+        values?: unknown[];
+        index?: number;
+        indexes?: number[];
+    }): Promise<number>;
+    remove(path: string, change: {
+        index?: number;
+        indexes?: number[];
+        values?: unknown[];
+    }): Promise<number>;
+    replace(path: string, change: {
+        value?: unknown;
+        values?: unknown[];
+        index?: number;
+        indexes?: number[];
+    }): Promise<number>;
+    union(path: string, values: unknown[]): Promise<number>;
+    minus(path: string, values: unknown[]): Promise<number>;
+    intersect(path: string, values: unknown[]): Promise<number>;
+    setMembers(path: string, values: unknown[]): Promise<number>;
+    /** Applies `{method, params}` ops atomically. */
+    transaction(ops: Array<{
+        method: string;
+        params: unknown;
+    }>): Promise<number>;
+    validate(path: string, value: unknown): Promise<unknown>;
+    describe(path?: string): Promise<unknown>;
+    observers(path?: string): Promise<unknown>;
+    stats(): Promise<unknown>;
+    private seqOf;
+    /** Observes `path` with KVO's options; the subscription resumes by itself after a reconnect. */
+    subscribe(path: string, options?: {
+        options?: Option[];
+        context?: unknown;
+        since?: number;
+        progress?: number;
+    }): Promise<Subscription>;
+    unsubscribe(subscription: Subscription): Promise<void>;
+    close(): void;
+}
+export {};

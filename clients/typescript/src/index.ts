@@ -1,0 +1,532 @@
+// A kvod client for Node and browsers: promises for requests, async iterators for subscriptions, one error class per
+// error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
+// no gap and no duplicate (Protocol/README.md#resuming). Transports: TCP (`node:net`, Node only) and WebSocket (the
+// standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
+
+// MARK: - Errors
+
+/** An error kvod answered with: `code`, `message` and `data` as on the wire (Protocol/errors.md). */
+export class KvodError extends Error {
+  readonly code: number;
+  readonly data: unknown;
+  constructor(message: string, code: number, data?: unknown) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.data = data;
+  }
+}
+export class ParseError extends KvodError {}
+export class InvalidRequest extends KvodError {}
+export class MethodNotFound extends KvodError {}
+export class InvalidParams extends KvodError {}
+export class InternalError extends KvodError {}
+export class UndefinedKey extends KvodError {}
+export class ValidationFailed extends KvodError {}
+export class NullNotAllowed extends KvodError {}
+export class IndexOutOfRange extends KvodError {}
+export class TypeMismatch extends KvodError {}
+export class ReadOnlyKey extends KvodError {}
+export class UnknownSubscription extends KvodError {}
+export class Unauthorized extends KvodError {}
+export class LimitExceeded extends KvodError {}
+export class ResyncRequired extends KvodError {}
+/** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
+export class ConnectionLost extends KvodError {}
+/** No answer (or no connection) within the client's timeout. */
+export class Timeout extends KvodError {}
+
+type ErrorClass = new (message: string, code: number, data?: unknown) => KvodError;
+export const ERRORS: Record<number, ErrorClass> = {
+  [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
+  [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
+  1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
+  1010: ResyncRequired,
+};
+
+function errorFromWire(error: { code: number; message: string; data?: unknown }): KvodError {
+  const ErrorType = ERRORS[error.code] ?? KvodError;
+  return new ErrorType(error.message, error.code, error.data);
+}
+
+// MARK: - Notifications
+
+/** One change notification (Protocol/README.md#notifications); `new`/`old` are undefined when absent. */
+export interface Change {
+  type: "change";
+  path: string;
+  kind: "setting" | "insertion" | "removal" | "replacement";
+  seq: number;
+  new?: unknown;
+  old?: unknown;
+  indexes?: number[];
+  prior: boolean;
+  initial: boolean;
+  context?: unknown;
+}
+
+/** The subscription could not resume after a reconnect (error 1010): changes between `since` and `seq` were missed;
+ * it continues live from `seq`. */
+export interface Resync {
+  type: "resync";
+  path: string;
+  since: number;
+  oldest?: number;
+  seq: number;
+}
+
+export type Option = "new" | "old" | "initial" | "prior";
+
+// MARK: - Transports
+
+/** A connection that carries JSON-RPC messages: one per line over TCP, one per text frame over WebSocket. */
+export interface Transport {
+  send(message: string): void;
+  close(): void;
+}
+
+interface TransportEvents {
+  onMessage(message: string): void;
+  onClose(): void;
+}
+
+type Connector = (address: string, events: TransportEvents) => Promise<Transport>;
+
+async function connectTCP(address: string, events: TransportEvents): Promise<Transport> {
+  const { host, port } = parseAddress(address);
+  const net = await import("node:net");
+  const socket = net.createConnection({ host, port });
+  socket.setEncoding("utf8");
+  socket.setNoDelay(true);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  let buffered = "";
+  let closed = false;
+  const close = () => {
+    if (!closed) {
+      closed = true;
+      events.onClose();
+    }
+  };
+  socket.on("data", (chunk) => {
+    buffered += chunk;
+    let newline: number;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      if (line.trim()) events.onMessage(line);
+    }
+  });
+  socket.on("error", () => socket.destroy());
+  socket.on("close", close);
+  return { send: (message) => { socket.write(message + "\n"); }, close: () => socket.destroy() };
+}
+
+async function connectWebSocket(address: string, events: TransportEvents): Promise<Transport> {
+  const WebSocketType = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
+  if (!WebSocketType) throw new ConnectionLost("no WebSocket in this environment (use the tcp transport)", -1);
+  const url = /^wss?:\/\//.test(address) ? address : `ws://${address}/`;
+  const socket = new WebSocketType(url);
+  await new Promise<void>((resolve, reject) => {
+    socket.onopen = () => resolve();
+    socket.onerror = () => reject(new ConnectionLost(`cannot connect to ${url}`, -1));
+  });
+  socket.onmessage = (event) => events.onMessage(String(event.data));
+  socket.onclose = () => events.onClose();
+  socket.onerror = () => socket.close();
+  return { send: (message) => socket.send(message), close: () => socket.close() };
+}
+
+function parseAddress(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(":");
+  const port = Number(address.slice(colon + 1));
+  if (colon <= 0 || !Number.isInteger(port)) throw new TypeError(`not a host:port address: ${address}`);
+  return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port };
+}
+
+// MARK: - Subscriptions
+
+interface SubscriptionState {
+  path: string;
+  options: Option[];
+  context?: unknown;
+  progress?: number;
+  serverId?: number;
+  lastSeq?: number; // every notification up to this seq was delivered: the resume point
+  priorSeq?: number; // a prior delivered whose after has not come yet
+  active: boolean;
+  subscription: Subscription;
+}
+
+/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
+export class Subscription implements AsyncIterable<Change | Resync> {
+  /** The seq the subscribe reported. */
+  seq = 0;
+  private readonly items: Array<Change | Resync | null> = [];
+  private readonly waiting: Array<(item: Change | Resync | null) => void> = [];
+
+  constructor(private readonly client: Client, readonly state: SubscriptionState) {}
+
+  get path(): string { return this.state.path; }
+  /** kvod's id on the current connection (it changes after a reconnect). */
+  get id(): number | undefined { return this.state.serverId; }
+  get lastSeq(): number | undefined { return this.state.lastSeq; }
+
+  /** @internal */
+  push(item: Change | Resync | null): void {
+    const waiter = this.waiting.shift();
+    if (waiter) waiter(item);
+    else this.items.push(item);
+  }
+
+  /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed. */
+  next(timeoutMs?: number): Promise<Change | Resync | null> {
+    if (this.items.length > 0) {
+      const item = this.items.shift()!;
+      if (item === null) this.items.unshift(null);
+      return Promise.resolve(item);
+    }
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waiter = (item: Change | Resync | null) => {
+        if (timer) clearTimeout(timer);
+        if (item === null) this.items.push(null);
+        resolve(item);
+      };
+      this.waiting.push(waiter);
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          const index = this.waiting.indexOf(waiter);
+          if (index >= 0) this.waiting.splice(index, 1);
+          reject(new Timeout(`no notification for ${this.path} within ${timeoutMs} ms`, -2));
+        }, timeoutMs);
+      }
+    });
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Change | Resync> {
+    while (true) {
+      const item = await this.next();
+      if (item === null) return;
+      yield item;
+    }
+  }
+
+  unsubscribe(): Promise<void> {
+    return this.client.unsubscribe(this);
+  }
+}
+
+// MARK: - The client
+
+export interface ClientOptions {
+  /** Sent with `hello` on every (re)connection. */
+  token?: string;
+  clientName?: string;
+  /** Milliseconds for each call, including waiting for a reconnection. Default 10000. */
+  timeout?: number;
+  reconnect?: boolean;
+  maxBackoff?: number;
+  /** "tcp" (Node) or "websocket"; default: tcp in Node, websocket elsewhere. */
+  transport?: "tcp" | "websocket";
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: KvodError): void;
+  method: string;
+  state?: SubscriptionState;
+}
+
+/** Connects to kvod (several addresses are tried in turn) and says hello. */
+export async function connect(addresses: string | string[], options: ClientOptions = {}): Promise<Client> {
+  const client = new Client(Array.isArray(addresses) ? addresses : [addresses], options);
+  await client.open();
+  return client;
+}
+
+export class Client {
+  /** How many connections were made (1 + reconnections). */
+  connections = 0;
+  closingReason?: string;
+  private transport?: Transport;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly subscriptions: SubscriptionState[] = [];
+  private readonly byServerId = new Map<number, SubscriptionState>();
+  private readonly connector: Connector;
+  private readonly timeout: number;
+  private connectedWaiters: Array<() => void> = [];
+  private closed = false;
+  private ready = false;
+
+  constructor(private readonly addresses: string[], private readonly options: ClientOptions = {}) {
+    if (addresses.length === 0) throw new TypeError("no address given");
+    addresses.forEach((address) => { if (!/^wss?:\/\//.test(address)) parseAddress(address); });
+    const isNode = typeof (globalThis as { process?: unknown }).process === "object";
+    const kind = options.transport ?? (isNode ? "tcp" : "websocket");
+    this.connector = kind === "tcp" ? connectTCP : connectWebSocket;
+    this.timeout = options.timeout ?? 10_000;
+  }
+
+  /** @internal Opens the first connection. */
+  async open(): Promise<void> {
+    await this.establish();
+  }
+
+  private async establish(): Promise<void> {
+    const errors: string[] = [];
+    for (const address of this.addresses) {
+      let transport: Transport;
+      try {
+        transport = await this.connector(address, {
+          onMessage: (message) => this.route(message),
+          onClose: () => { if (this.transport === transport) this.lost(); },
+        });
+      } catch (error) {
+        errors.push(`${address}: ${(error as Error).message}`);
+        continue;
+      }
+      this.transport = transport;
+      try {
+        await this.setup();
+      } catch (error) {
+        this.transport = undefined;
+        transport.close();
+        throw error;
+      }
+      this.connections += 1;
+      this.ready = true;
+      for (const waiter of this.connectedWaiters.splice(0)) waiter();
+      return;
+    }
+    throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
+  }
+
+  /** hello, then every live subscription again with `since` (a Resync item when kvod cannot replay that far). */
+  private async setup(): Promise<void> {
+    await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    for (const state of [...this.subscriptions]) {
+      const since = state.lastSeq;
+      try {
+        await this.send("subscribe", this.subscribeParams(state, since), state);
+      } catch (error) {
+        if (!(error instanceof ResyncRequired)) throw error;
+        state.lastSeq = undefined;
+        state.priorSeq = undefined;
+        const result = (await this.send("subscribe", this.subscribeParams(state, undefined), state)) as { seq: number };
+        if (!state.options.includes("initial")) state.lastSeq = result.seq;
+        const data = (error.data ?? {}) as { oldest?: number };
+        state.subscription.push({ type: "resync", path: state.path, since: since ?? 0, oldest: data.oldest, seq: result.seq });
+      }
+    }
+  }
+
+  private lost(): void {
+    this.ready = false;
+    this.transport = undefined;
+    this.byServerId.clear();
+    for (const state of this.subscriptions) state.serverId = undefined;
+    for (const pending of this.pending.values()) pending.reject(new ConnectionLost("the connection closed before kvod answered", -1));
+    this.pending.clear();
+    if (this.closed || this.options.reconnect === false) {
+      for (const state of this.subscriptions) state.subscription.push(null);
+      return;
+    }
+    void this.reconnect();
+  }
+
+  private async reconnect(): Promise<void> {
+    let backoff = 50;
+    while (!this.closed) {
+      try {
+        await this.establish();
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+      }
+    }
+  }
+
+  private subscribeParams(state: SubscriptionState, since: number | undefined): Record<string, unknown> {
+    const params: Record<string, unknown> = {
+      path: state.path,
+      options: since === undefined ? state.options : state.options.filter((option) => option !== "initial"),
+    };
+    if (state.context !== undefined) params.context = state.context;
+    if (state.progress !== undefined) params.progress = state.progress;
+    if (since !== undefined) params.since = since;
+    return params;
+  }
+
+  /** Sends on the current connection (during setup too) and waits for the answer. */
+  private send(method: string, params?: unknown, state?: SubscriptionState): Promise<unknown> {
+    const transport = this.transport;
+    if (!transport) return Promise.reject(new ConnectionLost("not connected", -1));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.pending.delete(id)) reject(new Timeout(`${method}: no answer within ${this.timeout} ms`, -2));
+      }, this.timeout);
+      this.pending.set(id, {
+        method, state,
+        resolve: (value) => { clearTimeout(timer); resolve(value); },
+        reject: (error) => { clearTimeout(timer); reject(error); },
+      });
+      transport.send(JSON.stringify(params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }));
+    });
+  }
+
+  private route(text: string): void {
+    const message = JSON.parse(text);
+    if (Array.isArray(message)) return;
+    if (message.id !== undefined && message.id !== null && ("result" in message || "error" in message)) {
+      const pending = this.pending.get(message.id);
+      if (!pending) return;
+      this.pending.delete(message.id);
+      if (message.error) {
+        pending.reject(errorFromWire(message.error));
+        return;
+      }
+      if (pending.method === "subscribe" && pending.state) this.registered(pending.state, message.result);
+      pending.resolve(message.result);
+      return;
+    }
+    const params = message.params ?? {};
+    if (message.method === "change") {
+      const state = this.byServerId.get(params.subscription);
+      if (!state || !state.active) return;
+      const change: Change = {
+        type: "change", path: params.path, kind: params.kind, seq: params.seq, prior: params.prior === true,
+        initial: params.initial === true,
+      };
+      if ("new" in params) change.new = params.new;
+      if ("old" in params) change.old = params.old;
+      if (params.indexes) change.indexes = params.indexes;
+      if ("context" in params) change.context = params.context;
+      if (this.accept(state, change)) state.subscription.push(change);
+    } else if (message.method === "progress") {
+      const state = this.byServerId.get(params.subscription);
+      if (state && typeof params.seq === "number") state.lastSeq = Math.max(state.lastSeq ?? 0, params.seq);
+    } else if (message.method === "closing") {
+      this.closingReason = params.reason;
+    }
+  }
+
+  /** Advances the resume point; false for a replayed notification the caller already has. */
+  private accept(state: SubscriptionState, change: Change): boolean {
+    if (change.prior) {
+      if (state.priorSeq === change.seq || (state.lastSeq !== undefined && change.seq <= state.lastSeq)) return false;
+      state.priorSeq = change.seq;
+      return true;
+    }
+    if (state.lastSeq !== undefined && change.seq <= state.lastSeq && !change.initial) return false;
+    state.priorSeq = undefined;
+    state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);
+    return true;
+  }
+
+  private registered(state: SubscriptionState, result: { subscription: number; seq: number }): void {
+    if (state.serverId !== undefined) this.byServerId.delete(state.serverId);
+    state.serverId = result.subscription;
+    this.byServerId.set(result.subscription, state);
+    if (state.lastSeq === undefined && !state.options.includes("initial")) state.lastSeq = result.seq;
+    if (!this.subscriptions.includes(state)) this.subscriptions.push(state);
+  }
+
+  private async whenConnected(): Promise<void> {
+    if (this.ready) return;
+    if (this.closed) throw new ConnectionLost("the client is closed", -1);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.connectedWaiters = this.connectedWaiters.filter((waiter) => waiter !== done);
+        reject(new Timeout(`not connected to kvod within ${this.timeout} ms`, -2));
+      }, this.timeout);
+      const done = () => { clearTimeout(timer); resolve(); };
+      this.connectedWaiters.push(done);
+    });
+  }
+
+  /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. */
+  async call(method: string, params?: unknown): Promise<unknown> {
+    await this.whenConnected();
+    return this.send(method, params);
+  }
+
+  hello(token?: string): Promise<unknown> {
+    if (token !== undefined) this.options.token = token;
+    return this.call("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+  }
+  async ping(): Promise<string> { return (await this.call("ping")) as string; }
+  async get(path: string): Promise<unknown> { return ((await this.call("get", { path })) as { value: unknown }).value; }
+  async getWithSeq(path: string): Promise<{ value: unknown; seq: number }> {
+    return (await this.call("get", { path })) as { value: unknown; seq: number };
+  }
+  /** Sets `path`; resolves with the mutation's seq. */
+  async set(path: string, value: unknown): Promise<number> { return this.seqOf("set", { path, value }); }
+  /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
+  async insert(path: string, change: { value?: unknown; values?: unknown[]; index?: number; indexes?: number[] }): Promise<number> {
+    return this.seqOf("insert", { path, ...change });
+  }
+  async remove(path: string, change: { index?: number; indexes?: number[]; values?: unknown[] }): Promise<number> {
+    return this.seqOf("remove", { path, ...change });
+  }
+  async replace(path: string, change: { value?: unknown; values?: unknown[]; index?: number; indexes?: number[] }): Promise<number> {
+    return this.seqOf("replace", { path, ...change });
+  }
+  async union(path: string, values: unknown[]): Promise<number> { return this.seqOf("union", { path, values }); }
+  async minus(path: string, values: unknown[]): Promise<number> { return this.seqOf("minus", { path, values }); }
+  async intersect(path: string, values: unknown[]): Promise<number> { return this.seqOf("intersect", { path, values }); }
+  async setMembers(path: string, values: unknown[]): Promise<number> { return this.seqOf("setMembers", { path, values }); }
+  /** Applies `{method, params}` ops atomically. */
+  async transaction(ops: Array<{ method: string; params: unknown }>): Promise<number> { return this.seqOf("transaction", { ops }); }
+  async validate(path: string, value: unknown): Promise<unknown> {
+    return ((await this.call("validate", { path, value })) as { value: unknown }).value;
+  }
+  describe(path?: string): Promise<unknown> { return this.call("describe", path === undefined ? {} : { path }); }
+  observers(path?: string): Promise<unknown> { return this.call("observers", path === undefined ? {} : { path }); }
+  stats(): Promise<unknown> { return this.call("stats"); }
+
+  private async seqOf(method: string, params: unknown): Promise<number> {
+    return ((await this.call(method, params)) as { seq: number }).seq;
+  }
+
+  /** Observes `path` with KVO's options; the subscription resumes by itself after a reconnect. */
+  async subscribe(path: string, options: { options?: Option[]; context?: unknown; since?: number; progress?: number } = {}): Promise<Subscription> {
+    const state = {
+      path, options: options.options ?? ["new"], context: options.context, progress: options.progress,
+      lastSeq: options.since, active: true,
+    } as SubscriptionState;
+    const subscription = new Subscription(this, state);
+    state.subscription = subscription;
+    await this.whenConnected();
+    const result = (await this.send("subscribe", this.subscribeParams(state, options.since), state)) as { seq: number };
+    subscription.seq = result.seq;
+    return subscription;
+  }
+
+  async unsubscribe(subscription: Subscription): Promise<void> {
+    const state = subscription.state;
+    const serverId = state.serverId;
+    state.active = false;
+    this.subscriptions.splice(this.subscriptions.indexOf(state) >>> 0, this.subscriptions.includes(state) ? 1 : 0);
+    if (serverId !== undefined) this.byServerId.delete(serverId);
+    subscription.push(null);
+    if (serverId !== undefined) {
+      try {
+        await this.call("unsubscribe", { subscription: serverId });
+      } catch {
+        // gone with its connection, or already ended
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.transport?.close();
+    for (const state of this.subscriptions) state.subscription.push(null);
+  }
+}

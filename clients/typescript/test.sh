@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The TypeScript client's checks: installs Debian's node-typescript (tsc) when missing, checks that dist/ is exactly
+# what tsc makes from src/ (so the committed build cannot go stale), then runs the node:test suites against a real kvod
+# ($KVOD_BIN, default .build/debug/kvod).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+if ! command -v tsc >/dev/null; then
+    as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq node-typescript >/dev/null
+fi
+fresh=$(mktemp -d)
+trap 'rm -rf "$fresh"' EXIT
+tsc -p . --outDir "$fresh"
+if ! diff -r "$fresh" dist >/dev/null; then
+    diff -r "$fresh" dist | head -n 20 >&2
+    echo "test.sh: dist/ is not what tsc makes from src/: run 'tsc -p clients/typescript' and commit dist/" >&2
+    exit 1
+fi
+exec node --test test/*.test.mjs
