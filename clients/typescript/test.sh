@@ -4,6 +4,8 @@
 # ($KVOD_BIN, default .build/debug/kvod).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# A relative KVOD_BIN (as `make test` passes it) is relative to where this was started, not to this folder.
+if [ -n "${KVOD_BIN:-}" ]; then KVOD_BIN="$(realpath -m "$KVOD_BIN")"; export KVOD_BIN; fi
 cd "$here"
 if ! command -v tsc >/dev/null; then
     as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
