@@ -36,7 +36,7 @@ struct JSONLogHandler: LogHandler {
         if !merged.isEmpty { line["metadata"] = Self.json(merged) }
         var bytes = JSONWriter.encode(.object(line))
         bytes.append(UInt8(ascii: "\n"))
-        Self.writeToStandardError(bytes)
+        POSIX.writeAll(bytes, to: STDERR_FILENO)  // one write(2) per line: lines of different loggers never interleave
     }
 
     /// Metadata as a JSON object, keys sorted so lines are stable.
@@ -69,24 +69,6 @@ struct JSONLogHandler: LogHandler {
         let date = "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
         let time = "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
         return "\(date)T\(time).\(padded(Int(now.tv_nsec / 1_000_000), 3))Z"
-    }
-
-    /// One write(2) per line where possible, so lines from different loggers never interleave.
-    private static func writeToStandardError(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                // `bytes` always holds at least the newline, so the base address exists.
-                let written = write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return  // stderr is gone: nowhere left to complain
-                }
-            }
-        }
     }
 }
 
