@@ -16,13 +16,15 @@ public enum CloseReason: String, Sendable, CaseIterable {
     case tooManyConnections = "too_many_connections"
     /// The client sent `Limits.maxAuthenticationFailures` wrong tokens.
     case unauthorized = "unauthorized"
+    /// With access control on, the client sent no accepted `hello` within `Limits.authTimeoutSeconds`.
+    case authTimeout = "auth_timeout"
     /// The server is shutting down.
     case serverShutdown = "server_shutdown"
 
     /// Whether the server closed the connection because the client passed a limit (logged as a warning).
     var isLimit: Bool {
         switch self {
-        case .lineTooLong, .slowConsumer, .tooManyConnections, .unauthorized: true
+        case .lineTooLong, .slowConsumer, .tooManyConnections, .unauthorized, .authTimeout: true
         case .clientClosed, .ioError, .serverShutdown: false
         }
     }

@@ -39,6 +39,8 @@ final class Connection {
     private var lastPendingWriteBytes = 0
     private let limitCheckThreshold: Int
     let remoteAddress: String
+    /// The loop's clock when the connection was accepted (for the authentication timeout).
+    let openedAtMilliseconds: UInt64
 
     init(id: Int, server: Server, stream: TCPStream) {
         self.id = id
@@ -49,6 +51,7 @@ final class Connection {
         let soft = server.limits.outputSoftLimitBytes
         self.limitCheckThreshold = soft > 0 ? min(soft, server.limits.outputHardLimitBytes) : server.limits.outputHardLimitBytes
         self.remoteAddress = stream.remoteAddress
+        self.openedAtMilliseconds = server.loop.nowMilliseconds
     }
 
     /// Starts reading; lines go to the dispatcher as they complete.
@@ -206,7 +209,7 @@ final class Connection {
     func close(_ reason: CloseReason) {
         guard self.closeReason == nil else { return }
         switch reason {
-        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized:
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout:
             self.enqueue { $0.append(contentsOf: Self.closingNotice(reason)) }
         case .clientClosed, .ioError, .slowConsumer:
             break
@@ -232,7 +235,7 @@ final class Connection {
             self.flush()
             self.armCloseDeadline()
             self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
-        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized:
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout:
             self.flush()
             self.armCloseDeadline()
             self.stream.shutdownWrites { [weak self] in self?.linger() }

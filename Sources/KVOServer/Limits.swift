@@ -15,6 +15,9 @@ public struct Limits: Sendable, Equatable {
     public var maxSubscriptionsPerConnection = 10_000
     /// Wrong tokens one connection may send in `hello` before it is closed (`unauthorized`).
     public var maxAuthenticationFailures = 3
+    /// With access control on: seconds a connection may stay open without an accepted `hello` before it is closed
+    /// (`auth_timeout`), so idle unauthenticated connections cannot hold the connection slots. 0: no limit.
+    public var authTimeoutSeconds = 5
     /// Output queued for a client (kvod's buffer plus the socket's write queue) beyond which the connection is closed
     /// at once (`slow_consumer`); redis's client-output-buffer-limit hard limit. 0: no hard limit.
     public var outputHardLimitBytes = 64 << 20

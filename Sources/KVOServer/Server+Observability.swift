@@ -46,9 +46,18 @@ extension Server {
         self.metricsServer = nil
     }
 
-    /// Re-checks every connection's output limits: the soft limit's time runs out even when no new output comes.
+    /// Once a second: re-checks every connection's output limits (the soft limit's time runs out even when no new
+    /// output comes), and with access control on closes connections that sent no accepted `hello` in time.
     private func housekeeping() {
+        let authDeadline =
+            self.configuration.accessControl.isEnabled && self.limits.authTimeoutSeconds > 0
+            ? UInt64(self.limits.authTimeoutSeconds) * 1000 : nil
+        let now = self.loop.nowMilliseconds
         for connection in self.openConnections where connection.closeReason == nil {
+            if let authDeadline, connection.access == nil, now - connection.openedAtMilliseconds >= authDeadline {
+                connection.close(.authTimeout)
+                continue
+            }
             connection.checkOutputLimits()
         }
     }
@@ -67,7 +76,7 @@ extension Server {
         case .clientClosed, .serverShutdown: self.logger.debug("connection closed", metadata: metadata)
         case .ioError: self.logger.info("connection closed", metadata: metadata)
         case .slowConsumer: break  // outputLimitExceeded logged it, with the figures
-        case .lineTooLong, .tooManyConnections, .unauthorized:
+        case .lineTooLong, .tooManyConnections, .unauthorized, .authTimeout:
             self.logger.warning("connection closed by limit", metadata: metadata)
         }
     }

@@ -105,6 +105,9 @@ struct Configuration {
         limits.maxAuthenticationFailures = try layers.value(
             "max-auth-failures", flag: options.maxAuthFailures, default: limits.maxAuthenticationFailures,
             parse: SettingParser.integer(in: 0...1_000_000))
+        limits.authTimeoutSeconds = try layers.value(
+            "auth-timeout", flag: options.authTimeout, default: limits.authTimeoutSeconds,
+            parse: SettingParser.integer(in: 0...86_400))
         limits.outputHardLimitBytes = try layers.value(
             "output-hard-limit-bytes", flag: options.outputHardLimitBytes, default: limits.outputHardLimitBytes,
             parse: bytes)

@@ -104,6 +104,11 @@ struct DaemonOptions: ParsableArguments {
     var maxAuthFailures: String?
 
     @Option(help: .setting(
+        "With tokens: seconds a connection may stay without an accepted hello before it is closed (0: no limit).",
+        "auth-timeout", default: "\(defaults.limits.authTimeoutSeconds)", valueName: "seconds"))
+    var authTimeout: String?
+
+    @Option(help: .setting(
         "Output queued for a client beyond which it is closed at once (slow_consumer; 0: no limit).",
         "output-hard-limit-bytes", default: "\(defaults.limits.outputHardLimitBytes)", valueName: "bytes"))
     var outputHardLimitBytes: String?

@@ -33,6 +33,38 @@ import WireProtocol
         #expect(try peer.request(10, "get", #"{"path":"a"}"#)["result"]?["value"] == 1)
     }
 
+    @Test func connectionsWithoutAnAcceptedHelloAreClosedAfterTheAuthTimeout() throws {
+        let (server, _) = try Self.start(["--auth-timeout", "1"])
+        let idle = try Peer(server)
+        let pinging = try Peer(server)
+        let wrong = try Peer(server)
+        let authenticated = try Peer(server)
+        // ping answers before hello but does not authenticate; nor does a wrong token.
+        #expect(try pinging.request(1, "ping")["result"] == "pong")
+        #expect(try wrong.request(1, "hello", #"{"token":"nope"}"#)["error"]?["code"] == 1008)
+        #expect(try authenticated.request(1, "hello", #"{"token":"reader-secret"}"#)["result"]?["access"] == "read-only")
+        // The timeout plus the once-a-second check: each unauthenticated connection gets the notice, then EOF.
+        let notice = JSONValue.json(#"{"jsonrpc":"2.0","method":"closing","params":{"reason":"auth_timeout"}}"#)
+        for peer in [idle, pinging, wrong] {
+            #expect(try peer.receive(timeout: .seconds(10)) == notice)
+            #expect(throws: KVOClientError.self) { try peer.receive(timeout: .seconds(10)) }
+        }
+        // The authenticated connection is served on, and the closes are counted.
+        #expect(try authenticated.request(2, "get", #"{"path":"a"}"#)["result"]?["value"] == .null)
+        let stats = try authenticated.request(3, "stats")
+        #expect(stats["result"]?["closes"]?["auth_timeout"] == 3)
+        #expect(server.waitForLog("auth_timeout"))
+    }
+
+    @Test func withoutTokensNoConnectionHasToAuthenticate() throws {
+        let server = try KVODProcess.start(["--auth-timeout", "1"])
+        let peer = try Peer(server)
+        // Bounded: more than the timeout plus two housekeeping ticks.
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(try peer.request(1, "ping")["result"] == "pong")
+        #expect(try peer.request(2, "stats")["result"]?["closes"]?["auth_timeout"] == 0)
+    }
+
     @Test func wrongTokensAreCountedThenTheConnectionIsClosed() throws {
         let (server, _) = try Self.start()
         let peer = try Peer(server)
