@@ -15,12 +15,72 @@ public struct AccessToken: Sendable, Equatable {
     public let secret: [UInt8]
     /// What the token allows.
     public let access: Access
+    /// The key paths the token may use; nil: every path (and `$ID` paths, `observers` and `stats`).
+    public let paths: [PathPattern]?
 
     /// A token with `secret` as its text.
-    public init(secret: String, access: Access) {
+    public init(secret: String, access: Access, paths: [PathPattern]? = nil) {
         self.secret = Array(secret.utf8)
         self.access = access
+        self.paths = paths
     }
+}
+
+/// A key-path pattern of a restricted token: keys separated by dots, `*` for any one key, `**` for any number of keys
+/// (none included). A pattern grants the paths it matches and every path beneath them: reading or writing below a
+/// granted path reveals or changes nothing the granted path does not.
+public struct PathPattern: Sendable, Equatable, CustomStringConvertible {
+    enum Component: Sendable, Equatable {
+        case key(String)
+        case anyKey
+        case anyKeys
+    }
+
+    let components: [Component]
+    public let description: String
+
+    /// Parses `person.**`, `department.employees`, `users.*.name`.
+    /// - Throws: a reason for people when a key is empty, starts with `$`, or mixes `*` with other characters.
+    public init(parsing text: String) throws(PathPatternError) {
+        var components: [Component] = []
+        for key in text.split(separator: ".", omittingEmptySubsequences: false) {
+            switch key {
+            case "": throw PathPatternError("'\(text)': empty key")
+            case "*": components.append(.anyKey)
+            case "**": components.append(.anyKeys)
+            default:
+                if key.contains("*") { throw PathPatternError("'\(text)': '*' and '**' must be whole keys") }
+                if key.hasPrefix("$") { throw PathPatternError("'\(text)': patterns start at the root, not at an object id") }
+                components.append(.key(String(key)))
+            }
+        }
+        self.components = components
+        self.description = text
+    }
+
+    /// Whether the pattern grants `keys` (a path from the root): it matches them or a prefix of them.
+    public func grants(_ keys: [String]) -> Bool {
+        self.grants(keys, from: 0, 0)
+    }
+
+    private func grants(_ keys: [String], from componentIndex: Int, _ keyIndex: Int) -> Bool {
+        guard componentIndex < self.components.count else { return true }  // a prefix matched: beneath it is granted
+        switch self.components[componentIndex] {
+        case .anyKeys:
+            if self.grants(keys, from: componentIndex + 1, keyIndex) { return true }
+            return keyIndex < keys.count && self.grants(keys, from: componentIndex, keyIndex + 1)
+        case .anyKey:
+            return keyIndex < keys.count && self.grants(keys, from: componentIndex + 1, keyIndex + 1)
+        case .key(let key):
+            return keyIndex < keys.count && keys[keyIndex] == key && self.grants(keys, from: componentIndex + 1, keyIndex + 1)
+        }
+    }
+}
+
+/// A pattern of a token file that does not parse.
+public struct PathPatternError: Error, Equatable, Sendable {
+    public let reason: String
+    init(_ reason: String) { self.reason = reason }
 }
 
 /// A token file that could not be read, with the line at fault.
@@ -56,15 +116,20 @@ public struct AccessControl: Sendable {
     /// Whether connections must `hello` with a token before anything else.
     public var isEnabled: Bool { !self.tokens.isEmpty }
 
-    /// The access of `candidate`, or nil when it matches no token. Every byte of every token is compared, whatever
-    /// matches, so the time taken says nothing about how much of a token was right.
+    /// The access of `candidate`, or nil when it matches no token.
     public func access(for candidate: String) -> Access? {
+        self.token(for: candidate)?.access
+    }
+
+    /// The token `candidate` is, or nil when it matches none. Every byte of every token is compared, whatever
+    /// matches, so the time taken says nothing about how much of a token was right.
+    public func token(for candidate: String) -> AccessToken? {
         let bytes = Array(candidate.utf8)
-        var found: Access?
+        var found: AccessToken?
         for token in self.tokens {
             // No early exit and no branch on secret bytes; the one branch below depends only on the whole outcome.
             let matches = Self.constantTimeEquals(bytes, token.secret)
-            if matches && found == nil { found = token.access }
+            if matches && found == nil { found = token }
         }
         return found
     }
@@ -86,8 +151,10 @@ public struct AccessControl: Sendable {
         return difference == 0
     }
 
-    /// Parses a token file: one `TOKEN read-write` or `TOKEN read-only` per line; blank lines and lines starting
-    /// with `#` are skipped. Throws on any other line, on a repeated token, and when the file holds no token.
+    /// Parses a token file: one `TOKEN read-write` or `TOKEN read-only` per line, optionally followed by the key-path
+    /// patterns the token is restricted to, separated by commas (`TOKEN read-write person.**,department.employees`);
+    /// blank lines and lines starting with `#` are skipped. Throws on any other line, a bad pattern, a repeated token,
+    /// and when the file holds no token.
     public static func parseTokenFile(_ text: String, fileName: String) throws(TokenFileError) -> [AccessToken] {
         var tokens: [AccessToken] = []
         // `isNewline` also splits "\r\n", which is one Character (a Windows-edited file).
@@ -96,16 +163,27 @@ public struct AccessControl: Sendable {
             if line.isEmpty || line.hasPrefix("#") { continue }
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             let number = index + 1
-            guard fields.count == 2 else {
+            guard fields.count == 2 || fields.count == 3 else {
                 throw TokenFileError(
-                    fileName: fileName, line: number, reason: "expected 'TOKEN read-write' or 'TOKEN read-only'")
+                    fileName: fileName, line: number,
+                    reason: "expected 'TOKEN read-write' or 'TOKEN read-only', optionally followed by PATTERN,PATTERN,...")
             }
             guard let access = Access(rawValue: String(fields[1])) else {
                 throw TokenFileError(
                     fileName: fileName, line: number,
                     reason: "unknown access '\(fields[1])' (expected read-write or read-only)")
             }
-            let token = AccessToken(secret: String(fields[0]), access: access)
+            var paths: [PathPattern]?
+            if fields.count == 3 {
+                do throws(PathPatternError) {
+                    paths = try fields[2].split(separator: ",", omittingEmptySubsequences: false).map {
+                        (text) throws(PathPatternError) in try PathPattern(parsing: String(text))
+                    }
+                } catch {
+                    throw TokenFileError(fileName: fileName, line: number, reason: "bad key-path pattern \(error.reason)")
+                }
+            }
+            let token = AccessToken(secret: String(fields[0]), access: access, paths: paths)
             if tokens.contains(where: { $0.secret == token.secret }) {
                 throw TokenFileError(fileName: fileName, line: number, reason: "the same token appears twice")
             }

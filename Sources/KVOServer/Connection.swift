@@ -27,6 +27,8 @@ final class Connection {
     var clientName: String?
     /// What the connection's token allows; nil until a `hello` with a valid token (when access control is on).
     var access: Access?
+    /// The key paths the connection's token is restricted to; nil: every path (Protocol/README.md#access-control).
+    var allowedPaths: [PathPattern]?
     /// Wrong tokens this connection sent in `hello`.
     var authenticationFailures = 0
     /// A close the dispatcher asked for, done once the current line's response is queued.

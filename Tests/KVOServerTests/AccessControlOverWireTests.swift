@@ -129,4 +129,63 @@ import WireProtocol
         #expect(hello?["server"] == "kvod")
         #expect(try peer.request(2, "set", #"{"path":"a","value":1}"#)["result"] != nil)
     }
+
+    @Test func aTokenRestrictedToKeyPathsUsesOnlyThose() throws {
+        let scratch = try ScratchDirectory("tokens")
+        let file = try scratch.write(
+            "tokens", "admin read-write\nwriter read-write person.**,department.employees\nreader read-only person\n")
+        let server = try KVODProcess.start(["--token-file", file])
+        let admin = try Peer(server)
+        #expect(try admin.request(1, "hello", #"{"token":"admin"}"#)["result"]?["paths"] == nil)
+        #expect(try admin.request(2, "set", #"{"path":"secret","value":"s3"}"#)["result"]?["seq"] == 1)
+        #expect(try admin.request(3, "set", #"{"path":"department","value":{"employees":[],"budget":10}}"#)["result"] != nil)
+        let writer = try Peer(server)
+        let hello = try writer.request(1, "hello", #"{"token":"writer"}"#)
+        #expect(hello["result"]?["paths"] == .json(#"["person.**","department.employees"]"#))
+        func refused(_ response: JSONValue, _ path: String, op: Int? = nil) {
+            #expect(response["error"]?["code"] == 1008, "\(response)")
+            #expect(response["error"]?["data"]?["path"] == .string(path), "\(response)")
+            #expect(response["error"]?["data"]?["op"] == op.map { .int(Int64($0)) }, "\(response)")
+        }
+        // Granted: the patterns' paths and everything beneath, for every method with a path.
+        #expect(try writer.request(2, "set", #"{"path":"person.name","value":"Ada"}"#)["result"] != nil)
+        #expect(try writer.request(3, "get", #"{"path":"person"}"#)["result"]?["value"]?["name"] == "Ada")
+        #expect(try writer.request(4, "insert", #"{"path":"department.employees","value":"x"}"#)["result"] != nil)
+        #expect(try writer.request(5, "get", #"["department.employees.@count"]"#)["result"]?["value"] == 1)
+        #expect(try writer.request(6, "validate", #"{"path":"person.age","value":3}"#)["result"] != nil)
+        #expect(try writer.request(7, "describe", #"{"path":"person"}"#)["result"] != nil)
+        #expect(try writer.request(8, "describe")["result"] != nil)  // the model, not data
+        let subscribed = try writer.request(9, "subscribe", #"{"path":"person.name","options":["new"]}"#)
+        let id = subscribed["result"]?["subscription"]?.intValue ?? -1
+        #expect(try writer.request(10, "unsubscribe", #"{"subscription":\#(id)}"#)["result"] == true)
+        // Refused: other paths, the root, parents of granted paths, $ID paths, observers and stats.
+        refused(try writer.request(11, "get", #"{"path":"secret"}"#), "secret")
+        refused(try writer.request(12, "get", #"{"path":""}"#), "")
+        refused(try writer.request(13, "get", #"{"path":"department"}"#), "department")
+        refused(try writer.request(14, "get", #"{"path":"department.budget"}"#), "department.budget")
+        refused(try writer.request(15, "subscribe", #"{"path":"secret","options":["new"]}"#), "secret")
+        refused(try writer.request(16, "set", #"["secret",1]"#), "secret")
+        refused(try writer.request(17, "describe", #"{"path":"department"}"#), "department")
+        refused(try writer.request(18, "validate", #"{"path":"secret","value":1}"#), "secret")
+        refused(try writer.request(19, "get", #"{"path":"$1"}"#), "$1")
+        refused(try writer.request(20, "union", #"{"path":"tags","values":["x"]}"#), "tags")
+        for (id, method) in [(21, "observers"), (22, "stats")] {
+            let response = try writer.request(id, method)
+            #expect(response["error"]?["code"] == 1008)
+            #expect(response["error"]?["data"]?["reason"] == "restricted token")
+        }
+        // A transaction is checked op by op before anything runs: nothing changes.
+        let transaction = try writer.request(
+            23, "transaction",
+            #"{"ops":[{"method":"set","params":{"path":"person.name","value":"Grace"}},{"method":"set","params":{"path":"secret","value":0}}]}"#)
+        refused(transaction, "secret", op: 1)
+        #expect(try admin.request(4, "get", #"{"path":"person.name"}"#)["result"]?["value"] == "Ada")
+        #expect(try admin.request(5, "get", #"{"path":"secret"}"#)["result"]?["value"] == "s3")
+        // A restricted read-only token reads its paths and mutates nothing.
+        let reader = try Peer(server)
+        #expect(try reader.request(1, "hello", #"{"token":"reader"}"#)["result"]?["access"] == "read-only")
+        #expect(try reader.request(2, "get", #"{"path":"person.name"}"#)["result"]?["value"] == "Ada")
+        #expect(try reader.request(3, "set", #"{"path":"person.name","value":"x"}"#)["error"]?["data"]?["reason"] == "read-only token")
+        refused(try reader.request(4, "get", #"{"path":"department.employees"}"#), "department.employees")
+    }
 }

@@ -1,5 +1,6 @@
 // Access control and per-connection limits, checked before a request reaches its handler
 // (Protocol/README.md#access-control, #limits). `hello`, which presents the token, is in Dispatcher+Basics.swift.
+import ObjectGraph
 import WireProtocol
 
 extension Dispatcher {
@@ -18,6 +19,55 @@ extension Dispatcher {
             self.server.countRequest(isMutation: false)
             throw Self.unauthorized("unauthorized: \(request.method) needs a read-write token", reason: "read-only token")
         }
+        if let allowed = connection.allowedPaths {
+            do throws(RPCError) {
+                try self.checkPaths(of: request, allowed: allowed)
+            } catch {
+                self.server.countRequest(isMutation: false)
+                throw error
+            }
+        }
+    }
+
+    /// A token restricted to key-path patterns may use only paths its patterns grant, spelled from the root: every
+    /// op of a transaction is checked before anything runs; `observers`, `stats` and `$ID` paths need an
+    /// unrestricted token. A path that is missing or malformed is left to the handler, which refuses it anyway.
+    private func checkPaths(of request: RPCRequest, allowed: [PathPattern]) throws(RPCError) {
+        switch request.method {
+        case "hello", "ping", "unsubscribe":
+            return
+        case "observers", "stats":
+            throw Self.unauthorized(
+                "unauthorized: \(request.method) needs an unrestricted token", reason: "restricted token")
+        case "transaction":
+            let params = Params(request.params, names: ["ops"], method: "transaction")
+            guard case .array(let ops)? = params["ops"] else { return }
+            for (index, op) in ops.enumerated() {
+                guard case .object(let object) = op else { continue }
+                try self.checkPath(Self.pathParam(object["params"]), allowed: allowed, op: index)
+            }
+        default:
+            try self.checkPath(Self.pathParam(request.params), allowed: allowed, op: nil)
+        }
+    }
+
+    private func checkPath(_ text: String?, allowed: [PathPattern], op: Int?) throws(RPCError) {
+        guard let text, let path = try? self.keyPath(text) else { return }
+        if path.origin == .root && allowed.contains(where: { $0.grants(path.keys) }) { return }
+        var data = JSONObject(["reason": .string("path not allowed"), "path": .string(text)])
+        if let op { data["op"] = .int(Int64(op)) }
+        let shown = text.count > 200 ? String(text.prefix(200)) + "…" : text
+        throw RPCError(.unauthorized, "unauthorized: this token may not use '\(shown)'", data: .object(data))
+    }
+
+    /// The `path` param, by name or first by position (every method with a path takes it first).
+    private static func pathParam(_ params: JSONValue?) -> String? {
+        switch params {
+        case .object(let object)?: if case .string(let path)? = object["path"] { return path }
+        case .array(let items)?: if case .string(let path)? = items.first { return path }
+        default: break
+        }
+        return nil
     }
 
     /// Throws 1009 when the connection already holds `Limits.maxSubscriptionsPerConnection` subscriptions.
@@ -41,8 +91,9 @@ extension Dispatcher {
             }
             return
         }
-        if let access = accessControl.access(for: token) {
-            connection.access = access
+        if let match = accessControl.token(for: token) {
+            connection.access = match.access
+            connection.allowedPaths = match.paths
             return
         }
         connection.authenticationFailures += 1

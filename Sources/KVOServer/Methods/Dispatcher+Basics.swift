@@ -31,6 +31,14 @@ extension Dispatcher {
             if let access {
                 $0.append(contentsOf: #","access":"#.utf8)
                 JSONWriter.appendString(access.rawValue, to: &$0)
+                if let paths = connection.allowedPaths {
+                    $0.append(contentsOf: #","paths":["#.utf8)
+                    for (index, pattern) in paths.enumerated() {
+                        if index > 0 { $0.append(UInt8(ascii: ",")) }
+                        JSONWriter.appendString(pattern.description, to: &$0)
+                    }
+                    $0.append(UInt8(ascii: "]"))
+                }
             }
             $0.append(UInt8(ascii: "}"))
         }
