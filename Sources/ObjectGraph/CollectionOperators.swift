@@ -2,7 +2,9 @@
 // collections (docs/MODEL.md#collection-operators):
 //   `employees.name`            the array of each element's name (a non-object element gives null)
 //   `employees.@count`          the number of elements
-//   `employees.@sum.salary`     sum, null counted as 0; empty: 0 (int when every value is an int)
+//   `employees.@sum.salary`     sum, null counted as 0; empty: 0 (int when every value is an int); other
+//                               non-numbers are refused by strict evaluation (get, subscribe), skipped otherwise
+//   `numbers.@sum.self`         `self` after an operator: the elements themselves
 //   `employees.@avg.salary`     average, null counted as 0; empty: null
 //   `employees.@min.salary`     smallest non-null value (numbers, or strings); empty or all null: null; `@max` alike
 //   `@unionOfObjects.p`         every element's value, nulls skipped; `@distinctUnionOfObjects.p` without repeats

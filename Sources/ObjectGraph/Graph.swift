@@ -67,14 +67,10 @@ public final class Graph {
                 object = self.objects[id]!  // invariant: stored references point to live objects
             case .null:
                 return .null  // a null intermediate reads as null
-            case .array(let elements):
-                // A to-many relationship: the rest of the path maps over the elements or is an operator.
-                let next = path.keys[index + 1]
-                if next.utf8.first != UInt8(ascii: "@"), let scalar = elements.first(where: { !$0.isNull && !$0.isObjectReference }) {
-                    throw GraphError.typeMismatch(
-                        path: path.prefixDescription(index + 1), reason: "an array of \(scalar.typeName) has no keys")
-                }
-                return self.evaluate(path.keys[(index + 1)...], from: value)
+            case .array:
+                // A to-many relationship: the rest of the path maps over the elements or is an operator, evaluated
+                // strictly from this object (so a set relationship is known as one).
+                return try self.evaluate(path.keys[index...], from: .object(object.id), strict: path)
             default:
                 throw GraphError.typeMismatch(
                     path: path.prefixDescription(index + 1), reason: "\(value.typeName) is not an object")

@@ -80,20 +80,14 @@ extension Graph {
 
     // MARK: - Walking observed paths
 
-    /// Checks a path an observation is about to follow: every key a typed class on its current route does not
-    /// declare is an `undefinedKey` error (open classes, missing and non-object values are not checked: the path
-    /// may come alive later).
+    /// Checks a path an observation is about to follow, on its current route: a key a typed class does not declare
+    /// (also behind a to-many relationship) or an unknown collection operator is `undefinedKey`, `@sum`/`@avg` over
+    /// values that are not numbers `typeMismatch`. Open classes, missing, null and scalar values are not checked: the
+    /// path may come alive later.
     public func checkObservable(_ keyPath: KeyPath) throws(GraphError) {
-        guard var object = self.objects[keyPath.origin] else {
+        guard self.objects[keyPath.origin] != nil else {
             throw GraphError.undefinedKey(path: keyPath.prefixDescription(0))
         }
-        for (index, key) in keyPath.keys.enumerated() {
-            if key.hasPrefix("@") { return }
-            if !object.objectClass.isOpen && object.objectClass.property(key) == nil {
-                throw GraphError.undefinedKey(path: keyPath.prefixDescription(index + 1))
-            }
-            guard case .object(let id) = self.read(object, key), let next = self.objects[id] else { return }
-            object = next
-        }
+        _ = try self.evaluate(keyPath.keys[...], from: .object(keyPath.origin), strict: keyPath, scalarsAreErrors: false)
     }
 }

@@ -16,48 +16,126 @@ final class TriggerCollector {
 }
 
 extension Graph {
-    /// Evaluates `keys` starting from `start`, leniently: through a missing object or a non-object the result is
-    /// null. With a collector, records triggers; `isObserved` says whether the keys are an observed path's own
-    /// (their last key is then `direct`) or a dependency's.
+    /// Evaluates `keys` starting from `start`. Leniently (no `strict` path): through a missing object or a
+    /// non-object the result is null, and so is a path a collection operator cannot apply to. With a collector,
+    /// records triggers; `isObserved` says whether the keys are an observed path's own (their last key is then
+    /// `direct`) or a dependency's.
+    /// - Parameter strict: the whole path the keys belong to: an unknown collection operator or one missing its
+    ///   right-hand key path, a key a typed class does not declare behind a to-many relationship, `@sum`/`@avg` over
+    ///   values that are not numbers, and an operator or key applied to a scalar throw instead (`get`, `subscribe`).
+    ///   Missing and null intermediates still read as null; so do scalar ones unless `scalarsAreErrors` (`get`
+    ///   refuses them, `subscribe` allows them: the path may come alive later).
     func evaluate(
-        _ keys: ArraySlice<String>, from start: Value, collector: TriggerCollector? = nil, isObserved: Bool = false
-    ) -> Value {
+        _ keys: ArraySlice<String>, from start: Value, collector: TriggerCollector? = nil, isObserved: Bool = false,
+        strict: KeyPath? = nil, scalarsAreErrors: Bool = true
+    ) throws(GraphError) -> Value {
         var current = start
+        var isSet = false  // whether `current` came from a set relationship (`set<T>`)
+        var elementType: PropertyType?  // the declared element type of the collection in `current`, if any
         var index = keys.startIndex
         while index < keys.endIndex {
             let key = keys[index]
             if key.utf8.first == UInt8(ascii: "@") {
-                guard let op = CollectionOperator(rawValue: key), case .array(let elements) = current else {
+                guard let op = CollectionOperator(rawValue: key) else {
+                    if let strict { throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1)) }
+                    return .null
+                }
+                guard case .array(let elements) = current else {
+                    if let strict, scalarsAreErrors, !current.isNull {
+                        throw GraphError.typeMismatch(
+                            path: strict.prefixDescription(index + 1), reason: "a collection operator needs a collection")
+                    }
                     return .null
                 }
                 if !op.takesKeyPath { return op.apply(to: elements) }
                 let rest = keys[(index + 1)...]
-                return op.apply(to: elements.map { self.evaluate(rest, from: $0, collector: collector) })
+                if rest.isEmpty {
+                    if let strict { throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1) + ".<key path>") }
+                    return .null
+                }
+                // The right-hand key path's first key must exist on the declared element class, even while the
+                // collection is empty.
+                if let strict, let first = rest.first, first != "self", let elementType,
+                    let elementClass = self.model.objectClass(for: elementType), !elementClass.isOpen,
+                    elementClass.property(first) == nil
+                {
+                    throw GraphError.undefinedKey(path: strict.prefixDescription(index + 2))
+                }
+                // `@sum.self`: the elements themselves (KVC's `self`, as on any NSObject).
+                let values: [Value]
+                if rest.first == "self" {
+                    values = elements
+                } else {
+                    var mapped: [Value] = []
+                    mapped.reserveCapacity(elements.count)
+                    for element in elements {
+                        mapped.append(
+                            try self.evaluate(
+                                rest, from: element, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors))
+                    }
+                    values = mapped
+                }
+                if let strict, op == .sum || op == .avg, let odd = values.first(where: { !$0.isNull && $0.numericValue == nil }) {
+                    throw GraphError.typeMismatch(
+                        path: strict.prefixDescription(index + 1), reason: "\(op.rawValue) needs numbers, got \(odd.typeName)")
+                }
+                return op.apply(to: values)
             }
             switch current {
             case .object(let id):
                 guard let object = self.objects[id] else { return .null }
                 let isLast = index == keys.endIndex - 1
+                let property = object.objectClass.property(key)
+                if let strict, property == nil, !object.objectClass.isOpen {
+                    throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1))
+                }
                 if let collector {
                     let touch = Touch(object: id, key: key)
                     collector.record(touch, isLast ? (isObserved ? .direct : .leaf) : .route)
-                    if let computed = object.objectClass.property(key)?.computed,
-                        collector.visiting.insert(touch).inserted
-                    {
+                    if let computed = property?.computed, collector.visiting.insert(touch).inserted {
                         for dependency in computed.dependencies {
                             let dependencyKeys = dependency.split(separator: ".").map(String.init)
-                            _ = self.evaluate(dependencyKeys[...], from: current, collector: collector)
+                            _ = try? self.evaluate(dependencyKeys[...], from: current, collector: collector)
                         }
                         collector.visiting.remove(touch)
                     }
                 }
+                switch property?.stored?.type {
+                case .set(let element)?: (isSet, elementType) = (true, element)
+                case .array(let element)?: (isSet, elementType) = (false, element)
+                default: (isSet, elementType) = (false, nil)
+                }
                 current = self.read(object, key)
                 index += 1
             case .array(let elements):
-                // A to-many relationship with keys left: the rest of the path applies to each element.
+                // A to-many relationship with keys left: the rest of the path applies to each element; through a set
+                // the results are a set too (distinct, in first-seen order), as `valueForKeyPath:` on an NSSet.
                 let rest = keys[index...]
-                return .array(elements.map { self.evaluate(rest, from: $0, collector: collector) })
+                // A key the declared element class lacks is refused even while the collection is empty.
+                if let strict, let elementType, let elementClass = self.model.objectClass(for: elementType),
+                    !elementClass.isOpen, elementClass.property(keys[index]) == nil
+                {
+                    throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1))
+                }
+                if let strict, scalarsAreErrors, let scalar = elements.first(where: { !$0.isNull && !$0.isObjectReference }) {
+                    throw GraphError.typeMismatch(
+                        path: strict.prefixDescription(index), reason: "an array of \(scalar.typeName) has no keys")
+                }
+                var mapped: [Value] = []
+                mapped.reserveCapacity(elements.count)
+                for element in elements {
+                    mapped.append(
+                        try self.evaluate(
+                            rest, from: element, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors))
+                }
+                return .array(isSet ? CollectionOperator.distinct(mapped) : mapped)
+            case .null:
+                return .null
             default:
+                if let strict, scalarsAreErrors {
+                    throw GraphError.typeMismatch(
+                        path: strict.prefixDescription(index), reason: "\(current.typeName) is not an object")
+                }
                 return .null
             }
         }
@@ -67,14 +145,16 @@ extension Graph {
     /// The value an observer of `keyPath` sees now (lenient: never fails).
     func resolve(_ keyPath: KeyPath) -> Value {
         guard self.objects[keyPath.origin] != nil else { return .null }
-        return self.evaluate(keyPath.keys[...], from: .object(keyPath.origin))
+        return (try? self.evaluate(keyPath.keys[...], from: .object(keyPath.origin))) ?? .null
     }
 
     /// Resolves `keyPath` and returns the triggers it goes through.
     func walk(_ keyPath: KeyPath, triggers: inout [Touch: TriggerRole]) -> Value {
         guard self.objects[keyPath.origin] != nil else { return .null }
         let collector = TriggerCollector()
-        let value = self.evaluate(keyPath.keys[...], from: .object(keyPath.origin), collector: collector, isObserved: true)
+        let value =
+            (try? self.evaluate(keyPath.keys[...], from: .object(keyPath.origin), collector: collector, isObserved: true))
+            ?? .null
         triggers = collector.triggers
         return value
     }
@@ -82,6 +162,6 @@ extension Graph {
     /// Reads a dotted key path relative to `object`, leniently (computed keys' `read`).
     func read(relativePath path: String, from object: GraphObject) -> Value {
         let keys = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        return self.evaluate(keys[...], from: .object(object.id))
+        return (try? self.evaluate(keys[...], from: .object(object.id))) ?? .null
     }
 }
