@@ -85,7 +85,9 @@ extension Graph {
             case .object(let id):
                 guard let object = self.objects[id] else { return .null }
                 let isLast = index == keys.endIndex - 1
-                let property = object.objectClass.property(key)
+                // Looked up here only when checking or collecting (`read` looks it up too; notifications take this
+                // path once per change and observed path).
+                let property = strict != nil || collector != nil ? object.objectClass.property(key) : nil
                 if let strict, property == nil, !object.objectClass.isOpen {
                     throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1))
                 }
@@ -100,13 +102,17 @@ extension Graph {
                         collector.visiting.remove(touch)
                     }
                 }
-                switch property?.stored?.type {
-                case .set(let element)?: (isSet, elementType) = (true, element)
-                case .array(let element)?: (isSet, elementType) = (false, element)
-                default: (isSet, elementType) = (false, nil)
-                }
                 current = self.read(object, key)
                 index += 1
+                // A collection with keys still to apply: whether it is a set, and its declared element type.
+                (isSet, elementType) = (false, nil)
+                if case .array = current, index < keys.endIndex {
+                    switch (property ?? object.objectClass.property(key))?.stored?.type {
+                    case .set(let element)?: (isSet, elementType) = (true, element)
+                    case .array(let element)?: elementType = element
+                    default: break
+                    }
+                }
             case .array(let elements):
                 // A to-many relationship with keys left: the rest of the path applies to each element; through a set
                 // the results are a set too (distinct, in first-seen order), as `valueForKeyPath:` on an NSSet.
