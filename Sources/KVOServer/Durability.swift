@@ -239,10 +239,7 @@ public final class Durability {
         var op = JSONObject(["method": .string(record.method)])
         op["params"] = record.params
         guard record.method == "transaction" else {
-            switch try Dispatcher.parseOp(.object(op)) {
-            case .set(let path, let value): try graph.set(path, to: value)
-            case .mutate(let path, let mutation): try graph.mutate(path, mutation)
-            }
+            try Dispatcher.perform(try Dispatcher.parseOp(.object(op)), on: graph)
             return
         }
         let params = Params(record.params, names: ["ops"], method: "transaction")

@@ -1,6 +1,7 @@
 // The one seam where thrown errors become JSON-RPC error objects (Protocol/errors.md). Handlers throw; the
 // dispatcher converts; anything that is not convertible is an internal error (-32603) and is logged.
 import ObjectGraph
+import ValueCoding
 import WireProtocol
 
 /// An error that knows its JSON-RPC shape.
@@ -53,6 +54,10 @@ extension GraphError: RPCErrorConvertible {
         case .tooDeep(_, let limit):
             data["limit"] = .int(Int64(limit))
             return RPCError(.limitExceeded, message, data: .object(data))
+        case .conditionFailed(_, let value, let modSeq):
+            data["value"] = value.jsonValue
+            data["modSeq"] = modSeq.map { .int(Int64($0)) } ?? .null
+            return RPCError(.preconditionFailed, message, data: .object(data))
         }
     }
 }

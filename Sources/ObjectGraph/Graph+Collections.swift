@@ -27,7 +27,10 @@ extension Graph {
     /// - Throws: `indexOutOfRange` (1004), `typeMismatch` when the value is not a collection of the right kind
     ///   (1005), `invalidArgument`, validation errors for the new elements; nothing changes when it throws.
     @discardableResult
-    public func mutate(_ path: KeyPath, _ mutation: CollectionMutation) throws(GraphError) -> SetResult {
+    public func mutate(
+        _ path: KeyPath, _ mutation: CollectionMutation, if condition: WriteCondition? = nil
+    ) throws(GraphError) -> SetResult {
+        if let condition { try self.check(condition, at: path) }
         let planned = try self.planMutation(path, mutation)
         return SetResult(seq: self.commit(mutations: planned.mutations) { self.apply(planned) }, storedValue: nil)
     }

@@ -66,7 +66,8 @@ extension Graph {
     /// - Throws: `undefinedKey`, `readOnly`, `validationFailed`, `nullNotAllowed`, `typeMismatch`, `tooDeep`,
     ///   `invalidPath`; nothing is changed when it throws.
     @discardableResult
-    public func set(_ path: KeyPath, to value: Value) throws(GraphError) -> SetResult {
+    public func set(_ path: KeyPath, to value: Value, if condition: WriteCondition? = nil) throws(GraphError) -> SetResult {
+        if let condition { try self.check(condition, at: path) }
         let planned = try self.planSet(path, value)
         let seq = self.commit(mutations: planned.mutations) { self.apply(planned) }
         // What was stored, read back when validation changed the value (so created objects show their ids).
@@ -111,10 +112,10 @@ extension Graph {
             storedValue: leaf == value ? nil : leaf)
     }
 
-    /// Convenience: `set(KeyPath(parsing: path), to: value)`.
+    /// Convenience: `set(KeyPath(parsing: path), to: value, if: condition)`.
     @discardableResult
-    public func set(_ path: String, to value: Value) throws(GraphError) -> SetResult {
-        try self.set(KeyPath(parsing: path), to: value)
+    public func set(_ path: String, to value: Value, if condition: WriteCondition? = nil) throws(GraphError) -> SetResult {
+        try self.set(KeyPath(parsing: path), to: value, if: condition)
     }
 
     /// Runs key-value validation for `value` at `path` without storing or notifying; returns the value that `set`

@@ -4,18 +4,22 @@
 
 /// A graph's state as plain data.
 public struct GraphSnapshot: Sendable, Equatable {
-    /// One object: its id, class and stored keys in order (objects as `.object(id)` references).
+    /// One object: its id, class and stored keys in order (objects as `.object(id)` references), and each key's
+    /// modSeq (the seq that last stored it).
     public struct Object: Sendable, Equatable {
         public var id: ObjectID
         public var className: String
         public var keys: [String]
         public var values: [Value]
+        /// Parallel to `keys`; nil (a snapshot of an older format): every key counts as stored at the snapshot's seq.
+        public var modSeqs: [UInt64]?
 
-        public init(id: ObjectID, className: String, keys: [String], values: [Value]) {
+        public init(id: ObjectID, className: String, keys: [String], values: [Value], modSeqs: [UInt64]? = nil) {
             self.id = id
             self.className = className
             self.keys = keys
             self.values = values
+            self.modSeqs = modSeqs
         }
     }
 
@@ -45,7 +49,8 @@ extension Graph {
         let objects = self.objects.values.sorted { $0.id < $1.id }.map { object in
             GraphSnapshot.Object(
                 id: object.id, className: object.objectClass.name, keys: object.keys,
-                values: object.keys.map { object.value(forKey: $0) ?? .null })
+                values: object.keys.map { object.value(forKey: $0) ?? .null },
+                modSeqs: object.keys.map { object.modSeq(forKey: $0) ?? 0 })
         }
         return GraphSnapshot(seq: self.seq, nextObjectID: self.nextObjectID, objects: objects)
     }
@@ -60,13 +65,16 @@ extension Graph {
             guard let objectClass = model.classes[state.className] else {
                 throw SnapshotError("object $\(state.id) is a \(state.className), a class the model does not declare")
             }
-            guard state.keys.count == state.values.count, restored[state.id] == nil, state.id >= 0,
+            guard state.keys.count == state.values.count, state.modSeqs.map({ $0.count == state.keys.count }) ?? true,
+                restored[state.id] == nil, state.id >= 0,
                 state.id < snapshot.nextObjectID
             else {
                 throw SnapshotError("object $\(state.id) is malformed or repeated")
             }
             let object = GraphObject(id: state.id, objectClass: objectClass)
-            for (key, value) in zip(state.keys, state.values) { object.setValue(value, forKey: key) }
+            for (index, (key, value)) in zip(state.keys, state.values).enumerated() {
+                object.setValue(value, forKey: key, modSeq: state.modSeqs?[index] ?? snapshot.seq)
+            }
             restored[state.id] = object
         }
         guard restored[.root] != nil else { throw SnapshotError("the snapshot has no root object") }

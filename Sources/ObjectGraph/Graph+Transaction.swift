@@ -8,6 +8,16 @@
 public enum TransactionOp: Sendable, Equatable {
     case set(KeyPath, Value)
     case mutate(KeyPath, CollectionMutation)
+    /// An op that goes ahead only when `WriteCondition` holds (checked against the state the earlier ops left).
+    indirect case conditional(WriteCondition, TransactionOp)
+
+    /// The key path the op writes.
+    public var path: KeyPath {
+        switch self {
+        case .set(let path, _), .mutate(let path, _): path
+        case .conditional(_, let op): op.path
+        }
+    }
 }
 
 /// A transaction that failed: which op, and why. Nothing was changed and nobody was notified.
@@ -27,7 +37,7 @@ final class UndoLog {
     /// Objects with an id from here on were created by the dry run.
     let firstNewID: ObjectID
     let allocatedSinceCollection: Int
-    var entries: [(object: GraphObject, key: String, previous: Value?)] = []
+    var entries: [(object: GraphObject, key: String, previous: GraphObject.Slot?)] = []
 
     init(firstNewID: ObjectID, allocatedSinceCollection: Int) {
         self.firstNewID = firstNewID
@@ -82,15 +92,21 @@ extension Graph {
         switch op {
         case .set(let path, let value): try self.planSet(path, value)
         case .mutate(let path, let mutation): try self.planMutation(path, mutation)
+        case .conditional(let condition, let op):
+            try { () throws(GraphError) -> PlannedChange in
+                try self.check(condition, at: op.path)
+                return try self.plan(op)
+            }()
         }
     }
 
     /// Writes a value; during a dry run, remembers how to undo it (objects the dry run created need no undo).
     func store(_ value: Value, forKey key: String, in object: GraphObject) {
         if let log = self.undoLog, object.id < log.firstNewID {
-            log.entries.append((object, key, object.value(forKey: key)))
+            log.entries.append((object, key, object.slot(forKey: key)))
         }
-        object.setValue(value, forKey: key)
+        // Inside a commit `seq` is already the mutation's own: the key's modSeq (a dry run's writes are undone).
+        object.setValue(value, forKey: key, modSeq: self.seq)
     }
 
     private func rollBack(_ log: UndoLog) {

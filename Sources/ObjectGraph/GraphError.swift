@@ -23,13 +23,16 @@ public enum GraphError: Error, Equatable, Sendable {
     case tooDeep(path: String, limit: Int)
     /// The arguments of a mutation do not fit together (indexes and values of different lengths, repeats).
     case invalidArgument(path: String, reason: String)
+    /// A conditional write's condition did not hold; `value` and `modSeq` are the current ones.
+    case conditionFailed(path: String, value: Value, modSeq: UInt64?)
 
     /// The key path the error is about, when it has one.
     public var path: String? {
         switch self {
         case .invalidPath(let path, _), .undefinedKey(let path), .typeMismatch(let path, _),
             .validationFailed(let path, _), .nullNotAllowed(let path), .readOnly(let path),
-            .indexOutOfRange(let path, _, _), .tooDeep(let path, _), .invalidArgument(let path, _):
+            .indexOutOfRange(let path, _, _), .tooDeep(let path, _), .invalidArgument(let path, _),
+            .conditionFailed(let path, _, _):
             path
         case .unknownObservation: nil
         }
@@ -48,6 +51,8 @@ extension GraphError: CustomStringConvertible {
         case .indexOutOfRange(let path, let index, let count):
             "index \(index) out of range for '\(path)' (count \(count))"
         case .unknownObservation(let id): "unknown observation \(id)"
+        case .conditionFailed(let path, _, let modSeq):
+            "precondition failed for '\(path)' (modSeq \(modSeq.map(String.init) ?? "null"))"
         case .tooDeep(let path, let limit): "value for '\(path)' is nested deeper than \(limit)"
         case .invalidArgument(let path, let reason): "invalid arguments for '\(path)': \(reason)"
         }

@@ -3,7 +3,8 @@
 //   classes: count, then each name     keys: count, then each name            (varint length + UTF-8)
 //   objects: count, then each: id, class index, key count, then (key index, value) per key
 //   crc32:u32 of every byte before it
-// Counts, ids, indexes and lengths are LEB128 varints. A value is a tag byte and its payload: 0 null, 1 false,
+// Each (key index, value) pair is followed by the key's modSeq. Counts, ids, indexes, lengths and modSeqs are LEB128
+// varints. A value is a tag byte and its payload: 0 null, 1 false,
 // 2 true, 3 int (zigzag varint), 4 double (8 bytes), 5 string (length + UTF-8), 6 array (count + values),
 // 7 object reference (id), 8 record (count, then key name + value per key). Decoding checks the checksum first and
 // then every bound, so a damaged or truncated file is refused with a message, never read past its end.
@@ -36,9 +37,10 @@ public enum BinarySnapshotCodec {
             body.varint(UInt64(object.id))
             body.varint(UInt64(Self.index(of: object.className, in: &classes, names: &classNames)))
             body.varint(UInt64(object.keys.count))
-            for (key, value) in zip(object.keys, object.values) {
+            for (index, (key, value)) in zip(object.keys, object.values).enumerated() {
                 body.varint(UInt64(Self.index(of: key, in: &keys, names: &keyNames)))
                 body.value(value)
+                body.varint(object.modSeqs?[index] ?? snapshot.seq)
             }
         }
         var file = Writer()
@@ -152,13 +154,17 @@ public enum BinarySnapshotCodec {
                 let keyCount = try reader.count()
                 var keys: [String] = []
                 var values: [Value] = []
+                var modSeqs: [UInt64] = []
                 keys.reserveCapacity(keyCount)
                 values.reserveCapacity(keyCount)
+                modSeqs.reserveCapacity(keyCount)
                 for _ in 0..<keyCount {
                     keys.append(try reader.name(in: keyNames))
                     values.append(try reader.value(depth: 0))
+                    modSeqs.append(try reader.varint())
                 }
-                objects.append(GraphSnapshot.Object(id: id, className: className, keys: keys, values: values))
+                objects.append(
+                    GraphSnapshot.Object(id: id, className: className, keys: keys, values: values, modSeqs: modSeqs))
             }
             guard reader.offset == reader.bytes.count else {
                 throw PersistenceError("the snapshot has \(reader.bytes.count - reader.offset) unexpected bytes at its end")

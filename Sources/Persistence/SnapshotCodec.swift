@@ -1,5 +1,6 @@
 // The snapshot file's format: one JSON document,
-//   {"format":"kvod-snapshot","version":1,"seq":N,"nextObjectID":M,"objects":[{"id":0,"class":"Root","keys":{...}}]}
+//   {"format":"kvod-snapshot","version":1,"seq":N,"nextObjectID":M,"objects":[{"id":0,"class":"Root","keys":{...},
+//    "modSeqs":[...]}]}   (modSeqs parallel to the keys; absent in older files: the keys count as stored at seq N)
 // with values as on the wire (objects as {"$ref": ID}). Written atomically (write, fsync, rename).
 public import ObjectGraph
 import ValueCoding
@@ -31,7 +32,16 @@ public enum SnapshotCodec {
                 bytes.append(UInt8(ascii: ":"))
                 value.appendJSON(to: &bytes)
             }
-            bytes.append(contentsOf: "}}".utf8)
+            bytes.append(UInt8(ascii: "}"))
+            if let modSeqs = object.modSeqs {
+                bytes.append(contentsOf: #","modSeqs":["#.utf8)
+                for (position, modSeq) in modSeqs.enumerated() {
+                    if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                    JSONWriter.appendInt(Int64(modSeq), to: &bytes)
+                }
+                bytes.append(UInt8(ascii: "]"))
+            }
+            bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(contentsOf: "]}\n".utf8)
         return bytes
@@ -61,9 +71,18 @@ public enum SnapshotCodec {
             else {
                 throw PersistenceError("a snapshot object lacks id, class or keys")
             }
+            var modSeqs: [UInt64]?
+            if case .array(let items)? = item["modSeqs"] {
+                let numbers = items.compactMap { $0.intValue }.filter { $0 >= 0 }.map { UInt64($0) }
+                guard numbers.count == items.count, numbers.count == keys.keys.count else {
+                    throw PersistenceError("a snapshot object's modSeqs do not match its keys")
+                }
+                modSeqs = numbers
+            }
             objects.append(
                 GraphSnapshot.Object(
-                    id: ObjectID(id), className: className, keys: keys.keys, values: keys.values.map(Value.init(json:))))
+                    id: ObjectID(id), className: className, keys: keys.keys, values: keys.values.map(Value.init(json:)),
+                    modSeqs: modSeqs))
         }
         return GraphSnapshot(seq: UInt64(seq), nextObjectID: ObjectID(next), objects: objects)
     }

@@ -34,6 +34,8 @@ public enum RPCErrorCode: Int, Sendable, CaseIterable {
     case limitExceeded = 1009
     /// The subscriber missed notifications and must fetch the value again.
     case resyncRequired = 1010
+    /// A conditional write's condition (`if`) did not hold.
+    case preconditionFailed = 1011
 }
 
 /// A JSON-RPC 2.0 error object: `{"code": …, "message": …, "data": …}`. The code and the members of `data` are the

@@ -26,7 +26,7 @@ struct RPCErrorTests {
         #expect(RPCError.methodNotFound == RPCError(code: -32601, message: "method not found"))
         #expect(RPCError.invalidParams == RPCError(code: -32602, message: "invalid params"))
         #expect(RPCError.internalError == RPCError(code: -32603, message: "internal error"))
-        #expect(RPCErrorCode.allCases.count == 15)
+        #expect(RPCErrorCode.allCases.count == 16)
     }
 
     @Test("data participates in equality and description")

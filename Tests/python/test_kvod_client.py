@@ -1041,3 +1041,27 @@ def test_a_batch_over_the_limit_is_one_1009_error(connect):
     message = client.recv()
     assert message.kind == "response" and message.parsed._jsonrpc_error_code == LIMIT_EXCEEDED, message
     assert message.doc["error"]["data"] == {"limit": 10000}
+
+
+def test_conditional_writes_and_meta_follow_the_schemas(connect):
+    # Every request here is checked against request.schema.json (with `if` and `meta`) and every reply against the
+    # response and result schemas (modSeq, error 1011).
+    client = connect()
+    key = fresh_key()
+    first = client.ok("set", {"path": key, "value": {"n": 1}, "if": {"absent": True}})
+    meta = client.ok("get", {"path": key + ".n", "meta": True})
+    assert meta["modSeq"] == first["seq"] and meta["value"] == 1
+    assert client.ok("get", [key + ".n", True])["modSeq"] == first["seq"]
+    data = client.fail("set", {"path": key + ".n", "value": 2, "if": {"modSeq": first["seq"] - 1}}, 1011,
+                       schema_valid=True)
+    assert data == {"path": key + ".n", "value": 1, "modSeq": first["seq"]}
+    client.ok("set", {"path": key + ".n", "value": 2, "if": {"value": 1}})
+    client.ok("set", [key + ".list", [], {"absent": True}])
+    client.ok("insert", {"path": key + ".list", "value": "a", "if": {"value": []}})
+    data = client.fail("transaction", {"ops": [
+        {"method": "set", "params": {"path": key + ".n", "value": 3}},
+        {"method": "remove", "params": {"path": key + ".list", "index": 0, "if": {"modSeq": 0}}}]}, 1011,
+        schema_valid=True)
+    assert data["op"] == 1 and data["value"] == ["a"]
+    client.fail("set", {"path": key, "value": 1, "if": {"absent": False}}, -32602)
+    assert client.ok("get", {"path": key + ".n"})["value"] == 2

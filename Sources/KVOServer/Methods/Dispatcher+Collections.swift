@@ -10,8 +10,8 @@ extension Dispatcher {
     static let mutationMethods: Set<String> = ["set", "insert", "remove", "replace", "union", "minus", "intersect", "setMembers"]
 
     func collectionMutation(_ request: RPCRequest, on connection: Connection) throws {
-        let (path, mutation) = try Self.parseMutation(method: request.method, request.params)
-        let result = try self.server.graph.mutate(path, mutation)
+        let (path, mutation, condition) = try Self.parseMutation(method: request.method, request.params)
+        let result = try self.server.graph.mutate(path, mutation, if: condition)
         self.server.countRequest(isMutation: true)
         self.writeSeq(result.seq)
     }
@@ -67,22 +67,58 @@ extension Dispatcher {
             throw RPCError.badParams("transaction: '\(method)' is not a mutation method")
         }
         if method == "set" {
-            let params = Params(object["params"], names: ["path", "value"], method: "set")
+            let params = Params(object["params"], names: ["path", "value", "if"], method: "set")
             try params.rejectUnknown()
-            return .set(try KeyPath(parsing: params.string("path")), Value(json: try params.required("value")))
+            let op = TransactionOp.set(try KeyPath(parsing: params.string("path")), Value(json: try params.required("value")))
+            return try Self.parseCondition(params["if"], method: "set").map { .conditional($0, op) } ?? op
         }
-        let (path, mutation) = try Self.parseMutation(method: method, object["params"])
-        return .mutate(path, mutation)
+        let (path, mutation, condition) = try Self.parseMutation(method: method, object["params"])
+        return condition.map { .conditional($0, .mutate(path, mutation)) } ?? .mutate(path, mutation)
+    }
+
+    /// Performs one op outside a transaction (journal replay), as its request would.
+    static func perform(_ op: TransactionOp, on graph: Graph) throws {
+        switch op {
+        case .set(let path, let value): try graph.set(path, to: value)
+        case .mutate(let path, let mutation): try graph.mutate(path, mutation)
+        case .conditional(let condition, .set(let path, let value)): try graph.set(path, to: value, if: condition)
+        case .conditional(let condition, .mutate(let path, let mutation)): try graph.mutate(path, mutation, if: condition)
+        case .conditional: try graph.transaction([op])
+        }
+    }
+
+    /// The `if` param of a write (Protocol/methods.md#set): `{"modSeq": M}`, `{"value": V}` or `{"absent": true}`.
+    static func parseCondition(_ raw: JSONValue?, method: String) throws(RPCError) -> WriteCondition? {
+        guard let raw else { return nil }
+        let shapes = "'if' must be {\"modSeq\": SEQ}, {\"value\": VALUE} or {\"absent\": true}"
+        guard case .object(let object) = raw, object.keys.count == 1, let name = object.keys.first else {
+            throw RPCError.badParams("\(method): \(shapes)")
+        }
+        switch (name, object[name]) {
+        case ("modSeq", .int(let seq)?) where seq >= 0: return .modSeq(UInt64(seq))
+        case ("value", let value?): return .value(Value(json: value))
+        case ("absent", .bool(true)?): return .absent
+        default: throw RPCError.badParams("\(method): \(shapes)")
+        }
     }
 
     /// Reads a collection mutation's params: `{path, index, value}` / `{path, indexes, values}` for ordered
     /// collections; `{path, values}` by value for sets (and `insert` without indexes appends).
-    static func parseMutation(method: String, _ raw: JSONValue?) throws -> (KeyPath, CollectionMutation) {
+    static func parseMutation(
+        method: String, _ raw: JSONValue?
+    ) throws -> (KeyPath, CollectionMutation, WriteCondition?) {
+        let (path, mutation, params) = try Self.parseMutationParams(method: method, raw)
+        return (path, mutation, try Self.parseCondition(params["if"], method: method))
+    }
+
+    private static func parseMutationParams(
+        method: String, _ raw: JSONValue?
+    ) throws -> (KeyPath, CollectionMutation, Params) {
         let names: [String]
         switch method {
-        case "remove": names = ["path", "index", "indexes", "values"]
-        case "union", "minus", "intersect", "setMembers": names = ["path", "values"]
-        default: names = ["path", "index", "value", "indexes", "values"]
+        case "remove": names = ["path", "index", "indexes", "values", "if"]
+        case "union", "minus", "intersect", "setMembers": names = ["path", "values", "if"]
+        default: names = ["path", "index", "value", "indexes", "values", "if"]
         }
         let params = Params(raw, names: names, method: method)
         try params.rejectUnknown()
@@ -92,25 +128,25 @@ extension Dispatcher {
         switch method {
         case "insert":
             guard let values else { throw RPCError.badParams("insert: 'value' or 'values' is required") }
-            if let indexes { return (path, .insert(indexes: indexes, values: values)) }
-            return (path, .append(values))
+            if let indexes { return (path, .insert(indexes: indexes, values: values), params) }
+            return (path, .append(values), params)
         case "remove":
             if let indexes {
                 if values != nil { throw RPCError.badParams("remove: give 'index'/'indexes' or 'values', not both") }
-                return (path, .remove(indexes: indexes))
+                return (path, .remove(indexes: indexes), params)
             }
             guard let values else { throw RPCError.badParams("remove: 'index', 'indexes' or 'values' is required") }
-            return (path, .minus(values))
+            return (path, .minus(values), params)
         case "replace":
             guard let indexes, let values else { throw RPCError.badParams("replace: 'index'/'indexes' and 'value'/'values' are required") }
-            return (path, .replace(indexes: indexes, values: values))
+            return (path, .replace(indexes: indexes, values: values), params)
         default:
             guard let values else { throw RPCError.badParams("\(method): 'values' is required") }
             switch method {
-            case "union": return (path, .union(values))
-            case "minus": return (path, .minus(values))
-            case "intersect": return (path, .intersect(values))
-            default: return (path, .setMembers(values))
+            case "union": return (path, .union(values), params)
+            case "minus": return (path, .minus(values), params)
+            case "intersect": return (path, .intersect(values), params)
+            default: return (path, .setMembers(values), params)
             }
         }
     }

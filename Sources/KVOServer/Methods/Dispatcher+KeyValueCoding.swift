@@ -6,27 +6,39 @@ import WireProtocol
 extension Dispatcher {
     func get(_ request: RPCRequest, on connection: Connection) throws {
         self.server.countRequest(isMutation: false)
-        let params = Params(request.params, names: ["path"], method: "get")
+        let params = Params(request.params, names: ["path", "meta"], method: "get")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
-        let value = try self.server.graph.get(path)
+        let withMeta: Bool
+        switch params["meta"] {
+        case nil, .bool(false)?: withMeta = false
+        case .bool(true)?: withMeta = true
+        default: throw RPCError.badParams("get: 'meta' must be a boolean")
+        }
+        // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
+        let (value, modSeq) = withMeta ? try self.server.graph.meta(path) : (try self.server.graph.get(path), nil)
         let seq = self.server.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
             value.appendJSON(to: &$0)
             $0.append(contentsOf: #","seq":"#.utf8)
             JSONWriter.appendInt(Int64(seq), to: &$0)
+            if withMeta {
+                $0.append(contentsOf: #","modSeq":"#.utf8)
+                if let modSeq { JSONWriter.appendInt(Int64(modSeq), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
+            }
             $0.append(UInt8(ascii: "}"))
         }
     }
 
     func set(_ request: RPCRequest, on connection: Connection) throws {
-        let params = Params(request.params, names: ["path", "value"], method: "set")
+        let params = Params(request.params, names: ["path", "value", "if"], method: "set")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
         let value = Value(json: try params.required("value"))
+        let condition = try Self.parseCondition(params["if"], method: "set")
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
-        let result = try self.server.graph.set(path, to: value)
+        let result = try self.server.graph.set(path, to: value, if: condition)
         let stored = result.storedValue
         self.server.countRequest(isMutation: true)
         self.writeResult {

@@ -11,6 +11,8 @@ extension KVOCtl {
             abstract: "Print the value at a key path as compact JSON.",
             discussion: """
                 A key that was never set prints null. A path through a number, string, bool or array is error 1005.
+                With --meta, prints {"value":…,"seq":…,"modSeq":…}: the seq now and the seq that last stored the \
+                key (null for a computed key or one never set), for a later `kvoctl set --if-mod-seq`.
 
                 EXAMPLE:
                   kvoctl get person.address.city
@@ -22,12 +24,19 @@ extension KVOCtl {
         @Argument(help: "The key path, e.g. person.address.city.")
         var path: String
 
+        @Flag(help: "Print the value with the current seq and the key's modSeq.")
+        var meta = false
+
         /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
         func run() throws {
             let client = try self.connection.connect()
             let value: JSONValue
             do {
-                value = try client.get(self.path)
+                if self.meta {
+                    value = try client.call("get", .object(["path": .string(self.path), "meta": .bool(true)]))
+                } else {
+                    value = try client.get(self.path)
+                }
             } catch {
                 throw self.connection.report(error)
             }

@@ -9,7 +9,10 @@ extension KVOCtl {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Store a value at a key path and print the result, e.g. {\"seq\":12}.",
-            usage: "kvoctl set [--host <host>] [--port <port>] [--timeout <seconds>] [--string] <path> <value>",
+            usage: """
+                kvoctl set [--host <host>] [--port <port>] [--timeout <seconds>] [--string] \
+                [--if-mod-seq <seq> | --if-value <json> | --if-absent] <path> <value>
+                """,
             discussion: """
                 VALUE is parsed as JSON; when it is not valid JSON it is stored as a string, so `kvoctl set name \
                 Alice` stores "Alice" while `kvoctl set n 42` stores the number 42. Use --string to store text that \
@@ -18,9 +21,14 @@ extension KVOCtl {
                 are created. The printed result is the server's JSON result: the mutation's seq, plus the stored \
                 value when validation changed it.
 
+                A conditional write goes ahead only when the key is unchanged since a seq (--if-mod-seq, e.g. the \
+                modSeq `kvoctl get --meta` printed), currently equals a JSON value (--if-value), or is null or unset \
+                (--if-absent); otherwise kvod answers error 1011 with the current value and modSeq (exit status 2).
+
                 EXAMPLES:
                   kvoctl set person.name Alice
                   kvoctl set person.address '{"city":"Paris","zip":"75001"}'
+                  kvoctl set --if-mod-seq 41 counter 8
                 """)
 
         /// Where kvod is and how long to wait for it.
@@ -28,6 +36,15 @@ extension KVOCtl {
 
         @Flag(name: .shortAndLong, help: "Store VALUE as a string even when it parses as JSON.")
         var string = false
+
+        @Option(help: ArgumentHelp("Set only if the key was not stored since this seq (its modSeq).", valueName: "seq"))
+        var ifModSeq: Int64?
+
+        @Option(help: ArgumentHelp("Set only if the key's current value equals this JSON.", valueName: "json"))
+        var ifValue: String?
+
+        @Flag(help: "Set only if the key is null or was never set.")
+        var ifAbsent = false
 
         @Argument(help: "The key path, e.g. person.address.city.")
         var path: String
@@ -40,6 +57,12 @@ extension KVOCtl {
 
         /// Rejects invalid values with a ValidationError (exit status 64).
         func validate() throws {
+            let conditions = (self.ifModSeq != nil ? 1 : 0) + (self.ifValue != nil ? 1 : 0) + (self.ifAbsent ? 1 : 0)
+            if conditions > 1 { throw ValidationError("Give at most one of --if-mod-seq, --if-value, --if-absent.") }
+            if let seq = self.ifModSeq, seq < 0 { throw ValidationError("--if-mod-seq must be 0 or more.") }
+            if let text = self.ifValue, (try? JSONParser.parse(text)) == nil {
+                throw ValidationError("--if-value must be JSON (quote strings: --if-value '\"Ada\"').")
+            }
             guard self.values.count == 1 else {
                 throw ValidationError(
                     self.values.isEmpty
@@ -55,7 +78,15 @@ extension KVOCtl {
             let client = try self.connection.connect()
             let result: JSONValue
             do {
-                result = try client.call("set", ["path": .string(self.path), "value": value])
+                var params: JSONObject = ["path": .string(self.path), "value": value]
+                if let seq = self.ifModSeq {
+                    params["if"] = .object(["modSeq": .int(seq)])
+                } else if let text = self.ifValue, let expected = try? JSONParser.parse(text) {
+                    params["if"] = .object(["value": expected])
+                } else if self.ifAbsent {
+                    params["if"] = .object(["absent": .bool(true)])
+                }
+                result = try client.call("set", .object(params))
             } catch {
                 throw self.connection.report(error)
             }
