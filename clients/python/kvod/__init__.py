@@ -14,13 +14,14 @@ from . import aio
 from ._core import Change, Resync
 from .client import Client, Subscription
 from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, InvalidParams, InvalidRequest, KvodError,
-                     LimitExceeded, MethodNotFound, NullNotAllowed, ParseError, ReadOnlyKey, ResyncRequired, Timeout,
+                     LimitExceeded, MethodNotFound, NullNotAllowed, ParseError, PreconditionFailed, ReadOnlyKey,
+                     ResyncRequired, Timeout,
                      TypeMismatch, Unauthorized, UndefinedKey, UnknownSubscription, ValidationFailed)
 
 __all__ = [
     "Client", "Subscription", "Change", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost", "Timeout",
     "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "UndefinedKey",
     "ValidationFailed", "NullNotAllowed", "IndexOutOfRange", "TypeMismatch", "ReadOnlyKey", "UnknownSubscription",
-    "Unauthorized", "LimitExceeded", "ResyncRequired",
+    "Unauthorized", "LimitExceeded", "ResyncRequired", "PreconditionFailed",
 ]
 __version__ = "0.1.0"

@@ -217,6 +217,16 @@ def check_options(options: Iterable[str]) -> Tuple[str, ...]:
     return options
 
 
+def condition(if_mod_seq: Optional[int], if_value: Any, if_absent: bool) -> Optional[Dict[str, Any]]:
+    """The `if` of a conditional write (Protocol/methods.md#set), or None; at most one may be given."""
+    given = [c for c in ({"modSeq": if_mod_seq} if if_mod_seq is not None else None,
+                         {"value": if_value} if if_value is not _UNSET else None,
+                         {"absent": True} if if_absent else None) if c is not None]
+    if len(given) > 1:
+        raise ValueError("give at most one of if_mod_seq, if_value, if_absent")
+    return given[0] if given else None
+
+
 def mutation_params(path: str, **named: Any) -> Dict[str, Any]:
     params: Dict[str, Any] = {"path": path}
     params.update({key: value for key, value in named.items() if value is not _UNSET})

@@ -10,8 +10,8 @@ resubscribing every live subscription with `since`, so iterating a subscription 
 import asyncio
 from typing import Any, AsyncIterator, Dict, Iterable, Optional, Sequence, Tuple, Union
 
-from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, mutation_params,
-                    parse_addresses)
+from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, condition,
+                    mutation_params, parse_addresses)
 from .client import _op
 from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
 
@@ -246,8 +246,16 @@ class AsyncClient:
         result = await self.call("get", {"path": path})
         return result["value"], result["seq"]
 
-    async def set(self, path: str, value: Any) -> int:
-        return (await self.call("set", {"path": path, "value": value}))["seq"]
+    async def get_meta(self, path: str) -> Dict[str, Any]:
+        return await self.call("get", {"path": path, "meta": True})
+
+    async def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,
+                  if_absent: bool = False) -> int:
+        params: Dict[str, Any] = {"path": path, "value": value}
+        when = condition(if_mod_seq, if_value, if_absent)
+        if when is not None:
+            params["if"] = when
+        return (await self.call("set", params))["seq"]
 
     async def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                      indexes: Any = UNSET) -> int:

@@ -8,8 +8,8 @@ import threading
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, mutation_params,
-                    parse_addresses)
+from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, condition,
+                    mutation_params, parse_addresses)
 from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
 
 _CLOSED = object()
@@ -250,9 +250,19 @@ class Client:
         result = self.call("get", {"path": path})
         return result["value"], result["seq"]
 
-    def set(self, path: str, value: Any) -> int:
-        """Sets `path` to `value`; returns the mutation's seq."""
-        return self.call("set", {"path": path, "value": value})["seq"]
+    def get_meta(self, path: str) -> Dict[str, Any]:
+        """`{"value", "seq", "modSeq"}`: the value with the seq that last stored the key (None if never set)."""
+        return self.call("get", {"path": path, "meta": True})
+
+    def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,
+            if_absent: bool = False) -> int:
+        """Sets `path` to `value`; returns the mutation's seq. With one of `if_mod_seq` (unchanged since that seq),
+        `if_value` (currently equal) or `if_absent`, a conditional write: PreconditionFailed when it does not hold."""
+        params: Dict[str, Any] = {"path": path, "value": value}
+        when = condition(if_mod_seq, if_value, if_absent)
+        if when is not None:
+            params["if"] = when
+        return self.call("set", params)["seq"]
 
     def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                indexes: Any = UNSET) -> int:

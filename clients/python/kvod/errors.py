@@ -79,6 +79,12 @@ class ResyncRequired(KvodError):
     code = 1010
 
 
+class PreconditionFailed(KvodError):
+    """A conditional write's condition did not hold; `data` has the current `value` and `modSeq`."""
+
+    code = 1011
+
+
 class ConnectionLost(KvodError):
     """The connection closed while a request was in flight: whether a mutation took effect is unknown."""
 
@@ -96,7 +102,7 @@ ERRORS: Dict[int, Type[KvodError]] = {
     for cls in (
         ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, UndefinedKey, ValidationFailed,
         NullNotAllowed, IndexOutOfRange, TypeMismatch, ReadOnlyKey, UnknownSubscription, Unauthorized,
-        LimitExceeded, ResyncRequired,
+        LimitExceeded, ResyncRequired, PreconditionFailed,
     )
 }
 

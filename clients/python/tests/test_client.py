@@ -112,3 +112,18 @@ def test_a_wrong_address_fails_at_once():
         kvod.Client("127.0.0.1:1", timeout=2)
     with pytest.raises(ValueError):
         kvod.Client("nonsense")
+
+
+def test_conditional_writes(kvod_server):
+    with kvod.Client(kvod_server.address) as client:
+        seq = client.set("stock", 3, if_absent=True)
+        meta = client.get_meta("stock")
+        assert meta == {"value": 3, "seq": seq, "modSeq": seq}
+        client.set("stock", 2, if_mod_seq=meta["modSeq"])
+        with pytest.raises(kvod.PreconditionFailed) as raised:
+            client.set("stock", 1, if_mod_seq=meta["modSeq"])  # someone else changed it since
+        assert raised.value.code == 1011 and raised.value.data["value"] == 2
+        client.set("stock", 1, if_value=2)
+        with pytest.raises(ValueError):
+            client.set("stock", 0, if_value=1, if_absent=True)
+        assert client.get("stock") == 1

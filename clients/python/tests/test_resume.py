@@ -30,7 +30,8 @@ def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod):
         server.restart()
         # kvod's history starts empty after a restart: the subscriber resumes without a gap when it is back before
         # the next write (a later return gets a Resync, as the next test shows for a gap).
-        wait_for(lambda: watcher.connections == 2)
+        # The writer waits for its own reconnection too: a request sent before it noticed the drop is ConnectionLost.
+        wait_for(lambda: watcher.connections == 2 and writer.connections == 2)
         for value in range(6, 11):
             writer.set("counter", value)  # waits for the writer's own reconnection
         assert values(subscription, 5) == [6, 7, 8, 9, 10]

@@ -34,6 +34,9 @@ export declare class LimitExceeded extends KvodError {
 }
 export declare class ResyncRequired extends KvodError {
 }
+/** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
+export declare class PreconditionFailed extends KvodError {
+}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export declare class ConnectionLost extends KvodError {
 }
@@ -155,8 +158,19 @@ export declare class Client {
         value: unknown;
         seq: number;
     }>;
-    /** Sets `path`; resolves with the mutation's seq. */
-    set(path: string, value: unknown): Promise<number>;
+    /** `{value, seq, modSeq}`: the value with the seq that last stored the key (null when never set). */
+    getMeta(path: string): Promise<{
+        value: unknown;
+        seq: number;
+        modSeq: number | null;
+    }>;
+    /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
+     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. */
+    set(path: string, value: unknown, condition?: {
+        ifModSeq?: number;
+        ifValue?: unknown;
+        ifAbsent?: boolean;
+    }): Promise<number>;
     /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
     insert(path: string, change: {
         value?: unknown;

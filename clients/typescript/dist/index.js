@@ -42,6 +42,9 @@ export class LimitExceeded extends KvodError {
 }
 export class ResyncRequired extends KvodError {
 }
+/** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
+export class PreconditionFailed extends KvodError {
+}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export class ConnectionLost extends KvodError {
 }
@@ -52,7 +55,7 @@ export const ERRORS = {
     [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
     [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
     1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
-    1010: ResyncRequired,
+    1010: ResyncRequired, 1011: PreconditionFailed,
 };
 function errorFromWire(error) {
     const ErrorType = ERRORS[error.code] ?? KvodError;
@@ -420,8 +423,24 @@ export class Client {
     async getWithSeq(path) {
         return (await this.call("get", { path }));
     }
-    /** Sets `path`; resolves with the mutation's seq. */
-    async set(path, value) { return this.seqOf("set", { path, value }); }
+    /** `{value, seq, modSeq}`: the value with the seq that last stored the key (null when never set). */
+    async getMeta(path) {
+        return (await this.call("get", { path, meta: true }));
+    }
+    /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
+     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. */
+    async set(path, value, condition = {}) {
+        const conditions = [];
+        if (condition.ifModSeq !== undefined)
+            conditions.push({ modSeq: condition.ifModSeq });
+        if ("ifValue" in condition)
+            conditions.push({ value: condition.ifValue });
+        if (condition.ifAbsent)
+            conditions.push({ absent: true });
+        if (conditions.length > 1)
+            throw new TypeError("give at most one of ifModSeq, ifValue, ifAbsent");
+        return this.seqOf("set", conditions.length === 1 ? { path, value, if: conditions[0] } : { path, value });
+    }
     /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
     async insert(path, change) {
         return this.seqOf("insert", { path, ...change });

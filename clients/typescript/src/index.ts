@@ -31,6 +31,8 @@ export class UnknownSubscription extends KvodError {}
 export class Unauthorized extends KvodError {}
 export class LimitExceeded extends KvodError {}
 export class ResyncRequired extends KvodError {}
+/** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
+export class PreconditionFailed extends KvodError {}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export class ConnectionLost extends KvodError {}
 /** No answer (or no connection) within the client's timeout. */
@@ -41,7 +43,7 @@ export const ERRORS: Record<number, ErrorClass> = {
   [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
   [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
   1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
-  1010: ResyncRequired,
+  1010: ResyncRequired, 1011: PreconditionFailed,
 };
 
 function errorFromWire(error: { code: number; message: string; data?: unknown }): KvodError {
@@ -465,8 +467,20 @@ export class Client {
   async getWithSeq(path: string): Promise<{ value: unknown; seq: number }> {
     return (await this.call("get", { path })) as { value: unknown; seq: number };
   }
-  /** Sets `path`; resolves with the mutation's seq. */
-  async set(path: string, value: unknown): Promise<number> { return this.seqOf("set", { path, value }); }
+  /** `{value, seq, modSeq}`: the value with the seq that last stored the key (null when never set). */
+  async getMeta(path: string): Promise<{ value: unknown; seq: number; modSeq: number | null }> {
+    return (await this.call("get", { path, meta: true })) as { value: unknown; seq: number; modSeq: number | null };
+  }
+  /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
+   * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. */
+  async set(path: string, value: unknown, condition: { ifModSeq?: number; ifValue?: unknown; ifAbsent?: boolean } = {}): Promise<number> {
+    const conditions: Array<Record<string, unknown>> = [];
+    if (condition.ifModSeq !== undefined) conditions.push({ modSeq: condition.ifModSeq });
+    if ("ifValue" in condition) conditions.push({ value: condition.ifValue });
+    if (condition.ifAbsent) conditions.push({ absent: true });
+    if (conditions.length > 1) throw new TypeError("give at most one of ifModSeq, ifValue, ifAbsent");
+    return this.seqOf("set", conditions.length === 1 ? { path, value, if: conditions[0] } : { path, value });
+  }
   /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
   async insert(path: string, change: { value?: unknown; values?: unknown[]; index?: number; indexes?: number[] }): Promise<number> {
     return this.seqOf("insert", { path, ...change });

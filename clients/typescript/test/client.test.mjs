@@ -90,8 +90,11 @@ test("kill and restart mid-subscription loses nothing", () => withServer([], { d
     for (let value = 1; value <= 5; value++) await writer.set("counter", value);
     for (let i = 0; i < 5; i++) seen.push((await subscription.next(10000)).new);
     await server.restart();
-    // kvod's history starts empty after a restart: resume before the next write for a gapless replay.
-    for (let i = 0; i < 1000 && watcher.connections < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    // kvod's history starts empty after a restart: resume before the next write for a gapless replay. The writer
+    // waits for its own reconnection too: a request sent before it noticed the drop fails with ConnectionLost.
+    for (let i = 0; i < 1000 && (watcher.connections < 2 || writer.connections < 2); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     for (let value = 6; value <= 10; value++) await writer.set("counter", value);
     for await (const change of subscription) {
       seen.push(change.new);
@@ -109,3 +112,20 @@ test("a bad address fails at once", async () => {
   await assert.rejects(kvod.connect("127.0.0.1:1", { timeout: 2000 }), kvod.ConnectionLost);
   assert.throws(() => new kvod.Client(["nonsense"]), TypeError);
 });
+
+test("conditional writes", () => withServer([], {}, async (server) => {
+  const client = await kvod.connect(server.address);
+  try {
+    const seq = await client.set("stock", 3, { ifAbsent: true });
+    const meta = await client.getMeta("stock");
+    assert.deepEqual(meta, { value: 3, seq, modSeq: seq });
+    await client.set("stock", 2, { ifModSeq: meta.modSeq });
+    await assert.rejects(client.set("stock", 1, { ifModSeq: meta.modSeq }),
+      (error) => error instanceof kvod.PreconditionFailed && error.code === 1011 && error.data.value === 2);
+    await client.set("stock", 1, { ifValue: 2 });
+    await assert.rejects(async () => client.set("stock", 0, { ifValue: 1, ifAbsent: true }), TypeError);
+    assert.equal(await client.get("stock"), 1);
+  } finally {
+    client.close();
+  }
+}));
