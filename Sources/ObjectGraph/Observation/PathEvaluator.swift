@@ -53,27 +53,14 @@ extension Graph {
                     if let strict { throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1) + ".<key path>") }
                     return .null
                 }
-                // The right-hand key path's first key must exist on the declared element class, even while the
-                // collection is empty.
-                if let strict, let first = rest.first, first != "self", let elementType,
-                    let elementClass = self.model.objectClass(for: elementType), !elementClass.isOpen,
-                    elementClass.property(first) == nil
-                {
-                    throw GraphError.undefinedKey(path: strict.prefixDescription(index + 2))
-                }
                 // `@sum.self`: the elements themselves (KVC's `self`, as on any NSObject).
                 let values: [Value]
                 if rest.first == "self" {
                     values = elements
                 } else {
-                    var mapped: [Value] = []
-                    mapped.reserveCapacity(elements.count)
-                    for element in elements {
-                        mapped.append(
-                            try self.evaluate(
-                                rest, from: element, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors))
-                    }
-                    values = mapped
+                    if let strict { try self.checkElementKey(rest.first!, of: elementType, path: strict, keyIndex: index + 1) }
+                    values = try self.evaluateEach(
+                        elements, rest, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors)
                 }
                 if let strict, op == .sum || op == .avg, let odd = values.first(where: { !$0.isNull && $0.numericValue == nil }) {
                     throw GraphError.typeMismatch(
@@ -117,23 +104,13 @@ extension Graph {
                 // A to-many relationship with keys left: the rest of the path applies to each element; through a set
                 // the results are a set too (distinct, in first-seen order), as `valueForKeyPath:` on an NSSet.
                 let rest = keys[index...]
-                // A key the declared element class lacks is refused even while the collection is empty.
-                if let strict, let elementType, let elementClass = self.model.objectClass(for: elementType),
-                    !elementClass.isOpen, elementClass.property(keys[index]) == nil
-                {
-                    throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1))
-                }
+                if let strict { try self.checkElementKey(keys[index], of: elementType, path: strict, keyIndex: index) }
                 if let strict, scalarsAreErrors, let scalar = elements.first(where: { !$0.isNull && !$0.isObjectReference }) {
                     throw GraphError.typeMismatch(
                         path: strict.prefixDescription(index), reason: "an array of \(scalar.typeName) has no keys")
                 }
-                var mapped: [Value] = []
-                mapped.reserveCapacity(elements.count)
-                for element in elements {
-                    mapped.append(
-                        try self.evaluate(
-                            rest, from: element, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors))
-                }
+                let mapped = try self.evaluateEach(
+                    elements, rest, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors)
                 return .array(isSet ? CollectionOperator.distinct(mapped) : mapped)
             case .null:
                 return .null
@@ -146,6 +123,31 @@ extension Graph {
             }
         }
         return current
+    }
+
+    /// `keys` evaluated from each element of a collection.
+    private func evaluateEach(
+        _ elements: [Value], _ keys: ArraySlice<String>, collector: TriggerCollector?, strict: KeyPath?,
+        scalarsAreErrors: Bool
+    ) throws(GraphError) -> [Value] {
+        var values: [Value] = []
+        values.reserveCapacity(elements.count)
+        for element in elements {
+            values.append(
+                try self.evaluate(keys, from: element, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors))
+        }
+        return values
+    }
+
+    /// A key applied to a collection's elements must exist on its declared element class (when typed and not open),
+    /// even while the collection is empty: `undefinedKey` up to `keys[keyIndex]` otherwise.
+    private func checkElementKey(
+        _ key: String, of elementType: PropertyType?, path: KeyPath, keyIndex: Int
+    ) throws(GraphError) {
+        guard let elementType, let elementClass = self.model.objectClass(for: elementType), !elementClass.isOpen,
+            elementClass.property(key) == nil
+        else { return }
+        throw GraphError.undefinedKey(path: path.prefixDescription(keyIndex + 1))
     }
 
     /// The value an observer of `keyPath` sees now (lenient: never fails).
