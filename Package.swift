@@ -81,6 +81,9 @@ let package = Package(
         .executableTarget(
             name: "FuzzModelFile", dependencies: ["FuzzSupport", "ModelFile", "ObjectGraph"],
             path: "Tests/Fuzz/FuzzModelFile"),
+        .executableTarget(
+            name: "FuzzSnapshot", dependencies: ["FuzzSupport", "Persistence", "ObjectGraph"],
+            path: "Tests/Fuzz/FuzzSnapshot"),
     ],
     swiftLanguageModes: [.v6]
 )
