@@ -213,9 +213,11 @@ public final class Durability {
         let graph: Graph
         if let snapshot = contents.snapshot {
             do {
-                graph = try Graph(model: model, snapshot: snapshot)
+                graph = try snapshot.restore(model: model)
+            } catch let error as PersistenceError {
+                throw PersistenceError("\(snapshot.path): \(error.message)")
             } catch {
-                throw PersistenceError("\(contents.snapshotFile ?? path) does not fit the model: \(error)")
+                throw PersistenceError("\(snapshot.path) does not fit the model: \(error)")
             }
         } else {
             graph = Graph(model: model)

@@ -59,36 +59,19 @@ extension Graph {
     /// - Throws: when the snapshot names a class the model does not have, has no root, or refers to an object it
     ///   does not contain (a snapshot from another model, or a damaged one).
     public convenience init(model: Model, snapshot: GraphSnapshot) throws(SnapshotError) {
-        self.init(model: model)
-        var restored: [ObjectID: GraphObject] = [:]
-        for state in snapshot.objects {
-            guard let objectClass = model.classes[state.className] else {
-                throw SnapshotError("object $\(state.id) is a \(state.className), a class the model does not declare")
-            }
-            guard state.keys.count == state.values.count, state.modSeqs.map({ $0.count == state.keys.count }) ?? true,
-                restored[state.id] == nil, state.id >= 0,
-                state.id < snapshot.nextObjectID
-            else {
-                throw SnapshotError("object $\(state.id) is malformed or repeated")
-            }
-            let object = GraphObject(id: state.id, objectClass: objectClass)
-            for (index, (key, value)) in zip(state.keys, state.values).enumerated() {
-                object.setValue(value, forKey: key, modSeq: state.modSeqs?[index] ?? snapshot.seq)
-            }
-            restored[state.id] = object
-        }
-        guard restored[.root] != nil else { throw SnapshotError("the snapshot has no root object") }
-        for object in restored.values {
-            for key in object.keys {
-                var missing: ObjectID?
-                Self.forEachReference(in: object.value(forKey: key) ?? .null) { if restored[$0] == nil { missing = $0 } }
-                if let missing { throw SnapshotError("$\(object.id).\(key) refers to $\(missing), which the snapshot lacks") }
-            }
-        }
-        self.objects = restored
-        self.nextObjectID = snapshot.nextObjectID
-        self.seq = snapshot.seq
-        self.allocatedSinceCollection = 0
+        let restorer = GraphRestorer(model: model, seq: snapshot.seq, nextObjectID: snapshot.nextObjectID)
+        for object in snapshot.objects { try restorer.add(object) }
+        self.init(restoring: restorer)
+        try restorer.finish(into: self)
+    }
+
+    /// A bare graph for `GraphRestorer.finish` to fill.
+    convenience init(restoring restorer: GraphRestorer) {
+        self.init(model: restorer.model)
+    }
+
+    static func forEachReferenceIn(_ value: Value, _ body: (ObjectID) -> Void) {
+        Self.forEachReference(in: value, body)
     }
 
     private static func forEachReference(in value: Value, _ body: (ObjectID) -> Void) {
@@ -99,3 +82,62 @@ extension Graph {
         }
     }
 }
+
+/// Builds a graph from a snapshot one object at a time, so a decoder can stream objects in without holding the whole
+/// snapshot in memory beside the graph it becomes (`Graph(model:snapshot:)` uses it too).
+public final class GraphRestorer {
+    let model: Model
+    let seq: UInt64
+    let nextObjectID: ObjectID
+    private var restored: [ObjectID: GraphObject] = [:]
+
+    /// A restorer for a snapshot at `seq` whose next object id is `nextObjectID`.
+    public init(model: Model, seq: UInt64, nextObjectID: ObjectID) {
+        self.model = model
+        self.seq = seq
+        self.nextObjectID = nextObjectID
+    }
+
+    /// Adds one object.
+    /// - Throws: when its class is not in the model, or it is malformed or repeated.
+    public func add(_ state: GraphSnapshot.Object) throws(SnapshotError) {
+        guard let objectClass = self.model.classes[state.className] else {
+            throw SnapshotError("object $\(state.id) is a \(state.className), a class the model does not declare")
+        }
+        guard state.keys.count == state.values.count, state.modSeqs.map({ $0.count == state.keys.count }) ?? true,
+            self.restored[state.id] == nil, state.id >= 0, state.id < self.nextObjectID
+        else {
+            throw SnapshotError("object $\(state.id) is malformed or repeated")
+        }
+        let object = GraphObject(id: state.id, objectClass: objectClass)
+        for (index, (key, value)) in zip(state.keys, state.values).enumerated() {
+            object.setValue(value, forKey: key, modSeq: state.modSeqs?[index] ?? self.seq)
+        }
+        self.restored[state.id] = object
+    }
+
+    /// The graph, once every object was added.
+    /// - Throws: when there is no root, or an object refers to one the snapshot lacks.
+    public func graph() throws(SnapshotError) -> Graph {
+        let graph = Graph(restoring: self)
+        try self.finish(into: graph)
+        return graph
+    }
+
+    func finish(into graph: Graph) throws(SnapshotError) {
+        guard self.restored[.root] != nil else { throw SnapshotError("the snapshot has no root object") }
+        for object in self.restored.values {
+            for key in object.keys {
+                var missing: ObjectID?
+                Graph.forEachReferenceIn(object.value(forKey: key) ?? .null) { if self.restored[$0] == nil { missing = $0 } }
+                if let missing { throw SnapshotError("$\(object.id).\(key) refers to $\(missing), which the snapshot lacks") }
+            }
+        }
+        graph.objects = self.restored
+        graph.nextObjectID = self.nextObjectID
+        graph.seq = self.seq
+        graph.allocatedSinceCollection = 0
+        self.restored = [:]
+    }
+}
+

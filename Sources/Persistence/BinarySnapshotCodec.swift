@@ -126,6 +126,42 @@ public enum BinarySnapshotCodec {
     /// - Throws: a message naming what is wrong: not this format, another version, a checksum mismatch (damage), or a
     ///   structure that does not add up.
     public static func decode(_ bytes: [UInt8]) throws(PersistenceError) -> GraphSnapshot {
+        var header: (seq: UInt64, next: ObjectID) = (0, 0)
+        var objects: [GraphSnapshot.Object] = []
+        do {
+            try Self.parse(bytes, header: { header = ($0, $1) }, object: { objects.append($0) })
+        } catch let error as PersistenceError {
+            throw error
+        } catch {
+            throw PersistenceError("\(error)")
+        }
+        return GraphSnapshot(seq: header.seq, nextObjectID: header.next, objects: objects)
+    }
+
+    /// Restores a graph straight from snapshot bytes, one object at a time: the decoded snapshot is never held whole
+    /// beside the graph it becomes (restart time and memory: docs/PERFORMANCE.md#snapshots).
+    /// - Throws: `PersistenceError` for bytes that do not decode, `SnapshotError` for a snapshot that does not fit
+    ///   the model.
+    public static func restore(_ bytes: [UInt8], model: Model) throws -> Graph {
+        var restorer: GraphRestorer?
+        try Self.parse(
+            bytes, header: { restorer = GraphRestorer(model: model, seq: $0, nextObjectID: $1) },
+            object: { try restorer!.add($0) })  // parse calls header before any object
+        return try restorer!.graph()
+    }
+
+    /// The seq in the header, without checking anything else (for logs and to pick the journal records to replay;
+    /// decoding checks the whole file).
+    static func peekSeq(_ bytes: [UInt8]) -> UInt64? {
+        guard Self.isBinary(bytes), bytes.count >= Self.magic.count + 12 else { return nil }
+        var seq: UInt64 = 0
+        for shift in 0..<8 { seq |= UInt64(bytes[Self.magic.count + 4 + shift]) << UInt64(shift * 8) }
+        return seq
+    }
+
+    private static func parse(
+        _ bytes: [UInt8], header: (UInt64, ObjectID) throws -> Void, object: (GraphSnapshot.Object) throws -> Void
+    ) throws {
         guard Self.isBinary(bytes) else { throw PersistenceError("not a kvod binary snapshot") }
         guard bytes.count >= Self.magic.count + 4 + 8 + 8 + 4 else { throw PersistenceError("the snapshot is truncated") }
         let bodyEnd = bytes.count - 4
@@ -134,7 +170,7 @@ public enum BinarySnapshotCodec {
         guard bytes.withUnsafeBytes({ CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<bodyEnd])) }) == stored else {
             throw PersistenceError("the snapshot's checksum does not match: the file is damaged or truncated")
         }
-        return try bytes.withUnsafeBufferPointer { buffer throws(PersistenceError) in
+        try bytes.withUnsafeBufferPointer { buffer throws in
             var reader = Reader(bytes: UnsafeBufferPointer(rebasing: buffer[0..<bodyEnd]), offset: Self.magic.count)
             let version = try reader.fixed(4)
             guard version == UInt64(Self.version) else {
@@ -143,11 +179,10 @@ public enum BinarySnapshotCodec {
             let seq = try reader.fixed(8)
             let next = try reader.fixed(8)
             guard next <= UInt64(Int.max) else { throw PersistenceError("the snapshot's next object id is out of range") }
+            try header(seq, ObjectID(next))
             let classNames = try reader.names()
             let keyNames = try reader.names()
             let count = try reader.count()
-            var objects: [GraphSnapshot.Object] = []
-            objects.reserveCapacity(count)
             for _ in 0..<count {
                 let id = try reader.id()
                 let className = try reader.name(in: classNames)
@@ -163,13 +198,12 @@ public enum BinarySnapshotCodec {
                     values.append(try reader.value(depth: 0))
                     modSeqs.append(try reader.varint())
                 }
-                objects.append(
+                try object(
                     GraphSnapshot.Object(id: id, className: className, keys: keys, values: values, modSeqs: modSeqs))
             }
             guard reader.offset == reader.bytes.count else {
                 throw PersistenceError("the snapshot has \(reader.bytes.count - reader.offset) unexpected bytes at its end")
             }
-            return GraphSnapshot(seq: seq, nextObjectID: ObjectID(next), objects: objects)
         }
     }
 

@@ -17,16 +17,48 @@ public final class DataDirectory {
     public private(set) var segments: [UInt64]
     private let lock: FileHandle
 
+    /// A snapshot file as read from disk, decoded on demand: `restore` streams it into a graph.
+    public struct SnapshotFile: Sendable {
+        /// The file's path.
+        public let path: String
+        /// The seq the snapshot was taken at.
+        public let seq: UInt64
+        private let bytes: [UInt8]
+        /// An older-format (JSON) snapshot, decoded when read (its seq is inside the document).
+        private let legacy: GraphSnapshot?
+
+        init(path: String, bytes: [UInt8]) throws(PersistenceError) {
+            self.path = path
+            if let seq = BinarySnapshotCodec.peekSeq(bytes) {
+                (self.seq, self.bytes, self.legacy) = (seq, bytes, nil)
+            } else {
+                let snapshot = try SnapshotCodec.decode(bytes)
+                (self.seq, self.bytes, self.legacy) = (snapshot.seq, [], snapshot)
+            }
+        }
+
+        /// The whole snapshot as data.
+        public func decode() throws(PersistenceError) -> GraphSnapshot {
+            if let legacy { return legacy }
+            return try BinarySnapshotCodec.decode(self.bytes)
+        }
+
+        /// The graph the snapshot holds, with `model`'s classes, built object by object.
+        /// - Throws: `PersistenceError` (damage) or `SnapshotError` (a snapshot that does not fit the model).
+        public func restore(model: Model) throws -> Graph {
+            if let legacy { return try Graph(model: model, snapshot: legacy) }
+            return try BinarySnapshotCodec.restore(self.bytes, model: model)
+        }
+    }
+
     /// What was found on disk.
     public struct Contents: Sendable {
         /// The last snapshot, if any.
-        public var snapshot: GraphSnapshot?
+        public var snapshot: SnapshotFile?
         /// The journal records to replay after it (records at or before the snapshot's seq are skipped).
         public var records: [JournalRecord]
         /// Bytes of a torn last record that were cut off.
         public var tornBytes: Int
-        /// The file the snapshot came from (for messages), nil when there was none.
-        public var snapshotFile: String?
     }
 
     static let snapshotFile = "snapshot.kvs"
@@ -40,7 +72,7 @@ public final class DataDirectory {
         try lock.lockExclusively()
         let names = try Files.names(in: path)
         for name in names where name.hasPrefix("snapshot-") && name.hasSuffix(".tmp") { unlink(path + "/" + name) }
-        let (snapshot, snapshotFile) = try Self.loadSnapshot(path: path)
+        let snapshot = try Self.findSnapshot(path: path)
         let segments = names.compactMap(Self.segmentSeq).sorted()
         let after = snapshot?.seq ?? 0
         var records: [JournalRecord] = []
@@ -56,29 +88,32 @@ public final class DataDirectory {
         let (journal, scan) = try Journal.open(path: path + "/journal.log")
         records.append(contentsOf: scan.records.lazy.filter { $0.seq > after })
         let directory = DataDirectory(path: path, journal: journal, segments: segments, lock: lock)
-        let contents = Contents(snapshot: snapshot, records: records, tornBytes: scan.tornBytes, snapshotFile: snapshotFile)
+        let contents = Contents(snapshot: snapshot, records: records, tornBytes: scan.tornBytes)
         return (directory, contents)
     }
 
     /// The snapshot in `path` as it is on disk (for `kvod --dump-snapshot`), without locking or touching anything.
     public static func readSnapshot(path: String) throws(PersistenceError) -> GraphSnapshot? {
-        try Self.loadSnapshot(path: path).0
+        guard let file = try Self.findSnapshot(path: path) else { return nil }
+        do {
+            return try file.decode()
+        } catch {
+            throw PersistenceError("\(file.path): \(error.message)")
+        }
     }
 
-    private static func loadSnapshot(path: String) throws(PersistenceError) -> (GraphSnapshot?, String?) {
+    /// The newest snapshot file in `path` (the binary one, else an older JSON one), unread beyond its header.
+    private static func findSnapshot(path: String) throws(PersistenceError) -> SnapshotFile? {
         for name in [Self.snapshotFile, Self.legacySnapshotFile] {
             let file = path + "/" + name
             guard let bytes = try Files.contents(file) else { continue }
             do {
-                let snapshot =
-                    BinarySnapshotCodec.isBinary(bytes)
-                    ? try BinarySnapshotCodec.decode(bytes) : try SnapshotCodec.decode(bytes)
-                return (snapshot, file)
+                return try SnapshotFile(path: file, bytes: bytes)
             } catch {
                 throw PersistenceError("\(file): \(error.message)")
             }
         }
-        return (nil, nil)
+        return nil
     }
 
     private init(path: String, journal: Journal, segments: [UInt64], lock: FileHandle) {

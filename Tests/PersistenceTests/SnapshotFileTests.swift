@@ -35,6 +35,20 @@ struct SnapshotFileTests {
         #expect(bytes.count < SnapshotCodec.encode(snapshot).count)
     }
 
+    @Test func restoringStreamsTheSameGraph() throws {
+        let graph = try Self.sampleGraph()
+        let bytes = BinarySnapshotCodec.encode(graph.makeSnapshot())
+        let streamed = try BinarySnapshotCodec.restore(bytes, model: .open)
+        #expect(streamed.makeSnapshot() == graph.makeSnapshot())
+        #expect(try streamed.meta("numbers").modSeq == graph.meta("numbers").modSeq)
+        var damaged = bytes
+        damaged[damaged.count / 2] ^= 0x01
+        #expect(throws: PersistenceError.self) { try BinarySnapshotCodec.restore(damaged, model: .open) }
+        let typed = Graph(model: try Model(root: ObjectClass(name: "Typed", isOpen: true), classes: []))
+        let typedBytes = BinarySnapshotCodec.encode(typed.makeSnapshot())
+        #expect(throws: SnapshotError.self) { try BinarySnapshotCodec.restore(typedBytes, model: .open) }
+    }
+
     @Test func everyTruncationAndAFlippedByteAreRefused() throws {
         let bytes = BinarySnapshotCodec.encode(try Self.sampleGraph().makeSnapshot())
         for length in 0..<bytes.count {
@@ -63,8 +77,8 @@ struct SnapshotFileTests {
         let graph = try Self.sampleGraph()
         try Data(SnapshotCodec.encode(graph.makeSnapshot())).write(to: URL(fileURLWithPath: directory + "/snapshot.json"))
         let (data, contents) = try DataDirectory.open(path: directory)
-        #expect(contents.snapshot == graph.makeSnapshot())
-        #expect(contents.snapshotFile == directory + "/snapshot.json")
+        #expect(try contents.snapshot?.decode() == graph.makeSnapshot())
+        #expect(contents.snapshot?.path == directory + "/snapshot.json")
         // The next snapshot is binary and the JSON file goes.
         try data.writeSnapshot(graph.makeSnapshot())
         #expect(!FileManager.default.fileExists(atPath: directory + "/snapshot.json"))
