@@ -64,7 +64,9 @@ let package = Package(
         .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "ObjectGraph", "WireProtocol"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
-        .testTarget(name: "KVOServerTests", dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(
+            name: "KVOServerTests",
+            dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", logging]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
         .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),

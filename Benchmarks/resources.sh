@@ -175,8 +175,8 @@ entries() {
         | sed -E 's/ \[[^]]*\]$//'
 }
 # The frames every request passes through on its way to a handler (they would fill the inclusive list).
-CHAIN='Sources/kvod/|EventLoop.run|onReadCompleted|TCPStream.didRead|Connection.start|Connection.received'
-CHAIN="$CHAIN|LineFramer.feed|Dispatcher.handle|Dispatcher.perform|Dispatcher.call"
+CHAIN='Sources/kvod/|EventLoop.run|onReadCompleted|TCPStream.didRead|TCPTransport.start|TCPTransport.received'
+CHAIN="$CHAIN|Session.transportReceived|LineFramer.feed|Dispatcher.handle|Dispatcher.perform|Dispatcher.call"
 {
     for name in wide full; do
         case "$name" in

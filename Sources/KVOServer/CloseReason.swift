@@ -21,6 +21,14 @@ public enum CloseReason: String, Sendable, CaseIterable {
     /// The server is shutting down.
     case serverShutdown = "server_shutdown"
 
+    /// Whether the client is told why with a `closing` notice before the close.
+    var sendsNotice: Bool {
+        switch self {
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout: true
+        case .clientClosed, .ioError, .slowConsumer: false
+        }
+    }
+
     /// Whether the server closed the connection because the client passed a limit (logged as a warning).
     var isLimit: Bool {
         switch self {

@@ -9,7 +9,7 @@ import WireProtocol
 /// Routes requests to method handlers and writes their responses. Loop-owned.
 @MainActor
 final class Dispatcher {
-    unowned let server: Server
+    let context: SessionContext
     /// Scratch space for one result, reused across requests.
     private var result: [UInt8] = []
     /// Parsed key paths by their text: clients use few distinct paths, and parsing allocates.
@@ -27,34 +27,37 @@ final class Dispatcher {
     /// Initial notifications waiting for their subscribe's response to be queued.
     private var pendingInitials: [(Subscription, Change)] = []
 
-    init(server: Server) {
-        self.server = server
+    /// The seq of the mutation the current request committed (set by its handler through `committed(_:)`).
+    private var committedSeq: UInt64?
+
+    init(context: SessionContext) {
+        self.context = context
     }
 
-    /// Handles one line from a connection. Blank lines are ignored.
-    func handle(line: UnsafeRawBufferPointer, on connection: Connection) {
+    /// Handles one message (a line) from a session. Blank lines are ignored.
+    func handle(line: UnsafeRawBufferPointer, on session: Session) {
         if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }) {
             return
         }
-        switch RPCMessage.decode(line, maxDepth: self.server.limits.maxJSONDepth) {
+        switch RPCMessage.decode(line, maxDepth: self.context.limits.maxJSONDepth) {
         case .parseError(let error):
-            connection.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
+            session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
         case .emptyBatch:
-            connection.enqueue { Self.appendErrorLine(id: .null, RPCError(.invalidRequest, "empty batch"), to: &$0) }
+            session.enqueue { Self.appendErrorLine(id: .null, RPCError(.invalidRequest, "empty batch"), to: &$0) }
         case .single(let parsed):
             var response: [UInt8] = []
-            self.perform(parsed, on: connection, into: &response)
+            self.perform(parsed, on: session, into: &response)
             if !response.isEmpty {
                 response.append(UInt8(ascii: "\n"))
-                connection.enqueue(bytes: response)
+                session.enqueue(bytes: response)
             }
         case .batch(let items):
-            if items.count > self.server.limits.maxBatchRequests {
-                let limit = self.server.limits.maxBatchRequests
+            if items.count > self.context.limits.maxBatchRequests {
+                let limit = self.context.limits.maxBatchRequests
                 let error = RPCError(
                     .limitExceeded, "batch of \(items.count) requests exceeds \(limit)",
                     data: .object(["limit": .int(Int64(limit))]))
-                connection.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
+                session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
                 return
             }
             var responses: [UInt8] = [UInt8(ascii: "[")]
@@ -62,33 +65,37 @@ final class Dispatcher {
                 let mark = responses.count
                 if mark > 1 { responses.append(UInt8(ascii: ",")) }
                 let before = responses.count
-                self.perform(item, on: connection, into: &responses)
+                self.perform(item, on: session, into: &responses)
                 if responses.count == before { responses.removeSubrange(mark...) }  // a notification: no response
             }
             // JSON-RPC: a batch of notifications only gets no response at all.
             if responses.count > 1 {
                 responses.append(contentsOf: "]\n".utf8)
-                connection.enqueue(bytes: responses)
+                session.enqueue(bytes: responses)
             }
         }
         self.deliverPendingInitials()
         // A close a handler asked for (too many wrong tokens) comes after the line's response.
-        if let reason = connection.closeAfterResponse { connection.close(reason) }
+        if let reason = session.closeAfterResponse { session.close(reason) }
     }
 
     /// Performs one parsed request; appends its response object (nothing for a notification) to `response`.
-    private func perform(_ parsed: RPCParsed, on connection: Connection, into response: inout [UInt8]) {
+    /// Every request is counted here, once, whatever becomes of it; a committed mutation is counted and reported
+    /// to the mutation log (the journal) before its response can leave.
+    private func perform(_ parsed: RPCParsed, on session: Session, into response: inout [UInt8]) {
         switch parsed {
         case .invalid(let id, let error):
             RPCEncoder.appendError(id: id ?? .null, error: error, to: &response)
         case .request(let request):
             self.result.removeAll(keepingCapacity: true)
+            self.context.stats.requests += 1
             do {
-                let seqBefore = self.server.graph.seq
-                try self.call(request, on: connection)
-                // A request that took a seq was a successful mutation: journal it before its response can leave.
-                let seq = self.server.graph.seq
-                if seq != seqBefore { self.server.durability?.record(seq: seq, method: request.method, params: request.params) }
+                self.committedSeq = nil
+                try self.call(request, on: session)
+                if let seq = self.committedSeq {
+                    self.context.stats.mutations += 1
+                    self.context.mutationLog?.committed(seq: seq, method: request.method, params: request.params)
+                }
                 guard let id = request.id else { return }
                 RPCEncoder.appendResult(id: id, to: &response) { $0.append(contentsOf: self.result) }
             } catch {
@@ -100,39 +107,43 @@ final class Dispatcher {
 
     private func rpcError(for error: any Error, request: RPCRequest) -> RPCError {
         if let convertible = error as? any RPCErrorConvertible { return convertible.rpcError }
-        self.server.logger.error(
+        self.context.logger.error(
             "unmapped handler error", metadata: ["rpc.method": "\(request.method)", "error": "\(error)"])
         return RPCError(.internalError, "internal error")
     }
 
     /// Routes a request to its handler, which writes its result JSON into `self.result`. Access control and the
     /// per-connection limits are checked first (Dispatcher+Access.swift).
-    private func call(_ request: RPCRequest, on connection: Connection) throws {
-        try self.authorize(request, on: connection)
+    private func call(_ request: RPCRequest, on session: Session) throws {
+        try self.authorize(request, on: session)
         switch request.method {
-        case "get": try self.get(request, on: connection)
-        case "set": try self.set(request, on: connection)
+        case "get": try self.get(request, on: session)
+        case "set": try self.set(request, on: session)
         case "subscribe":
-            try self.checkSubscriptionLimit(on: connection)
-            try self.subscribe(request, on: connection)
-        case "unsubscribe": try self.unsubscribe(request, on: connection)
-        case "ping": try self.ping(request, on: connection)
-        case "hello": try self.hello(request, on: connection)
-        case "observers": try self.observers(request, on: connection)
-        case "validate": try self.validate(request, on: connection)
-        case "describe": try self.describe(request, on: connection)
+            try self.checkSubscriptionLimit(on: session)
+            try self.subscribe(request, on: session)
+        case "unsubscribe": try self.unsubscribe(request, on: session)
+        case "ping": try self.ping(request, on: session)
+        case "hello": try self.hello(request, on: session)
+        case "observers": try self.observers(request, on: session)
+        case "validate": try self.validate(request, on: session)
+        case "describe": try self.describe(request, on: session)
         case "insert", "remove", "replace", "union", "minus", "intersect", "setMembers":
-            try self.collectionMutation(request, on: connection)
-        case "transaction": try self.transaction(request, on: connection)
-        case "stats": try self.stats(request, on: connection)
+            try self.collectionMutation(request, on: session)
+        case "transaction": try self.transaction(request, on: session)
+        case "stats": try self.stats(request, on: session)
         default:
-            self.server.countRequest(isMutation: false)
             let name = request.method.count > 64 ? String(request.method.prefix(64)) + "…" : request.method
             throw RPCError(.methodNotFound, "method not found: \(name)")
         }
     }
 
     // MARK: - Helpers for handlers
+
+    /// Records that the current request committed the mutation with `seq` (counted and journaled by `perform`).
+    func committed(_ seq: UInt64) {
+        self.committedSeq = seq
+    }
 
     /// Appends to the current request's result.
     func writeResult(_ write: (inout [UInt8]) -> Void) {

@@ -14,7 +14,7 @@ import WireProtocol
 
 /// The journal and snapshots of a data directory. Loop-owned.
 @MainActor
-public final class Durability {
+public final class Durability: MutationLog {
     public let directory: DataDirectory
     public let policy: FsyncPolicy
     /// Journal records after which a snapshot is taken (0: only at shutdown).
@@ -65,12 +65,12 @@ public final class Durability {
     }
 
     /// Journals one successful mutation (buffered until the loop turn's flush).
-    func record(seq: UInt64, method: String, params: JSONValue?) {
+    func committed(seq: UInt64, method: String, params: JSONValue?) {
         self.directory.journal.append(seq: seq, method: method, params: params)
     }
 
     /// Writes the turn's records, fsyncs under `always`, and starts a background snapshot when the journal is long.
-    func beforeFlush() {
+    func beforeOutput() {
         let journal = self.directory.journal
         guard journal.hasPending, !self.failed else { return }
         self.perform { () throws(PersistenceError) in
@@ -236,16 +236,8 @@ public final class Durability {
         return graph
     }
 
-    /// Applies one journaled mutation, parsed exactly as the request was.
+    /// Applies one journaled mutation, parsed exactly as the request was (MutationRequest.swift).
     static func replay(_ record: JournalRecord, into graph: Graph) throws {
-        var op = JSONObject(["method": .string(record.method)])
-        op["params"] = record.params
-        guard record.method == "transaction" else {
-            try Dispatcher.perform(try Dispatcher.parseOp(.object(op)), on: graph)
-            return
-        }
-        let params = Params(record.params, names: ["ops"], method: "transaction")
-        guard case .array(let items)? = params["ops"] else { throw PersistenceError("a transaction without ops") }
-        try graph.transaction(items.map(Dispatcher.parseOp))
+        try MutationRequest.replay(method: record.method, params: record.params, into: graph)
     }
 }

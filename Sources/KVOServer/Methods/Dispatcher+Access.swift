@@ -7,26 +7,17 @@ extension Dispatcher {
     /// Throws 1008 when access control is on and the connection has not presented a valid token yet (anything but
     /// `hello` and `ping`, which reveals nothing and lets health checks work without a token), or when its read-only
     /// token does not allow `request.method`.
-    func authorize(_ request: RPCRequest, on connection: Connection) throws(RPCError) {
-        guard self.server.configuration.accessControl.isEnabled, request.method != "hello", request.method != "ping" else {
+    func authorize(_ request: RPCRequest, on session: Session) throws(RPCError) {
+        guard self.context.accessControl.isEnabled, request.method != "hello", request.method != "ping" else {
             return
         }
-        guard let access = connection.access else {
-            self.server.countRequest(isMutation: false)
+        guard let access = session.access else {
             throw Self.unauthorized("unauthorized: hello with a token first", reason: "hello with a token first")
         }
         if access == .readOnly && !AccessControl.readOnlyMethods.contains(request.method) {
-            self.server.countRequest(isMutation: false)
             throw Self.unauthorized("unauthorized: \(request.method) needs a read-write token", reason: "read-only token")
         }
-        if let allowed = connection.allowedPaths {
-            do throws(RPCError) {
-                try self.checkPaths(of: request, allowed: allowed)
-            } catch {
-                self.server.countRequest(isMutation: false)
-                throw error
-            }
-        }
+        if let allowed = session.allowedPaths { try self.checkPaths(of: request, allowed: allowed) }
     }
 
     /// A token restricted to key-path patterns may use only paths its patterns grant, spelled from the root: every
@@ -70,11 +61,10 @@ extension Dispatcher {
         return nil
     }
 
-    /// Throws 1009 when the connection already holds `Limits.maxSubscriptionsPerConnection` subscriptions.
-    func checkSubscriptionLimit(on connection: Connection) throws(RPCError) {
-        let limit = self.server.limits.maxSubscriptionsPerConnection
-        guard connection.subscriptions.count >= limit else { return }
-        self.server.countRequest(isMutation: false)
+    /// Throws 1009 when the session already holds `Limits.maxSubscriptionsPerConnection` subscriptions.
+    func checkSubscriptionLimit(on session: Session) throws(RPCError) {
+        let limit = self.context.limits.maxSubscriptionsPerConnection
+        guard session.subscriptions.count >= limit else { return }
         throw RPCError(
             .limitExceeded, "this connection already holds \(limit) subscriptions",
             data: .object(["limit": .int(Int64(limit))]))
@@ -82,30 +72,25 @@ extension Dispatcher {
 
     /// Checks `hello`'s token: on a match the connection gets its access; a wrong token is counted, and after
     /// `Limits.maxAuthenticationFailures` of them the connection is closed (`unauthorized`) after the error.
-    func authenticate(token: String?, on connection: Connection) throws(RPCError) {
-        let accessControl = self.server.configuration.accessControl
+    func authenticate(token: String?, on session: Session) throws(RPCError) {
+        let accessControl = self.context.accessControl
         guard accessControl.isEnabled else { return }
         guard let token else {
-            if connection.access == nil {
+            if session.access == nil {
                 throw Self.unauthorized("unauthorized: hello with a token first", reason: "hello with a token first")
             }
             return
         }
         if let match = accessControl.token(for: token) {
-            connection.access = match.access
-            connection.allowedPaths = match.paths
+            session.access = match.access
+            session.allowedPaths = match.paths
             return
         }
-        connection.authenticationFailures += 1
-        self.server.stats.authenticationFailures += 1
-        let limit = self.server.limits.maxAuthenticationFailures
-        self.server.logger.info(
-            "wrong token in hello",
-            metadata: [
-                "connection.id": "\(connection.id)", "connection.remote": "\(connection.remoteAddress)",
-                "auth.failures": "\(connection.authenticationFailures)",
-            ])
-        if limit > 0 && connection.authenticationFailures >= limit { connection.closeAfterResponse = .unauthorized }
+        session.authenticationFailures += 1
+        self.context.stats.authenticationFailures += 1
+        let limit = self.context.limits.maxAuthenticationFailures
+        session.logAuthenticationFailure()
+        if limit > 0 && session.authenticationFailures >= limit { session.closeAfterResponse = .unauthorized }
         throw Self.unauthorized("unauthorized: wrong token", reason: "wrong token")
     }
 

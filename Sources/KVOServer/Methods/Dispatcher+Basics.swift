@@ -6,12 +6,11 @@ extension Dispatcher {
     /// The protocol version this server speaks.
     static let protocolVersion = 1
 
-    func hello(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func hello(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["client", "token"], method: "hello")
         try params.rejectUnknown()
         switch params["client"] {
-        case .string(let name)?: connection.clientName = name
+        case .string(let name)?: session.clientName = name
         case nil, .null?: break
         default: throw RPCError.badParams("hello: 'client' must be a string")
         }
@@ -21,8 +20,8 @@ extension Dispatcher {
         case nil, .null?: token = nil
         default: throw RPCError.badParams("hello: 'token' must be a string")
         }
-        try self.authenticate(token: token, on: connection)
-        let access = self.server.configuration.accessControl.isEnabled ? connection.access : nil
+        try self.authenticate(token: token, on: session)
+        let access = self.context.accessControl.isEnabled ? session.access : nil
         self.writeResult {
             $0.append(contentsOf: #"{"server":"kvod","version":"#.utf8)
             JSONWriter.appendString(KVODVersion.current, to: &$0)
@@ -31,7 +30,7 @@ extension Dispatcher {
             if let access {
                 $0.append(contentsOf: #","access":"#.utf8)
                 JSONWriter.appendString(access.rawValue, to: &$0)
-                if let paths = connection.allowedPaths {
+                if let paths = session.allowedPaths {
                     $0.append(contentsOf: #","paths":["#.utf8)
                     for (index, pattern) in paths.enumerated() {
                         if index > 0 { $0.append(UInt8(ascii: ",")) }
@@ -44,8 +43,7 @@ extension Dispatcher {
         }
     }
 
-    func ping(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func ping(_ request: RPCRequest, on session: Session) throws {
         try Params(request.params, names: [], method: "ping").rejectUnknown()
         self.writeResult { $0.append(contentsOf: #""pong""#.utf8) }
     }

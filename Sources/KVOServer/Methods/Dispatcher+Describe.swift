@@ -5,11 +5,10 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
-    func describe(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func describe(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["path"], method: "describe")
         try params.rejectUnknown()
-        let graph = self.server.graph
+        let graph = self.context.graph
         var result = JSONObject()
         switch params["path"] {
         case nil, .null?:

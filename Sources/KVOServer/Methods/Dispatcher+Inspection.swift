@@ -4,8 +4,7 @@ import ObjectGraph
 import WireProtocol
 
 extension Dispatcher {
-    func observers(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func observers(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["path"], method: "observers")
         try params.rejectUnknown()
         var filter: String?
@@ -14,7 +13,7 @@ extension Dispatcher {
         case .string(let text)?: filter = try KeyPath(parsing: text).description
         default: throw RPCError.badParams("observers: 'path' must be a string")
         }
-        let connections = self.server.openConnections.sorted { $0.id < $1.id }
+        let connections = self.context.sessions.all
         self.writeResult { buffer in
             buffer.append(contentsOf: #"{"connections":["#.utf8)
             var firstConnection = true
@@ -31,7 +30,7 @@ extension Dispatcher {
                     buffer.append(contentsOf: #","client":"#.utf8)
                     JSONWriter.appendString(name, to: &buffer)
                 }
-                if peer === connection { buffer.append(contentsOf: #","self":true"#.utf8) }
+                if peer === session { buffer.append(contentsOf: #","self":true"#.utf8) }
                 buffer.append(contentsOf: #","subscriptions":["#.utf8)
                 for (index, subscription) in subscriptions.enumerated() {
                     if index > 0 { buffer.append(UInt8(ascii: ",")) }

@@ -4,8 +4,7 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
-    func get(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func get(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["path", "meta"], method: "get")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
@@ -16,8 +15,8 @@ extension Dispatcher {
         default: throw RPCError.badParams("get: 'meta' must be a boolean")
         }
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
-        let (value, modSeq) = withMeta ? try self.server.graph.meta(path) : (try self.server.graph.get(path), nil)
-        let seq = self.server.graph.seq
+        let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
+        let seq = self.context.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
             value.appendJSON(to: &$0)
@@ -31,16 +30,16 @@ extension Dispatcher {
         }
     }
 
-    func set(_ request: RPCRequest, on connection: Connection) throws {
+    func set(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["path", "value", "if"], method: "set")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
         let value = Value(json: try params.required("value"))
-        let condition = try Self.parseCondition(params["if"], method: "set")
+        let condition = try MutationRequest.parseCondition(params["if"], method: "set")
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
-        let result = try self.server.graph.set(path, to: value, if: condition)
+        let result = try self.context.graph.set(path, to: value, if: condition)
         let stored = result.storedValue
-        self.server.countRequest(isMutation: true)
+        self.committed(result.seq)
         self.writeResult {
             $0.append(contentsOf: #"{"seq":"#.utf8)
             JSONWriter.appendInt(Int64(result.seq), to: &$0)
@@ -53,12 +52,11 @@ extension Dispatcher {
         }
     }
 
-    func validate(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func validate(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["path", "value"], method: "validate")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
-        let value = try self.server.graph.validate(path, Value(json: try params.required("value")))
+        let value = try self.context.graph.validate(path, Value(json: try params.required("value")))
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
             value.appendJSON(to: &$0)

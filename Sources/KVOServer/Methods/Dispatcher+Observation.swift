@@ -4,8 +4,7 @@ import ObjectGraph
 import WireProtocol
 
 extension Dispatcher {
-    func subscribe(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func subscribe(_ request: RPCRequest, on session: Session) throws {
         let params = Params(
             request.params, names: ["path", "options", "context", "since", "progress"], method: "subscribe")
         try params.rejectUnknown()
@@ -13,7 +12,7 @@ extension Dispatcher {
         let path = try self.keyPath(text)
         let options = try Self.observationOptions(params["options"])
         let context = params["context"]
-        let graph = self.server.graph
+        let graph = self.context.graph
         let progress = try params["progress"].map { _ in try params.integer("progress") }
         if let progress, progress < 1 || progress > 86_400 {
             throw RPCError.badParams("subscribe: 'progress' must be a number of seconds from 1 to 86400")
@@ -25,29 +24,12 @@ extension Dispatcher {
             if options.contains(.initial) {
                 throw RPCError.badParams("subscribe: 'since' and the 'initial' option exclude each other")
             }
-            guard since >= 0, UInt64(since) <= graph.seq else {
-                throw RPCError.badParams("subscribe: 'since' must be a seq from 0 to the current \(graph.seq)")
-            }
-            try graph.checkObservable(path)
-            if UInt64(since) < graph.seq {
-                guard self.server.history.isEnabled, let changes = self.server.history.changes(for: path, after: UInt64(since)) else {
-                    let oldest = self.server.history.isEnabled ? self.server.history.oldestResumable(path) : graph.seq
-                    throw RPCError(
-                        .resyncRequired, "cannot resume \(text) from seq \(since): the history starts at \(oldest)",
-                        data: .object(["path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)), "seq": .int(Int64(graph.seq))]))
-                }
-                missed = changes
-            }
+            missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
         }
-        let id = self.server.nextSubscriptionID
-        let created = Subscription(
-            id: id, path: text, keyPath: path, options: options, context: context, connection: connection)
-        let (observer, initial) = try graph.addObservation(path, options: options, sink: created)
-        self.server.nextSubscriptionID += 1
-        created.observer = observer
-        connection.add(created)
-        self.server.history.subscribed(path)
-        if let progress { try self.server.startProgress(created, seconds: Int(progress)) }
+        let (created, initial) = try self.context.subscriptions.create(
+            path: text, keyPath: path, options: options, context: context, progressSeconds: progress.map { Int($0) },
+            for: session, encoder: self.context.encoder)
+        let id = created.id
         let seq = graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"subscription":"#.utf8)
@@ -63,13 +45,12 @@ extension Dispatcher {
         }
     }
 
-    func unsubscribe(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func unsubscribe(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: ["subscription"], method: "unsubscribe")
         try params.rejectUnknown()
         let id = try params.integer("subscription")
         // Another connection's subscription is as unknown as one that never existed.
-        guard let wireID = Int(exactly: id), connection.removeSubscription(wireID) else {
+        guard let wireID = Int(exactly: id), session.removeSubscription(wireID) else {
             throw RPCError(
                 .unknownSubscription, "unknown subscription \(id)", data: .object(["subscription": .int(id)]))
         }

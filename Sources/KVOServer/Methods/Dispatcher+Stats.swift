@@ -3,10 +3,9 @@
 import WireProtocol
 
 extension Dispatcher {
-    func stats(_ request: RPCRequest, on connection: Connection) throws {
-        self.server.countRequest(isMutation: false)
+    func stats(_ request: RPCRequest, on session: Session) throws {
         try Params(request.params, names: [], method: "stats").rejectUnknown()
-        let snapshot = self.server.statsSnapshot()
+        let snapshot = self.context.statsSnapshot()
         self.writeResult { JSONWriter.append(snapshot.json, to: &$0) }
     }
 }

@@ -1,0 +1,154 @@
+// Reading mutation requests (Protocol/methods.md#set ... #transaction) into engine operations, written once for
+// the dispatcher and for journal replay (crash recovery applies each journaled request exactly as it was parsed
+// when it was first served).
+import ObjectGraph
+import ValueCoding
+import WireProtocol
+
+/// The parsers of mutation requests.
+enum MutationRequest {
+    /// The mutation methods a transaction may contain.
+    static let methods: Set<String> = ["set", "insert", "remove", "replace", "union", "minus", "intersect", "setMembers"]
+
+    /// Applies one journaled mutation request (a transaction included) to `graph`, parsed exactly as when it was
+    /// served.
+    static func replay(method: String, params: JSONValue?, into graph: Graph) throws {
+        guard method == "transaction" else {
+            var op = JSONObject(["method": .string(method)])
+            op["params"] = params
+            try Self.perform(try Self.parseOp(.object(op)), on: graph)
+            return
+        }
+        let params = Params(params, names: ["ops"], method: "transaction")
+        guard case .array(let items)? = params["ops"] else { throw RPCError.badParams("a transaction without ops") }
+        try graph.transaction(items.map(Self.parseOp))
+    }
+
+    /// `{method, params}` of a transaction op.
+    static func parseOp(_ item: JSONValue) throws -> TransactionOp {
+        guard case .object(let object) = item, case .string(let method)? = object["method"] else {
+            throw RPCError.badParams("transaction: each op must be {\"method\": ..., \"params\": ...}")
+        }
+        if let unknown = object.keys.first(where: { $0 != "method" && $0 != "params" }) {
+            throw RPCError.badParams("transaction: unknown member '\(unknown)' in an op")
+        }
+        guard Self.methods.contains(method) else {
+            throw RPCError.badParams("transaction: '\(method)' is not a mutation method")
+        }
+        if method == "set" {
+            let params = Params(object["params"], names: ["path", "value", "if"], method: "set")
+            try params.rejectUnknown()
+            let op = TransactionOp.set(try KeyPath(parsing: params.string("path")), Value(json: try params.required("value")))
+            return try Self.parseCondition(params["if"], method: "set").map { .conditional($0, op) } ?? op
+        }
+        let (path, mutation, condition) = try Self.parseMutation(method: method, object["params"])
+        return condition.map { .conditional($0, .mutate(path, mutation)) } ?? .mutate(path, mutation)
+    }
+
+    /// Performs one op outside a transaction (journal replay), as its request would.
+    static func perform(_ op: TransactionOp, on graph: Graph) throws {
+        switch op {
+        case .set(let path, let value): try graph.set(path, to: value)
+        case .mutate(let path, let mutation): try graph.mutate(path, mutation)
+        case .conditional(let condition, .set(let path, let value)): try graph.set(path, to: value, if: condition)
+        case .conditional(let condition, .mutate(let path, let mutation)): try graph.mutate(path, mutation, if: condition)
+        case .conditional: try graph.transaction([op])
+        }
+    }
+
+    /// The `if` param of a write (Protocol/methods.md#set): `{"modSeq": M}`, `{"value": V}` or `{"absent": true}`.
+    static func parseCondition(_ raw: JSONValue?, method: String) throws(RPCError) -> WriteCondition? {
+        guard let raw else { return nil }
+        let shapes = "'if' must be {\"modSeq\": SEQ}, {\"value\": VALUE} or {\"absent\": true}"
+        guard case .object(let object) = raw, object.keys.count == 1, let name = object.keys.first else {
+            throw RPCError.badParams("\(method): \(shapes)")
+        }
+        switch (name, object[name]) {
+        case ("modSeq", .int(let seq)?) where seq >= 0: return .modSeq(UInt64(seq))
+        case ("value", let value?): return .value(Value(json: value))
+        case ("absent", .bool(true)?): return .absent
+        default: throw RPCError.badParams("\(method): \(shapes)")
+        }
+    }
+
+    /// Reads a collection mutation's params: `{path, index, value}` / `{path, indexes, values}` for ordered
+    /// collections; `{path, values}` by value for sets (and `insert` without indexes appends).
+    static func parseMutation(
+        method: String, _ raw: JSONValue?
+    ) throws -> (KeyPath, CollectionMutation, WriteCondition?) {
+        let (path, mutation, params) = try Self.parseMutationParams(method: method, raw)
+        return (path, mutation, try Self.parseCondition(params["if"], method: method))
+    }
+
+    private static func parseMutationParams(
+        method: String, _ raw: JSONValue?
+    ) throws -> (KeyPath, CollectionMutation, Params) {
+        let names: [String]
+        switch method {
+        case "remove": names = ["path", "index", "indexes", "values", "if"]
+        case "union", "minus", "intersect", "setMembers": names = ["path", "values", "if"]
+        default: names = ["path", "index", "value", "indexes", "values", "if"]
+        }
+        let params = Params(raw, names: names, method: method)
+        try params.rejectUnknown()
+        let path = try KeyPath(parsing: params.string("path"))
+        let indexes = try Self.indexes(params, method)
+        let values = try Self.values(params, method)
+        switch method {
+        case "insert":
+            guard let values else { throw RPCError.badParams("insert: 'value' or 'values' is required") }
+            if let indexes { return (path, .insert(indexes: indexes, values: values), params) }
+            return (path, .append(values), params)
+        case "remove":
+            if let indexes {
+                if values != nil { throw RPCError.badParams("remove: give 'index'/'indexes' or 'values', not both") }
+                return (path, .remove(indexes: indexes), params)
+            }
+            guard let values else { throw RPCError.badParams("remove: 'index', 'indexes' or 'values' is required") }
+            return (path, .minus(values), params)
+        case "replace":
+            guard let indexes, let values else { throw RPCError.badParams("replace: 'index'/'indexes' and 'value'/'values' are required") }
+            return (path, .replace(indexes: indexes, values: values), params)
+        default:
+            guard let values else { throw RPCError.badParams("\(method): 'values' is required") }
+            switch method {
+            case "union": return (path, .union(values), params)
+            case "minus": return (path, .minus(values), params)
+            case "intersect": return (path, .intersect(values), params)
+            default: return (path, .setMembers(values), params)
+            }
+        }
+    }
+
+    private static func indexes(_ params: Params, _ method: String) throws(RPCError) -> [Int]? {
+        switch (params["index"], params["indexes"]) {
+        case (nil, nil): return nil
+        case (let single?, nil):
+            guard case .int(let index) = single, let exact = Int(exactly: index) else {
+                throw RPCError.badParams("\(method): 'index' must be an integer")
+            }
+            return [exact]
+        case (nil, .array(let items)?):
+            var result: [Int] = []
+            for item in items {
+                guard case .int(let index) = item, let exact = Int(exactly: index) else {
+                    throw RPCError.badParams("\(method): 'indexes' must be an array of integers")
+                }
+                result.append(exact)
+            }
+            return result
+        case (nil, _?): throw RPCError.badParams("\(method): 'indexes' must be an array of integers")
+        default: throw RPCError.badParams("\(method): give 'index' or 'indexes', not both")
+        }
+    }
+
+    private static func values(_ params: Params, _ method: String) throws(RPCError) -> [Value]? {
+        switch (params["value"], params["values"]) {
+        case (nil, nil): return nil
+        case (let single?, nil): return [Value(json: single)]
+        case (nil, .array(let items)?): return items.map(Value.init(json:))
+        case (nil, _?): throw RPCError.badParams("\(method): 'values' must be an array")
+        default: throw RPCError.badParams("\(method): give 'value' or 'values', not both")
+        }
+    }
+}

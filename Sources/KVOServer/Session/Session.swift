@@ -1,0 +1,282 @@
+// One client session, whatever carries it: input messages go to the dispatcher, output is buffered until the loop's
+// next flush and then handed to the transport, the session's subscriptions, its access, its output limits and its
+// close. It knows nothing of sockets (Transport.swift); what a request means lives in Dispatcher.swift.
+import Logging
+import ObjectGraph
+import WireProtocol
+
+/// One client session and what the server remembers about it. Loop-owned.
+@MainActor
+final class Session {
+    let id: Int
+    let context: SessionContext
+    private let dispatcher: Dispatcher
+    let transport: any Transport
+    /// Output accepted but not yet handed to the transport; written once per loop turn by `flush()`.
+    @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
+    /// True while the session is on the flush list.
+    @exclusivity(unchecked) private var isFlushPending = false
+    /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other).
+    /// An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a dictionary
+    /// entry would cost more memory than the subscription.
+    private(set) var subscriptions: [Subscription] = []
+    /// Non-nil once closing; nothing more is read or queued.
+    private(set) var closeReason: CloseReason?
+    /// True once the transport was told to close: nothing more is handed to it.
+    private var transportClosing = false
+    /// The client's name from `hello`, for logs.
+    var clientName: String?
+    /// What the session's token allows; nil until a `hello` with a valid token (when access control is on).
+    var access: Access?
+    /// The key paths the session's token is restricted to; nil: every path (Protocol/README.md#access-control).
+    var allowedPaths: [PathPattern]?
+    /// Wrong tokens this session sent in `hello`.
+    var authenticationFailures = 0
+    /// A close the dispatcher asked for, done once the current message's response is queued.
+    var closeAfterResponse: CloseReason?
+    /// Decides when the client reads too slowly (OutputLimiter.swift).
+    private var limiter: OutputLimiter
+    /// Set when the output passed its limits; the session is closed at the next flush, outside any commit.
+    private var outputLimitBreach: OutputLimitBreach?
+    /// The transport's queue after the last flush, and the output size from which enqueues check the limits.
+    private var lastPendingWriteBytes = 0
+    private let limitCheckThreshold: Int
+    /// The clock when the session opened (for the authentication timeout).
+    let openedAtMilliseconds: UInt64
+
+    init(id: Int, context: SessionContext, dispatcher: Dispatcher, transport: any Transport) {
+        self.id = id
+        self.context = context
+        self.dispatcher = dispatcher
+        self.transport = transport
+        let limits = context.limits
+        self.limiter = OutputLimiter(limits: limits)
+        let soft = limits.outputSoftLimitBytes
+        self.limitCheckThreshold = soft > 0 ? min(soft, limits.outputHardLimitBytes) : limits.outputHardLimitBytes
+        self.openedAtMilliseconds = context.clock.nowMilliseconds
+    }
+
+    var remoteAddress: String { self.transport.remoteAddress }
+
+    // MARK: - Output
+
+    /// Appends bytes to the output buffer and schedules a flush before the loop next polls. Past the output limits
+    /// nothing more is buffered and the flush closes the session (`slow_consumer`): closing here could happen
+    /// inside the engine's commit, which is delivering notifications.
+    func enqueue(_ write: (inout [UInt8]) -> Void) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.context.withScratch { scratch in
+            write(&scratch)
+            self.output.append(scratch)
+        }
+        self.outputQueued()
+    }
+
+    /// Appends bytes to the output buffer (see `enqueue(_:)`).
+    func enqueue(bytes: [UInt8]) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.output.append(bytes)
+        self.outputQueued()
+    }
+
+    /// Queues one change notification (the hot path of fan-out: four memcpys, nothing encoded per subscription;
+    /// NotificationEncoder.swift). Counts it in the stats.
+    @inline(__always)
+    func enqueueNotification(of subscription: Subscription, change: Change, options: ObservationOptions) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.context.encoder.appendChange(change, options: options, of: subscription, to: &self.output)
+        self.context.stats.notifications += 1
+        self.outputQueued()
+    }
+
+    /// After output was queued: checks the limits only once the buffer could matter (the full check also runs at
+    /// every flush and once a second), and schedules a flush.
+    @inline(__always)
+    private func outputQueued() {
+        if self.output.count + self.lastPendingWriteBytes >= self.limitCheckThreshold { self.checkOutputLimits() }
+        if !self.isFlushPending {
+            self.isFlushPending = true
+            self.context.sessions.markNeedsFlush(self)
+        }
+    }
+
+    /// Hands buffered output to the transport (once per loop turn), then enforces the output limits.
+    func flush() {
+        self.isFlushPending = false
+        guard !self.transportClosing else { return }
+        if !self.output.isEmpty && self.outputLimitBreach == nil {
+            self.context.stats.bytesOut += self.output.count
+            self.output.withBytes { self.transport.write($0) }
+            // Keep a small buffer's capacity for the next turn; give a large one back (an idle session should not
+            // hold a burst's worth of memory).
+            self.output.removeAll(keepingCapacity: self.output.capacity <= 8 << 10)
+            self.checkOutputLimits()
+        }
+        self.lastPendingWriteBytes = self.transport.pendingWriteBytes
+        if self.closeReason == nil, let breach = self.outputLimitBreach {
+            self.logOutputLimitExceeded(breach)
+            self.close(.slowConsumer)
+        }
+    }
+
+    /// Bytes queued for the client and not yet taken: ours plus the transport's queue.
+    var pendingOutputBytes: Int { self.output.count + self.transport.pendingWriteBytes }
+
+    /// Asks the limiter about the output now queued; remembers a breach and drops what is buffered (the client
+    /// will not get it anyway). Also run once a second (SessionCore.housekeeping), for a client that no new output
+    /// reaches.
+    func checkOutputLimits() {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        let action = self.limiter.check(
+            pendingBytes: self.pendingOutputBytes, nowMilliseconds: self.context.clock.nowMilliseconds)
+        guard case .exceeded(let breach) = action else { return }
+        self.outputLimitBreach = breach
+        self.output.removeAll()
+        if !self.isFlushPending {
+            self.isFlushPending = true
+            self.context.sessions.markNeedsFlush(self)
+        }
+    }
+
+    // MARK: - Subscriptions
+
+    /// Adds a subscription the registry created (Subscriptions.create).
+    func add(_ subscription: Subscription) {
+        precondition(self.subscriptions.last.map { $0.id < subscription.id } ?? true, "subscription ids must grow")
+        self.subscriptions.append(subscription)
+    }
+
+    /// The position of the subscription with `id`, if this session has it.
+    private func subscriptionIndex(_ id: Int) -> Int? {
+        var low = 0
+        var high = self.subscriptions.count
+        while low < high {
+            let middle = (low + high) / 2
+            if self.subscriptions[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < self.subscriptions.count && self.subscriptions[low].id == id ? low : nil
+    }
+
+    /// Ends one of this session's subscriptions; false when it has no such subscription.
+    func removeSubscription(_ id: Int) -> Bool {
+        guard let index = self.subscriptionIndex(id) else { return false }
+        self.context.subscriptions.end(self.subscriptions.remove(at: index))
+        return true
+    }
+
+    // MARK: - Closing
+
+    /// Closes the session: stops reading, ends every subscription at once, sends what is queued (and a `closing`
+    /// notice when the server decided to close) unless the connection is broken or clogged, then tells the
+    /// transport to close. The session is forgotten when the transport reports it closed. Idempotent.
+    func close(_ reason: CloseReason) {
+        guard self.closeReason == nil else { return }
+        let notice = reason.sendsNotice ? NotificationEncoder.closingNotice(reason) : nil
+        if let notice { self.enqueue(bytes: notice) }
+        self.closeReason = reason
+        self.transport.pauseReading()
+        for subscription in self.subscriptions { self.context.subscriptions.end(subscription) }
+        self.subscriptions.removeAll()
+        self.context.stats.closes[reason, default: 0] += 1
+        self.context.stats.connectionsOpen -= 1
+        self.logClose(reason)
+        switch reason {
+        case .ioError:
+            self.output.removeAll()
+            self.closeTransport(.abort)
+        case .slowConsumer:
+            // The client is not reading: the notice goes out only if the transport takes it right away.
+            self.output.removeAll()
+            self.closeTransport(.abandon(notice: NotificationEncoder.closingNotice(reason), reason: reason))
+        case .clientClosed:
+            self.flush()
+            self.closeTransport(.graceful(reason: reason, peerClosed: true))
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout:
+            self.flush()
+            self.closeTransport(.graceful(reason: reason, peerClosed: false))
+        }
+    }
+
+    private func closeTransport(_ close: TransportClose) {
+        self.transportClosing = true
+        self.transport.close(close)
+    }
+
+    // MARK: - Logging
+
+    private var logMetadata: Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "connection.id": "\(self.id)", "connection.remote": "\(self.remoteAddress)",
+            "connection.transport": "\(self.transport.kind)",
+        ]
+        if let name = self.clientName { metadata["client.name"] = "\(name)" }
+        return metadata
+    }
+
+    /// One line per close: debug when the client left or the server stops, info for I/O errors, a warning when a
+    /// limit closed it.
+    private func logClose(_ reason: CloseReason) {
+        var metadata = self.logMetadata
+        metadata["close.reason"] = "\(reason.rawValue)"
+        let logger = self.context.logger
+        switch reason {
+        case .clientClosed, .serverShutdown: logger.debug("connection closed", metadata: metadata)
+        case .ioError: logger.info("connection closed", metadata: metadata)
+        case .slowConsumer: break  // logOutputLimitExceeded logged it, with the figures
+        case .lineTooLong, .tooManyConnections, .unauthorized, .authTimeout:
+            logger.warning("connection closed by limit", metadata: metadata)
+        }
+    }
+
+    /// Logs, once per session, the output limit it passed (the close follows).
+    private func logOutputLimitExceeded(_ breach: OutputLimitBreach) {
+        var metadata = self.logMetadata
+        metadata["close.reason"] = "\(CloseReason.slowConsumer.rawValue)"
+        switch breach {
+        case .hardLimit(let pending, let limit):
+            metadata["output.pending_bytes"] = "\(pending)"
+            metadata["output.hard_limit_bytes"] = "\(limit)"
+            self.context.logger.warning("slow consumer: output over the hard limit, closing", metadata: metadata)
+        case .softLimit(let pending, let limit, let seconds):
+            metadata["output.pending_bytes"] = "\(pending)"
+            metadata["output.soft_limit_bytes"] = "\(limit)"
+            metadata["output.soft_limit_seconds"] = "\(seconds)"
+            self.context.logger.warning(
+                "slow consumer: output over the soft limit for too long, closing", metadata: metadata)
+        }
+    }
+
+    /// Logs a wrong token (Dispatcher+Access.swift).
+    func logAuthenticationFailure() {
+        var metadata = self.logMetadata
+        metadata["auth.failures"] = "\(self.authenticationFailures)"
+        self.context.logger.info("wrong token in hello", metadata: metadata)
+    }
+}
+
+extension Session: TransportEvents {
+    func transportReceived(_ message: UnsafeRawBufferPointer) {
+        // A message after a close (in the same read) is dropped: the session is going away.
+        guard self.closeReason == nil else { return }
+        self.dispatcher.handle(line: message, on: self)
+    }
+
+    func transportRead(byteCount: Int) {
+        self.context.stats.bytesIn += byteCount
+    }
+
+    func transportReceivedTooLong(limit: Int) {
+        guard self.closeReason == nil else { return }
+        let error = RPCError(.limitExceeded, "line exceeds \(limit) bytes", data: .object(["limit": .int(Int64(limit))]))
+        self.enqueue { RPCEncoder.appendError(id: nil, error: error, to: &$0); $0.append(UInt8(ascii: "\n")) }
+        self.close(.lineTooLong)
+    }
+
+    func transportEnded(error: Bool) {
+        self.close(error ? .ioError : .clientClosed)
+    }
+
+    func transportClosed() {
+        self.context.sessions.remove(self)
+    }
+}

@@ -1,0 +1,111 @@
+// Everything a session, the dispatcher and the subscriptions share, passed to each of them when it is made
+// (docs/ARCHITECTURE.md#sessions-and-transports): the graph, the limits and access rules, the clock, the counters,
+// the one encoder of pushed messages, the subscription registry, the open sessions and their flush list, and the
+// mutation log that durability listens on. Nothing in the session core reaches the Server.
+import Logging
+import ObjectGraph
+import WireProtocol
+
+/// Where committed mutations are reported, in commit order (Durability journals them).
+@MainActor
+protocol MutationLog: AnyObject {
+    /// One successful mutation: its seq and its request, exactly as the client sent it.
+    func committed(seq: UInt64, method: String, params: JSONValue?)
+    /// Called once per loop turn before any of the turn's output reaches a transport (the group commit).
+    func beforeOutput()
+}
+
+/// The shared state of the session core. Loop-owned.
+@MainActor
+final class SessionContext {
+    let graph: Graph
+    let limits: Limits
+    let accessControl: AccessControl
+    let logger: Logger
+    let clock: any SessionClock
+    /// Running totals and gauges (`stats`, the metrics endpoint).
+    @exclusivity(unchecked) var stats = ServerStats()  // loop-owned counters
+    /// Encodes every message the server pushes (change, progress, closing).
+    let encoder = NotificationEncoder()
+    /// Where successful mutations are reported (nil: not journaled).
+    var mutationLog: (any MutationLog)?
+    /// The clock when the server started (uptime).
+    let startedAtMilliseconds: UInt64
+    /// The open sessions and the ones with output to flush this turn.
+    let sessions = Sessions()
+    /// Subscription ids, the resumable history and `progress` notifications.
+    private(set) var subscriptions: Subscriptions!
+    /// A reusable buffer for encoding output (Session.enqueue).
+    private var scratch: [UInt8] = []
+
+    init(graph: Graph, limits: Limits, accessControl: AccessControl, historyCapacity: Int, clock: any SessionClock, logger: Logger) {
+        self.graph = graph
+        self.limits = limits
+        self.accessControl = accessControl
+        self.clock = clock
+        self.logger = logger
+        self.startedAtMilliseconds = clock.nowMilliseconds
+        self.subscriptions = Subscriptions(graph: graph, historyCapacity: historyCapacity, clock: clock)
+    }
+
+    /// Runs `body` with an empty scratch buffer, reused across calls (a nested call gets a fresh one).
+    func withScratch(_ body: (inout [UInt8]) -> Void) {
+        var buffer = self.scratch
+        self.scratch = []
+        buffer.removeAll(keepingCapacity: true)
+        body(&buffer)
+        if buffer.capacity <= 64 << 10 { self.scratch = buffer }
+    }
+
+    /// The server's figures now (the `stats` result and the metrics endpoint both render this).
+    func statsSnapshot() -> StatsSnapshot {
+        let uptime = Double(self.clock.nowMilliseconds &- self.startedAtMilliseconds) / 1000
+        var stats = self.stats
+        stats.subscriptionsOpen = self.subscriptions.openCount
+        return StatsSnapshot(stats: stats, seq: self.graph.seq, uptimeSeconds: uptime, version: KVODVersion.current)
+    }
+}
+
+/// The open sessions by id, and the ones with output waiting for this turn's flush. Loop-owned.
+@MainActor
+final class Sessions {
+    private var byID: [Int: Session] = [:]
+    @exclusivity(unchecked) private var needsFlush: [Session] = []
+    private(set) var nextID = 1
+
+    var count: Int { self.byID.count }
+    var isEmpty: Bool { self.byID.isEmpty }
+    /// The open sessions in id order.
+    var all: [Session] { self.byID.values.sorted { $0.id < $1.id } }
+
+    /// The id for the next session.
+    func takeID() -> Int {
+        defer { self.nextID += 1 }
+        return self.nextID
+    }
+
+    func add(_ session: Session) { self.byID[session.id] = session }
+
+    /// Called after a session was forgotten (the server waits for the last one when stopping).
+    var onRemove: (() -> Void)?
+
+    /// Forgets a session whose transport closed.
+    func remove(_ session: Session) {
+        guard self.byID.removeValue(forKey: session.id) != nil else { return }
+        self.onRemove?()
+    }
+
+    /// Puts a session on the list flushed before the loop next polls.
+    func markNeedsFlush(_ session: Session) {
+        self.needsFlush.append(session)
+    }
+
+    /// Hands every session's queued output to its transport.
+    func flushAll() {
+        guard !self.needsFlush.isEmpty else { return }
+        // A flush can close a session (output limit), which never adds to the list: iterate a stable copy.
+        let pending = self.needsFlush
+        self.needsFlush.removeAll(keepingCapacity: true)
+        for session in pending { session.flush() }
+    }
+}

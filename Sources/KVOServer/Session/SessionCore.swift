@@ -1,0 +1,73 @@
+// The socket-free core of the server: sessions on transports, the dispatcher, and the periodic work (progress
+// notifications, output limits of quiet clients, the authentication timeout). Server.swift puts it on the loop
+// with TCP listeners; tests drive it directly with RecordingTransports and a ManualClock.
+import Logging
+import ObjectGraph
+
+/// Loop-owned.
+@MainActor
+final class SessionCore {
+    let context: SessionContext
+    let dispatcher: Dispatcher
+    private var lastHousekeeping: UInt64
+
+    init(context: SessionContext) {
+        self.context = context
+        self.dispatcher = Dispatcher(context: context)
+        self.lastHousekeeping = context.clock.nowMilliseconds
+    }
+
+    /// Opens a session on `transport` (which then reports to it). Over `Limits.maxConnections` the client still
+    /// learns why: a `closing` notice (`too_many_connections`), then the close; nothing it sends is read.
+    @discardableResult
+    func open(_ transport: any Transport) -> Session {
+        let context = self.context
+        let isOverLimit = context.stats.connectionsOpen >= context.limits.maxConnections
+        let session = Session(
+            id: context.sessions.takeID(), context: context, dispatcher: self.dispatcher, transport: transport)
+        transport.events = session
+        context.sessions.add(session)
+        context.stats.connectionsAccepted += 1
+        context.stats.connectionsOpen += 1
+        context.logger.debug(
+            "connection opened",
+            metadata: [
+                "connection.id": "\(session.id)", "connection.remote": "\(transport.remoteAddress)",
+                "connection.transport": "\(transport.kind)",
+            ])
+        if isOverLimit { session.close(.tooManyConnections) }
+        return session
+    }
+
+    /// Before the loop polls: the turn's journal records first (the group commit), then every session's output.
+    func flush() {
+        self.context.mutationLog?.beforeOutput()
+        self.context.sessions.flushAll()
+    }
+
+    /// Every 250 ms: `progress` notifications; once a second, the output limits of every session (the soft limit's
+    /// time runs out even when no new output comes) and, with access control on, the close of sessions that sent no
+    /// accepted `hello` in time.
+    func tick() {
+        let context = self.context
+        context.subscriptions.sendProgress(encoder: context.encoder)
+        let now = context.clock.nowMilliseconds
+        guard now &- self.lastHousekeeping >= 1000 else { return }
+        self.lastHousekeeping = now
+        let authDeadline =
+            context.accessControl.isEnabled && context.limits.authTimeoutSeconds > 0
+            ? UInt64(context.limits.authTimeoutSeconds) * 1000 : nil
+        for session in context.sessions.all where session.closeReason == nil {
+            if let authDeadline, session.access == nil, now &- session.openedAtMilliseconds >= authDeadline {
+                session.close(.authTimeout)
+                continue
+            }
+            session.checkOutputLimits()
+        }
+    }
+
+    /// Closes every session (`server_shutdown` when the server stops).
+    func closeAll(_ reason: CloseReason) {
+        for session in self.context.sessions.all { session.close(reason) }
+    }
+}

@@ -1,0 +1,96 @@
+// The one owner of subscriptions' lives (Protocol/README.md#subscriptions, #resuming): wire ids, creation (engine
+// observation, history recorder, `since` replay, `progress`), ending (wherever it ends: `unsubscribe`, a closing
+// session), and the `progress` notifications of quiet subscriptions. A session keeps the list of its own; the
+// engine keeps the observations; this type keeps the two in step.
+import ObjectGraph
+import WireProtocol
+
+/// Loop-owned.
+@MainActor
+final class Subscriptions {
+    private let graph: Graph
+    private let clock: any SessionClock
+    /// The bounded history that `subscribe` with `since` replays from (SubscriptionHistory.swift).
+    let history: SubscriptionHistory
+    /// The id of the next subscription (wire ids are the server's own, independent of engine observations).
+    private(set) var nextID = 1
+    /// Subscriptions live now.
+    private(set) var openCount = 0
+    /// Subscriptions that asked for `progress` notifications.
+    private var progressSubscriptions: [Int: Subscription] = [:]
+
+    init(graph: Graph, historyCapacity: Int, clock: any SessionClock) {
+        self.graph = graph
+        self.clock = clock
+        self.history = SubscriptionHistory(capacity: historyCapacity, graph: graph)
+    }
+
+    /// What a subscription of `path` resuming after `since` missed, oldest first; 1010 when the history cannot say.
+    func missed(_ path: KeyPath, spelled text: String, since: Int64) throws -> [Change] {
+        let graph = self.graph
+        guard since >= 0, UInt64(since) <= graph.seq else {
+            throw RPCError.badParams("subscribe: 'since' must be a seq from 0 to the current \(graph.seq)")
+        }
+        try graph.checkObservable(path)
+        guard UInt64(since) < graph.seq else { return [] }
+        guard self.history.isEnabled, let changes = self.history.changes(for: path, after: UInt64(since)) else {
+            let oldest = self.history.isEnabled ? self.history.oldestResumable(path) : graph.seq
+            throw RPCError(
+                .resyncRequired, "cannot resume \(text) from seq \(since): the history starts at \(oldest)",
+                data: .object([
+                    "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)),
+                    "seq": .int(Int64(graph.seq)),
+                ]))
+        }
+        return changes
+    }
+
+    /// Creates a subscription of `session`: the engine observation, the history recorder and the `progress`
+    /// bookkeeping. Returns it with its initial notification (option `initial`), which the caller queues after the
+    /// response.
+    func create(
+        path text: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?, progressSeconds: Int?,
+        for session: Session, encoder: NotificationEncoder
+    ) throws -> (Subscription, initial: Change?) {
+        let created = Subscription(
+            id: self.nextID, path: text, keyPath: keyPath, options: options, context: context, session: session,
+            middle: encoder.middle(path: text, context: context))
+        let (observer, initial) = try self.graph.addObservation(keyPath, options: options, sink: created)
+        self.nextID += 1
+        self.openCount += 1
+        created.observer = observer
+        session.add(created)
+        self.history.subscribed(keyPath)
+        if let progressSeconds {
+            created.startProgress(milliseconds: UInt64(progressSeconds) * 1000, now: self.clock.nowMilliseconds)
+            self.progressSubscriptions[created.id] = created
+        }
+        return (created, initial)
+    }
+
+    /// Ends a subscription everywhere it is known: the engine, the history, the progress list (its session already
+    /// forgot it).
+    func end(_ subscription: Subscription) {
+        guard let observer = subscription.observer else { return }
+        self.history.unsubscribed(observer.keyPath)
+        try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
+        subscription.observer = nil
+        self.openCount -= 1
+        self.progressSubscriptions.removeValue(forKey: subscription.id)
+    }
+
+    /// Sends `progress` to every subscription that has sent nothing for its interval
+    /// (`{"method":"progress","params":{"subscription":ID,"seq":N}}`).
+    func sendProgress(encoder: NotificationEncoder) {
+        guard !self.progressSubscriptions.isEmpty else { return }
+        let now = self.clock.nowMilliseconds
+        let seq = self.graph.seq
+        for subscription in self.progressSubscriptions.values {
+            guard let extras = subscription.extras, now - extras.lastSentMilliseconds >= extras.progressMilliseconds else {
+                continue
+            }
+            extras.lastSentMilliseconds = now
+            subscription.session.enqueue { encoder.appendProgress(subscription: subscription.id, seq: seq, to: &$0) }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+// What a session needs from the thing that carries its bytes (docs/ARCHITECTURE.md#sessions-and-transports). A
+// transport cuts its input into messages (TCP: lines; WebSocket: text frames) and hands each to its session; it
+// takes the session's output, which is always whole newline-terminated JSON messages, and frames it for the wire.
+// The session core above it knows nothing of sockets, so it runs in tests on a RecordingTransport and a ManualClock.
+
+/// A session's connection to its peer. Loop-owned.
+@MainActor
+protocol Transport: AnyObject {
+    /// Where input and the close are reported (the session; held weakly).
+    var events: (any TransportEvents)? { get set }
+    /// The peer's address, for logs and `observers`.
+    var remoteAddress: String { get }
+    /// What carries the messages ("tcp", "websocket"), for logs and `observers`.
+    var kind: String { get }
+    /// Hands output to the peer: one or more whole JSON messages, each ending in a newline.
+    func write(_ messages: UnsafeRawBufferPointer)
+    /// Output handed over but not yet taken by the peer (the kernel's or the library's queue).
+    var pendingWriteBytes: Int { get }
+    /// Stops delivering input (a closing session reads nothing more).
+    func pauseReading()
+    /// Ends the connection as `close` says; calls `TransportEvents.transportClosed()` once it is gone.
+    func close(_ close: TransportClose)
+}
+
+/// How a transport ends its connection.
+enum TransportClose {
+    /// The connection is broken: drop what is queued and close now.
+    case abort
+    /// The peer stopped reading: send `notice` only if nothing is queued ahead of it, then close now.
+    case abandon(notice: [UInt8], reason: CloseReason)
+    /// Deliver what was written, then close: after the peer's own close (`peerClosed`), or, when the server decided
+    /// to close, after waiting a moment for the peer to read the last messages (a lingering close).
+    case graceful(reason: CloseReason, peerClosed: Bool)
+}
+
+/// What a transport tells its session. Loop-owned.
+@MainActor
+protocol TransportEvents: AnyObject {
+    /// One complete input message (a line without its newline, or a text frame's payload).
+    func transportReceived(_ message: UnsafeRawBufferPointer)
+    /// Bytes read from the peer, before framing (stats).
+    func transportRead(byteCount: Int)
+    /// The peer sent a message longer than the session's limit; the transport reads nothing more.
+    func transportReceivedTooLong(limit: Int)
+    /// The peer ended the connection (`error` false: an orderly close).
+    func transportEnded(error: Bool)
+    /// The connection is gone; no more events follow.
+    func transportClosed()
+}
+
+/// A loop's clock as a session sees it (ManualClock in tests).
+@MainActor
+protocol SessionClock: AnyObject {
+    /// Milliseconds on a monotonic clock.
+    var nowMilliseconds: UInt64 { get }
+}
+
+/// A clock that moves only when told to (tests).
+@MainActor
+final class ManualClock: SessionClock {
+    var nowMilliseconds: UInt64
+
+    init(nowMilliseconds: UInt64 = 1_000_000) {
+        self.nowMilliseconds = nowMilliseconds
+    }
+
+    func advance(milliseconds: UInt64) {
+        self.nowMilliseconds += milliseconds
+    }
+}
