@@ -37,6 +37,8 @@ let package = Package(
         .target(name: "ObjectGraph", exclude: ["Expression/README.md"], swiftSettings: strict),
         // Pure: bytes <-> JSON values and JSON-RPC messages.
         .target(name: "WireProtocol", swiftSettings: strict),
+        // Pure: the WebSocket opening handshake and frames (RFC 6455), bytes in, events and bytes out.
+        .target(name: "WebSocket", swiftSettings: strict),
         // The bridge between engine values and JSON (used by the server and persistence).
         .target(name: "ValueCoding", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // Durability: the journal and snapshots in the data directory (POSIX file I/O, no libuv).
