@@ -48,7 +48,8 @@ let package = Package(
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
         .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
         .target(
-            name: "KVOServer", dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "ValueCoding", "Persistence", logging],
+            name: "KVOServer",
+            dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging],
             swiftSettings: strict),
         .executableTarget(
             name: "kvod", dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", argumentParser, logging],

@@ -18,6 +18,9 @@ public enum CloseReason: String, Sendable, CaseIterable {
     case unauthorized = "unauthorized"
     /// With access control on, the client sent no accepted `hello` within `Limits.authTimeoutSeconds`.
     case authTimeout = "auth_timeout"
+    /// The client broke the WebSocket protocol: a bad upgrade request (answered with an HTTP error), a frame the
+    /// protocol forbids, a binary message, text that is not UTF-8 (the close frame carries 1002, 1003 or 1007).
+    case protocolError = "protocol_error"
     /// The server is shutting down.
     case serverShutdown = "server_shutdown"
 
@@ -25,7 +28,7 @@ public enum CloseReason: String, Sendable, CaseIterable {
     var sendsNotice: Bool {
         switch self {
         case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout: true
-        case .clientClosed, .ioError, .slowConsumer: false
+        case .clientClosed, .ioError, .slowConsumer, .protocolError: false
         }
     }
 
@@ -33,7 +36,7 @@ public enum CloseReason: String, Sendable, CaseIterable {
     var isLimit: Bool {
         switch self {
         case .lineTooLong, .slowConsumer, .tooManyConnections, .unauthorized, .authTimeout: true
-        case .clientClosed, .ioError, .serverShutdown: false
+        case .clientClosed, .ioError, .serverShutdown, .protocolError: false
         }
     }
 }

@@ -17,6 +17,10 @@ public struct ServerConfiguration: Sendable {
     /// Where the Prometheus metrics endpoint listens (MetricsServer.swift); nil port: no endpoint.
     public var metricsHost = "127.0.0.1"
     public var metricsPort: Int?
+    /// A second port that serves only WebSocket (kvod's own port serves both); nil: none.
+    public var webSocketPort: Int?
+    /// Origins a browser's WebSocket handshake may come from; empty: any (Protocol/README.md#websocket).
+    public var webSocketOrigins: [String] = []
 
     public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host
@@ -39,6 +43,7 @@ public final class Server {
     let configuration: ServerConfiguration
     let core: SessionCore
     private var listener: TCPListener?
+    private var webSocketListener: TCPListener?
     private var flushHook: BeforePollHook?
     private var tickTimer: LoopTimer?
     private var forceCloseTimer: LoopTimer?
@@ -77,6 +82,14 @@ public final class Server {
             self.logger.warning("accept failed", metadata: ["error": "\(error)"])
         }
         self.listener = listener
+        if let port = self.configuration.webSocketPort {
+            let webSocketListener = try TCPListener(loop: self.loop, host: self.configuration.host, port: port) {
+                [unowned self] stream in
+                self.accept(stream, webSocketOnly: true)
+            }
+            webSocketListener.onAcceptError = listener.onAcceptError
+            self.webSocketListener = webSocketListener
+        }
         let timer = try LoopTimer(loop: self.loop)
         try timer.start(afterMilliseconds: 250, repeatMilliseconds: 250) { [unowned self] in self.core.tick() }
         self.tickTimer = timer
@@ -87,6 +100,9 @@ public final class Server {
     /// The port actually bound (after `start()`).
     public var port: Int { self.listener?.localPort ?? 0 }
 
+    /// The WebSocket-only port's bound address, or nil without one.
+    public var webSocketAddress: String? { self.webSocketListener?.localAddress }
+
     /// Stops accepting, sends every client what is queued plus a `closing` notice, closes all connections, and
     /// stops the loop once they are closed (or after `graceMilliseconds`, forcing what is left).
     public func stop(graceMilliseconds: UInt64 = 2000) {
@@ -96,6 +112,8 @@ public final class Server {
         self.logger.info("stopping", metadata: ["connections": "\(sessions.count)"])
         self.listener?.close()
         self.listener = nil
+        self.webSocketListener?.close()
+        self.webSocketListener = nil
         self.tickTimer?.close()
         self.tickTimer = nil
         self.stopMetrics()
@@ -122,8 +140,10 @@ public final class Server {
         self.loop.stop()
     }
 
-    private func accept(_ stream: TCPStream) {
-        let transport = TCPTransport(stream: stream, loop: self.loop, maxLineBytes: self.limits.maxLineBytes)
+    private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {
+        let settings = SocketTransportSettings(
+            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.configuration.webSocketOrigins)
+        let transport = SocketTransport(stream: stream, loop: self.loop, settings: settings, webSocketOnly: webSocketOnly)
         let session = self.core.open(transport)
         guard session.closeReason == nil else { return }  // over the connection limit: closing already
         do {

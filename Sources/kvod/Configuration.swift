@@ -36,6 +36,9 @@ struct Configuration {
     var logFormat = LogFormat.text
     var metricsHost: String?
     var metricsPort: Int?
+    // WebSocket.
+    var wsPort: Int?
+    var wsOrigins: [String] = []
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
 
@@ -49,6 +52,8 @@ struct Configuration {
         server.accessControl = self.accessControl
         server.metricsHost = self.metricsHost ?? self.host
         server.metricsPort = self.metricsPort
+        server.webSocketPort = self.wsPort
+        server.webSocketOrigins = self.wsOrigins
         return server
     }
 
@@ -133,6 +138,18 @@ struct Configuration {
         configuration.metricsHost = try layers.optionalValue(
             "metrics-host", flag: options.metricsHost, parse: SettingParser.string)
         configuration.metricsPort = try layers.optionalValue("metrics-port", flag: options.metricsPort, parse: port)
+        configuration.wsPort = try layers.optionalValue("ws-port", flag: options.wsPort, parse: port)
+        configuration.wsOrigins = try layers.value(
+            "ws-origins", flag: options.wsOrigins, default: [], show: { $0.isEmpty ? "any" : $0.joined(separator: ",") }
+        ) { raw throws(SettingError) in
+            let origins = try SettingParser.string(raw).split(separator: ",").map {
+                String($0.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+            }.filter { !$0.isEmpty }
+            for origin in origins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
+                throw SettingError(message: "'\(origin)' is not an origin: write scheme://host[:port], or *")
+            }
+            return origins
+        }
 
         try layers.rejectUnknownFileKeys()
         if configuration.empty, let model = configuration.model {

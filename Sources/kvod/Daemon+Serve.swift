@@ -52,11 +52,13 @@ extension Daemon {
             do {
                 address = try server.start()
             } catch {
-                // The protocol port is bound first: if it is, the metrics port is the one that failed.
+                // The protocol port is bound first, then the WebSocket port, then the metrics port.
                 let (host, port) =
-                    server.port != 0
-                    ? ("metrics on \(serverConfiguration.metricsHost)", serverConfiguration.metricsPort ?? 0)
-                    : (serverConfiguration.host, serverConfiguration.port)
+                    server.port == 0
+                    ? (serverConfiguration.host, serverConfiguration.port)
+                    : serverConfiguration.webSocketPort != nil && server.webSocketAddress == nil
+                        ? ("WebSocket on \(serverConfiguration.host)", serverConfiguration.webSocketPort ?? 0)
+                        : ("metrics on \(serverConfiguration.metricsHost)", serverConfiguration.metricsPort ?? 0)
                 Self.fail("cannot listen \(server.port != 0 ? "for " : "on ")\(host):\(port): \(error)")
                 return 1
             }
@@ -72,6 +74,7 @@ extension Daemon {
                 seq: graph.seq, logger: logger)
             // Tests and scripts read the metrics port from this line; it comes before the listening line.
             if let metrics = server.metricsAddress { Self.announce("kvod metrics on \(metrics)\n") }
+            if let webSocket = server.webSocketAddress { Self.announce("kvod websocket on \(webSocket)\n") }
             Self.announce("kvod listening on \(address)\n")
             withExtendedLifetime(server) { loop.run() }
             server.durability?.finish()

@@ -123,6 +123,18 @@ struct DaemonOptions: ParsableArguments {
         default: "\(defaults.limits.outputSoftLimitSeconds)", valueName: "seconds"))
     var outputSoftLimitSeconds: String?
 
+    // MARK: - WebSocket
+
+    @Option(help: .setting(
+        "Also serve WebSocket only on this port (kvod's own port serves both); 0 picks a free one.", "ws-port",
+        default: "none", valueName: "port"))
+    var wsPort: String?
+
+    @Option(help: .setting(
+        "Comma-separated origins (scheme://host[:port]) a browser's WebSocket may come from; others get 403.",
+        "ws-origins", default: "any origin", valueName: "origins"))
+    var wsOrigins: String?
+
     // MARK: - Observability
 
     @Option(help: .setting(

@@ -7,14 +7,14 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/../.."
 
-have_modules() { python3 -c 'import tinyrpc, jsonschema, referencing, pytest' 2>/dev/null; }
+have_modules() { python3 -c 'import tinyrpc, jsonschema, referencing, pytest, websockets' 2>/dev/null; }
 
 if ! have_modules; then
     pip_install() { python3 -m pip install -q --disable-pip-version-check "$@" -r "$here/requirements.txt"; }
     pip_install || pip_install --user || pip_install --user --break-system-packages \
         || echo "run.sh: pip could not install $here/requirements.txt" >&2
     if ! have_modules; then
-        echo "run.sh: missing Python modules (tinyrpc, jsonschema, referencing, pytest): install $here/requirements.txt" >&2
+        echo "run.sh: missing Python modules (tinyrpc, jsonschema, referencing, pytest, websockets): install $here/requirements.txt" >&2
         exit 2
     fi
 fi

@@ -184,6 +184,10 @@ final class Session {
         case .ioError:
             self.output.removeAll()
             self.closeTransport(.abort)
+        case .protocolError:
+            // The transport told the peer what was wrong; nothing queued is for a peer that broke the protocol.
+            self.output.removeAll()
+            self.closeTransport(.graceful(reason: reason, peerClosed: false))
         case .slowConsumer:
             // The client is not reading: the notice goes out only if the transport takes it right away.
             self.output.removeAll()
@@ -221,7 +225,7 @@ final class Session {
         let logger = self.context.logger
         switch reason {
         case .clientClosed, .serverShutdown: logger.debug("connection closed", metadata: metadata)
-        case .ioError: logger.info("connection closed", metadata: metadata)
+        case .ioError, .protocolError: logger.info("connection closed", metadata: metadata)
         case .slowConsumer: break  // logOutputLimitExceeded logged it, with the figures
         case .lineTooLong, .tooManyConnections, .unauthorized, .authTimeout:
             logger.warning("connection closed by limit", metadata: metadata)
@@ -270,6 +274,14 @@ extension Session: TransportEvents {
         let error = RPCError(.limitExceeded, "line exceeds \(limit) bytes", data: .object(["limit": .int(Int64(limit))]))
         self.enqueue { RPCEncoder.appendError(id: nil, error: error, to: &$0); $0.append(UInt8(ascii: "\n")) }
         self.close(.lineTooLong)
+    }
+
+    func transportFailed(_ reason: CloseReason, detail: String) {
+        guard self.closeReason == nil else { return }
+        var metadata = self.logMetadata
+        metadata["error"] = "\(detail)"
+        self.context.logger.info("protocol error", metadata: metadata)
+        self.close(reason)
     }
 
     func transportEnded(error: Bool) {

@@ -42,6 +42,8 @@ protocol TransportEvents: AnyObject {
     func transportRead(byteCount: Int)
     /// The peer sent a message longer than the session's limit; the transport reads nothing more.
     func transportReceivedTooLong(limit: Int)
+    /// The peer broke the transport's protocol; the transport already told it why and reads nothing more.
+    func transportFailed(_ reason: CloseReason, detail: String)
     /// The peer ended the connection (`error` false: an orderly close).
     func transportEnded(error: Bool)
     /// The connection is gone; no more events follow.

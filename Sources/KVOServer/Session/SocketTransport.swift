@@ -1,0 +1,339 @@
+// The socket transport: a libuv TCP stream carrying either newline-delimited JSON-RPC or, after an HTTP upgrade,
+// WebSocket (RFC 6455) text frames with one JSON-RPC message or batch each (Protocol/README.md#websocket). On kvod's
+// own port the first byte decides (a JSON-RPC line starts with `{`, `[` or whitespace; an upgrade with `GET`); on
+// `--ws-port` only the upgrade is accepted. The frames are the pure WebSocket module's; this type owns the socket's
+// ending: the half-close after the last output, the lingering close after a server-initiated one, the deadline for a
+// client that never reads, and for WebSocket the close frame, pings to idle peers and the handshake's HTTP errors.
+import UVLoop
+import WebSocket
+import WireProtocol
+
+/// What a socket transport accepts.
+struct SocketTransportSettings {
+    /// The longest message (line or WebSocket message) accepted.
+    var maxMessageBytes: Int
+    /// Origins a browser's WebSocket handshake may come from (`--ws-origins`); empty: any.
+    var webSocketOrigins: [String] = []
+    /// How long a WebSocket peer may stay silent before it is pinged; twice as long and it is gone.
+    var webSocketPingMilliseconds: UInt64 = 30_000
+}
+
+/// One client socket. Loop-owned; owned by its session.
+@MainActor
+final class SocketTransport: Transport {
+    /// What the socket carries now.
+    enum Mode {
+        /// Nothing read yet: the first byte decides between lines and a WebSocket upgrade.
+        case detecting
+        case lines
+        /// Reading the upgrade request (output is held until it is answered).
+        case handshake
+        case webSocket
+        /// After a refused handshake or a protocol error: nothing more is read.
+        case done
+    }
+
+    weak var events: (any TransportEvents)?
+    private let stream: TCPStream
+    private let loop: EventLoop
+    private let settings: SocketTransportSettings
+    private(set) var mode: Mode
+    private var framer: LineFramer?
+    private var handshake: WebSocketHandshake?
+    private var decoder: WebSocketFrameDecoder?
+    /// Output the session wrote while the upgrade was pending.
+    private var heldOutput: [UInt8] = []
+    private var handshakeStarted = false
+    /// The close frame's code after a protocol error (1002, 1003, 1007).
+    private var failureCode: WebSocketCloseCode?
+    /// The code the peer's close frame carried (echoed in ours).
+    private var peerCloseCode: WebSocketCloseCode?
+    private var sentCloseFrame = false
+    /// True once the upgrade was answered: output goes out as frames. (Not `decoder != nil`: the decoder is being
+    /// mutated while its events run, and they can write and close.)
+    private var isWebSocket = false
+    /// The loop time of the last input (WebSocket keepalive).
+    private var lastInputAt: UInt64 = 0
+    private var pingTimer: LoopTimer?
+    let remoteAddress: String
+    var kind: String { self.mode == .webSocket || self.mode == .handshake ? "websocket" : "tcp" }
+    private var lingerTimer: LoopTimer?
+
+    /// A transport for `stream`; `webSocketOnly` for `--ws-port`, where a JSON line gets 400.
+    init(stream: TCPStream, loop: EventLoop, settings: SocketTransportSettings, webSocketOnly: Bool = false) {
+        self.stream = stream
+        self.loop = loop
+        self.settings = settings
+        self.remoteAddress = stream.remoteAddress
+        self.mode = webSocketOnly ? .handshake : .detecting
+        if webSocketOnly { self.handshake = WebSocketHandshake() }
+    }
+
+    /// Starts reading; messages go to the session as they complete.
+    func start() throws(UVError) {
+        self.stream.onRead = { [unowned self] bytes in self.received(bytes) }
+        self.stream.onEnd = { [unowned self] error in self.events?.transportEnded(error: error != nil) }
+        self.stream.onClose = { [unowned self] in
+            self.lingerTimer?.close()
+            self.lingerTimer = nil
+            self.pingTimer?.close()
+            self.pingTimer = nil
+            self.events?.transportClosed()
+        }
+        self.stream.setNoDelay(true)
+        try self.stream.startReading()
+    }
+
+    // MARK: - Input
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        guard let events = self.events else { return }
+        events.transportRead(byteCount: bytes.count)
+        switch self.mode {
+        case .lines:
+            self.receiveLines(bytes, events)
+        case .webSocket:
+            self.receiveFrames(bytes, events)
+        case .detecting:
+            if bytes.first == UInt8(ascii: "G") {
+                self.mode = .handshake
+                self.handshake = WebSocketHandshake()
+                self.receiveHandshake(bytes, events)
+            } else {
+                self.mode = .lines
+                self.framer = LineFramer(maxLineBytes: self.settings.maxMessageBytes)
+                self.receiveLines(bytes, events)
+            }
+        case .handshake:
+            self.receiveHandshake(bytes, events)
+        case .done:
+            return
+        }
+    }
+
+    private func receiveLines(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
+        do {
+            try self.framer?.feed(bytes) { line in events.transportReceived(line) }
+        } catch {
+            events.transportReceivedTooLong(limit: self.settings.maxMessageBytes)
+        }
+    }
+
+    private func receiveHandshake(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
+        if !self.handshakeStarted {
+            // On the WebSocket port a JSON line (or anything but `GET `) is refused at once, not after 8 KiB.
+            self.handshakeStarted = true
+            guard WebSocketHandshake.looksLikeHTTP(bytes) else {
+                self.refuse(status: 400, reason: "expected a WebSocket upgrade (GET)", headers: [], events)
+                return
+            }
+        }
+        guard let outcome = self.handshake?.feed(bytes) else { return }
+        self.handshake = nil
+        switch outcome {
+        case .reject(let status, let reason, let headers):
+            self.refuse(status: status, reason: reason, headers: headers, events)
+        case .accept(let request):
+            guard WebSocketHandshake.originAllowed(request.origin, allowList: self.settings.webSocketOrigins) else {
+                self.refuse(status: 403, reason: "origin not allowed: \(request.origin ?? "")", headers: [], events)
+                return
+            }
+            self.stream.write(WebSocketHandshake.acceptResponse(key: request.key))
+            self.mode = .webSocket
+            self.isWebSocket = true
+            self.decoder = WebSocketFrameDecoder(maxMessageBytes: self.settings.maxMessageBytes)
+            self.lastInputAt = self.loop.nowMilliseconds
+            self.startPings()
+            if !self.heldOutput.isEmpty {
+                let held = self.heldOutput
+                self.heldOutput = []
+                held.withUnsafeBytes { self.write($0) }
+            }
+            if !request.leftover.isEmpty { request.leftover.withUnsafeBytes { self.receiveFrames($0, events) } }
+        }
+    }
+
+    /// Answers a bad upgrade request with an HTTP error; the session closes (`protocol_error`).
+    private func refuse(
+        status: Int, reason: String, headers: [WebSocketHandshake.Header], _ events: any TransportEvents
+    ) {
+        self.mode = .done
+        self.heldOutput = []
+        self.stream.write(WebSocketHandshake.errorResponse(status: status, reason: reason, extraHeaders: headers))
+        events.transportFailed(.protocolError, detail: "\(status) \(reason)")
+    }
+
+    private func receiveFrames(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
+        self.lastInputAt = self.loop.nowMilliseconds
+        do {
+            try self.decoder?.feed(bytes) { event in
+                switch event {
+                case .text(let payload):
+                    events.transportReceived(payload)
+                case .ping(let payload):
+                    var frame: [UInt8] = []
+                    WebSocketFrameEncoder.appendPong(payload, to: &frame)
+                    if !self.sentCloseFrame { self.stream.write(frame) }
+                case .pong:
+                    break
+                case .close(let code, _):
+                    self.peerCloseCode = code ?? .normal
+                    events.transportEnded(error: false)
+                }
+            }
+        } catch {
+            self.mode = .done
+            if error.code == .messageTooBig {
+                events.transportReceivedTooLong(limit: self.settings.maxMessageBytes)
+            } else {
+                self.failureCode = error.code
+                events.transportFailed(.protocolError, detail: error.message)
+            }
+        }
+    }
+
+    // MARK: - Output
+
+    func write(_ messages: UnsafeRawBufferPointer) {
+        switch self.mode {
+        case .detecting, .lines:
+            _ = self.stream.write(messages)
+        case .handshake:
+            self.heldOutput.append(contentsOf: messages)
+        case .webSocket, .done:
+            guard self.isWebSocket, !self.sentCloseFrame else { return }
+            // One text frame per message: the session's output is whole messages, each ending in a newline.
+            var frames: [UInt8] = []
+            frames.reserveCapacity(messages.count + 16)
+            var start = 0
+            while start < messages.count {
+                let end = messages[start...].firstIndex(of: UInt8(ascii: "\n")) ?? messages.count
+                let payload = UnsafeRawBufferPointer(rebasing: messages[start..<end])
+                WebSocketFrameEncoder.appendText(payload, to: &frames)
+                start = end + 1
+            }
+            self.stream.write(frames)
+        }
+    }
+
+    var pendingWriteBytes: Int { self.stream.pendingWriteBytes }
+
+    func pauseReading() {
+        self.stream.stopReading()
+    }
+
+    // MARK: - Closing
+
+    func close(_ close: TransportClose) {
+        switch close {
+        case .abort:
+            self.stream.close()
+        case .abandon(let notice, let reason):
+            // With libuv's queue non-empty the notice would queue behind it, and closing cancels the queue.
+            if self.stream.pendingWriteBytes == 0 {
+                notice.withUnsafeBytes { self.write($0) }
+                self.sendCloseFrame(for: reason)
+            }
+            self.stream.close()
+        case .graceful(let reason, let peerClosed):
+            if self.mode == .handshake {
+                // Closed before the upgrade was answered (too many connections, shutdown): an HTTP answer.
+                self.mode = .done
+                self.heldOutput = []
+                self.stream.write(WebSocketHandshake.errorResponse(status: 503, reason: reason.rawValue))
+            }
+            self.sendCloseFrame(for: reason)
+            self.armCloseDeadline()
+            if peerClosed {
+                // The client sent EOF (or its close frame), so nothing unread is left: close once the output is out.
+                self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
+            } else {
+                self.stream.shutdownWrites { [weak self] in self?.linger() }
+            }
+        }
+    }
+
+    /// On a WebSocket: the close frame, with the peer's code echoed or the code for `reason`.
+    private func sendCloseFrame(for reason: CloseReason) {
+        guard self.isWebSocket, !self.sentCloseFrame else { return }
+        self.sentCloseFrame = true
+        let code = self.failureCode ?? self.peerCloseCode ?? Self.closeCode(for: reason)
+        var frame: [UInt8] = []
+        WebSocketFrameEncoder.appendClose(
+            code: code.isAllowedOnWire ? code : .normal, reason: reason == .clientClosed ? "" : reason.rawValue,
+            to: &frame)
+        self.stream.write(frame)
+    }
+
+    /// The WebSocket close code for a close reason (Protocol/README.md#websocket).
+    static func closeCode(for reason: CloseReason) -> WebSocketCloseCode {
+        switch reason {
+        case .clientClosed: .normal
+        case .serverShutdown: .goingAway
+        case .unauthorized, .authTimeout, .tooManyConnections, .slowConsumer: .policyViolation
+        case .lineTooLong: .messageTooBig
+        case .protocolError: .protocolError
+        case .ioError: .normal
+        }
+    }
+
+    /// Pings a WebSocket peer that has been silent for the ping interval; one silent for twice as long is gone.
+    private func startPings() {
+        let interval = self.settings.webSocketPingMilliseconds
+        guard interval > 0, let timer = try? LoopTimer(loop: self.loop) else { return }
+        do {
+            try timer.start(afterMilliseconds: interval, repeatMilliseconds: interval) { [unowned self] in
+                let silent = self.loop.nowMilliseconds &- self.lastInputAt
+                if silent >= 2 * interval {
+                    self.events?.transportEnded(error: true)
+                } else if silent >= interval && !self.sentCloseFrame {
+                    var frame: [UInt8] = []
+                    WebSocketFrameEncoder.appendPing(Array("kvod".utf8), to: &frame)
+                    self.stream.write(frame)
+                }
+            }
+            self.pingTimer = timer
+        } catch {
+            timer.close()
+        }
+    }
+
+    /// A graceful close waits for queued output to reach the socket, which never happens if the client stopped
+    /// reading with its buffers full: after `closeDeadlineMilliseconds` the socket is closed regardless.
+    private func armCloseDeadline() {
+        self.pingTimer?.close()
+        self.pingTimer = nil
+        guard let timer = try? LoopTimer(loop: self.loop) else { return self.stream.close() }
+        do {
+            try timer.start(afterMilliseconds: Self.closeDeadlineMilliseconds) { [stream = self.stream] in stream.close() }
+            self.lingerTimer = timer
+        } catch {
+            timer.close()
+            self.stream.close()
+        }
+    }
+
+    /// How long a graceful close may wait for the client to take what is queued.
+    static let closeDeadlineMilliseconds: UInt64 = 5000
+
+    /// Closing a socket that still has unread input makes the kernel send a reset, which can destroy the last
+    /// messages in flight (the error and `closing` notice). So after a server-initiated close the transport reads
+    /// and discards input until the client closes its end or `lingerMilliseconds` pass (Apache's lingering close).
+    private func linger() {
+        let stream = self.stream
+        stream.onRead = { _ in }
+        stream.onEnd = { _ in stream.close() }
+        do {
+            try stream.startReading()
+            let timer = try LoopTimer(loop: self.loop)
+            try timer.start(afterMilliseconds: Self.lingerMilliseconds) { stream.close() }
+            self.lingerTimer?.close()
+            self.lingerTimer = timer
+        } catch {
+            stream.close()
+        }
+    }
+
+    /// How long a server-initiated close waits for the client to close its end.
+    static let lingerMilliseconds: UInt64 = 2000
+}
