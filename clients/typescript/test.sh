@@ -20,4 +20,6 @@ if ! diff -r "$fresh" dist >/dev/null; then
     echo "test.sh: dist/ is not what tsc makes from src/: run 'tsc -p clients/typescript' and commit dist/" >&2
     exit 1
 fi
+# Node 20 has the standard WebSocket behind a flag (Node 22 has it by default); NODE_OPTIONS reaches the test files.
+export NODE_OPTIONS="${NODE_OPTIONS:-} --experimental-websocket"
 exec node --test test/*.test.mjs
