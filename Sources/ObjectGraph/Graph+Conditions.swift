@@ -1,6 +1,7 @@
 // Conditional writes (etcd's compare on mod_revision, Firebase's transactions): every stored key remembers the seq of
 // the mutation that last stored it, its modSeq; a write may require the key to be unchanged since a seq, to hold a
 // value, or to be absent, and is refused with the current value and modSeq otherwise (Protocol/methods.md#set).
+// A key's deadline (`expiry`) is read here too, for `get` with `meta`.
 
 /// A condition a write must meet to go ahead.
 public enum WriteCondition: Sendable, Equatable {
@@ -27,6 +28,20 @@ extension Graph {
     /// Convenience: `meta(KeyPath(parsing: path))`.
     public func meta(_ path: String) throws(GraphError) -> (value: Value, modSeq: UInt64?) {
         try self.meta(KeyPath(parsing: path))
+    }
+
+    /// The deadline (Unix epoch milliseconds) of the key `path` ends at, for `get` with `meta` (`expires`); nil when
+    /// it has none or the path does not lead to a key of an object (Graph+Expiry.swift).
+    public func expiry(_ path: KeyPath) -> UInt64? {
+        guard !self.deadlines.isEmpty, let key = path.keys.last,
+            case .object(let id)? = try? self.value(at: KeyPath(origin: path.origin, keys: Array(path.keys.dropLast())))
+        else { return nil }
+        return self.deadlines.deadline(object: id, key: key)
+    }
+
+    /// Convenience: `expiry(KeyPath(parsing: path))`; nil for a malformed path.
+    public func expiry(_ path: String) -> UInt64? {
+        (try? KeyPath(parsing: path)).flatMap { self.expiry($0) }
     }
 
     /// Throws `conditionFailed` (with the current value and modSeq) unless `condition` holds at `path`.

@@ -33,6 +33,10 @@ struct PlannedStore {
     let key: String
     let object: GraphObject
     let effects: [SideEffect]
+    /// The keys below `key` down to the one the set ends at, when the set creates intermediates (else empty).
+    let innerKeys: ArraySlice<String>
+    /// The deadline the key the set ends at gets; nil removes any it had (Graph+Expiry.swift).
+    let expiresAt: UInt64?
 }
 
 extension Graph {
@@ -42,7 +46,21 @@ extension Graph {
             planned.perform?()
             return
         }
-        self.store(self.materialize(store.value), forKey: store.key, in: store.object)
+        let stored = self.materialize(store.value)
+        self.store(stored, forKey: store.key, in: store.object)
+        if store.expiresAt != nil || !self.deadlines.isEmpty {
+            // The key the path ends at: `store.key`, or one inside the intermediates just created.
+            var holder = store.object.id
+            var key = store.key
+            var value = stored
+            for inner in store.innerKeys {
+                guard case .object(let id) = value, let object = self.objects[id] else { break }
+                holder = id
+                key = inner
+                value = object.value(forKey: inner) ?? .null
+            }
+            self.setDeadline(store.expiresAt, object: holder, key: key)
+        }
         for case .increment(let target, let amount) in store.effects {
             let current: Int64
             if case .int(let number)? = store.object.value(forKey: target) { current = number } else { current = 0 }
@@ -63,12 +81,17 @@ public struct SetResult: Sendable, Equatable {
 extension Graph {
     /// Sets the value at `path` and notifies every observer the change reaches before returning. A record becomes
     /// a new object (of the declared class where the key is typed). Missing or null intermediates are created.
+    /// With `expiresAt` (Unix epoch milliseconds), the key the path ends at expires then (`expire(object:key:now:)`);
+    /// without it, the key loses any deadline it had. Only a set changes deadlines: a collection mutation keeps the
+    /// key's deadline (as Redis's `LPUSH` keeps a TTL that `SET` clears).
     /// - Throws: `undefinedKey`, `readOnly`, `validationFailed`, `nullNotAllowed`, `typeMismatch`, `tooDeep`,
-    ///   `invalidPath`; nothing is changed when it throws.
+    ///   `invalidPath`, `ttlNotAllowed`; nothing is changed (deadlines included) when it throws.
     @discardableResult
-    public func set(_ path: KeyPath, to value: Value, if condition: WriteCondition? = nil) throws(GraphError) -> SetResult {
+    public func set(
+        _ path: KeyPath, to value: Value, if condition: WriteCondition? = nil, expiresAt: UInt64? = nil
+    ) throws(GraphError) -> SetResult {
         if let condition { try self.check(condition, at: path) }
-        let planned = try self.planSet(path, value)
+        let planned = try self.planSet(path, value, expiresAt: expiresAt)
         let seq = self.commit(mutations: planned.mutations) { self.apply(planned) }
         // What was stored, read back when validation changed the value (so created objects show their ids).
         let stored = planned.storedValue.map { _ in (try? self.get(path)) ?? .null }
@@ -77,13 +100,22 @@ extension Graph {
 
     /// Validates a set and describes it: the keys it touches (none under the onChange policy when unchanged, or
     /// manual notification) and the closure that performs it.
-    func planSet(_ path: KeyPath, _ value: Value) throws(GraphError) -> PlannedChange {
+    func planSet(_ path: KeyPath, _ value: Value, expiresAt: UInt64? = nil) throws(GraphError) -> PlannedChange {
         let (object, key, prepared, wrapped) = try self.prepareSet(path, value)
         // What validation made of the value itself: created intermediates wrap it in one-key records.
         var leaf = prepared
+        var leafClass = object.objectClass
         for _ in 0..<wrapped {
             guard case .record(let record) = leaf, let inner = record.values.first else { break }
+            leafClass = record.className.flatMap { self.model.classes[$0] } ?? .open
             leaf = inner
+        }
+        if expiresAt != nil, let last = path.keys.last {
+            // Expiry stores null: only where null may be stored (an undeclared key of an open class was validated
+            // as such already; a declared one must be nullable, not merely have a null replacement).
+            if let declared = leafClass.property(last), declared.stored?.isNullable != true {
+                throw GraphError.ttlNotAllowed(path: path.description)
+            }
         }
         var stored: StoredProperty?
         if case .stored(let property)? = key.descriptor?.kind { stored = property }
@@ -108,14 +140,18 @@ extension Graph {
         }
         return PlannedChange(
             mutations: mutations,
-            store: PlannedStore(value: prepared, key: key.name, object: object, effects: effects),
+            store: PlannedStore(
+                value: prepared, key: key.name, object: object, effects: effects,
+                innerKeys: path.keys[(path.keys.count - wrapped)...], expiresAt: expiresAt),
             storedValue: leaf == value ? nil : leaf)
     }
 
-    /// Convenience: `set(KeyPath(parsing: path), to: value, if: condition)`.
+    /// Convenience: `set(KeyPath(parsing: path), to: value, if: condition, expiresAt: expiresAt)`.
     @discardableResult
-    public func set(_ path: String, to value: Value, if condition: WriteCondition? = nil) throws(GraphError) -> SetResult {
-        try self.set(KeyPath(parsing: path), to: value, if: condition)
+    public func set(
+        _ path: String, to value: Value, if condition: WriteCondition? = nil, expiresAt: UInt64? = nil
+    ) throws(GraphError) -> SetResult {
+        try self.set(KeyPath(parsing: path), to: value, if: condition, expiresAt: expiresAt)
     }
 
     /// Runs key-value validation for `value` at `path` without storing or notifying; returns the value that `set`

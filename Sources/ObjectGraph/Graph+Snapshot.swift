@@ -1,6 +1,7 @@
 // The graph's whole state as plain data, for durability: every live object with its class and stored values, the
-// next object id and the seq. Restoring a snapshot gives a graph that behaves exactly like the one it was taken
-// from (same ids, same seq), so a journal of later mutations replays onto it deterministically.
+// next object id, the seq and the keys' deadlines (absolute times, so they survive a restart). Restoring a snapshot
+// gives a graph that behaves exactly like the one it was taken from (same ids, same seq, same deadlines), so a
+// journal of later mutations replays onto it deterministically.
 
 /// A graph's state as plain data.
 public struct GraphSnapshot: Sendable, Equatable {
@@ -27,11 +28,14 @@ public struct GraphSnapshot: Sendable, Equatable {
     public var nextObjectID: ObjectID
     /// The live objects, by increasing id (the root first).
     public var objects: [Object]
+    /// The keys that expire, by object id then key (empty in snapshots of older formats).
+    public var deadlines: [Deadline]
 
-    public init(seq: UInt64, nextObjectID: ObjectID, objects: [Object]) {
+    public init(seq: UInt64, nextObjectID: ObjectID, objects: [Object], deadlines: [Deadline] = []) {
         self.seq = seq
         self.nextObjectID = nextObjectID
         self.objects = objects
+        self.deadlines = deadlines
     }
 }
 
@@ -52,7 +56,8 @@ extension Graph {
                 values: object.keys.map { object.value(forKey: $0) ?? .null },
                 modSeqs: object.keys.map { object.modSeq(forKey: $0) ?? 0 })
         }
-        return GraphSnapshot(seq: self.seq, nextObjectID: self.nextObjectID, objects: objects)
+        return GraphSnapshot(
+            seq: self.seq, nextObjectID: self.nextObjectID, objects: objects, deadlines: self.allDeadlines())
     }
 
     /// A graph restored from `snapshot`, with `model`'s classes.
@@ -61,6 +66,7 @@ extension Graph {
     public convenience init(model: Model, snapshot: GraphSnapshot) throws(SnapshotError) {
         let restorer = GraphRestorer(model: model, seq: snapshot.seq, nextObjectID: snapshot.nextObjectID)
         for object in snapshot.objects { try restorer.add(object) }
+        for deadline in snapshot.deadlines { try restorer.add(deadline) }
         self.init(restoring: restorer)
         try restorer.finish(into: self)
     }
@@ -90,6 +96,7 @@ public final class GraphRestorer {
     let seq: UInt64
     let nextObjectID: ObjectID
     private var restored: [ObjectID: GraphObject] = [:]
+    private var deadlines = DeadlineTable()
 
     /// A restorer for a snapshot at `seq` whose next object id is `nextObjectID`.
     public init(model: Model, seq: UInt64, nextObjectID: ObjectID) {
@@ -116,8 +123,17 @@ public final class GraphRestorer {
         self.restored[state.id] = object
     }
 
-    /// The graph, once every object was added.
-    /// - Throws: when there is no root, or an object refers to one the snapshot lacks.
+    /// Adds one key's deadline (objects and deadlines may come in any order).
+    /// - Throws: when the same key has a deadline already.
+    public func add(_ deadline: Deadline) throws(SnapshotError) {
+        guard self.deadlines.deadline(object: deadline.object, key: deadline.key) == nil else {
+            throw SnapshotError("the deadline of $\(deadline.object).\(deadline.key) is repeated")
+        }
+        self.deadlines.update(object: deadline.object, key: deadline.key, to: deadline.expiresAt)
+    }
+
+    /// The graph, once every object and deadline was added.
+    /// - Throws: when there is no root, or an object or a deadline refers to one the snapshot lacks.
     public func graph() throws(SnapshotError) -> Graph {
         let graph = Graph(restoring: self)
         try self.finish(into: graph)
@@ -133,11 +149,16 @@ public final class GraphRestorer {
                 if let missing { throw SnapshotError("$\(object.id).\(key) refers to $\(missing), which the snapshot lacks") }
             }
         }
+        if let orphan = self.deadlines.objects.first(where: { self.restored[$0] == nil }) {
+            throw SnapshotError("a deadline refers to $\(orphan), which the snapshot lacks")
+        }
         graph.objects = self.restored
         graph.nextObjectID = self.nextObjectID
         graph.seq = self.seq
+        graph.deadlines = self.deadlines
         graph.allocatedSinceCollection = 0
         self.restored = [:]
+        self.deadlines = DeadlineTable()
     }
 }
 

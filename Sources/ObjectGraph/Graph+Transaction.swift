@@ -6,7 +6,8 @@
 
 /// One operation of a transaction.
 public enum TransactionOp: Sendable, Equatable {
-    case set(KeyPath, Value)
+    /// A `set`; with `expiresAt` (Unix epoch milliseconds) the key expires then, without it loses any deadline.
+    case set(KeyPath, Value, expiresAt: UInt64? = nil)
     case mutate(KeyPath, CollectionMutation)
     /// An op that goes ahead only when `WriteCondition` holds (checked against the state the earlier ops left).
     indirect case conditional(WriteCondition, TransactionOp)
@@ -14,7 +15,7 @@ public enum TransactionOp: Sendable, Equatable {
     /// The key path the op writes.
     public var path: KeyPath {
         switch self {
-        case .set(let path, _), .mutate(let path, _): path
+        case .set(let path, _, _), .mutate(let path, _): path
         case .conditional(_, let op): op.path
         }
     }
@@ -38,6 +39,8 @@ final class UndoLog {
     let firstNewID: ObjectID
     let allocatedSinceCollection: Int
     var entries: [(object: GraphObject, key: String, previous: GraphObject.Slot?)] = []
+    /// Deadlines the dry run set, moved or removed, with what they were (nil: none).
+    var deadlines: [(object: ObjectID, key: String, previous: UInt64?)] = []
 
     init(firstNewID: ObjectID, allocatedSinceCollection: Int) {
         self.firstNewID = firstNewID
@@ -90,7 +93,7 @@ extension Graph {
 
     private func plan(_ op: TransactionOp) throws(GraphError) -> PlannedChange {
         switch op {
-        case .set(let path, let value): try self.planSet(path, value)
+        case .set(let path, let value, let expiresAt): try self.planSet(path, value, expiresAt: expiresAt)
         case .mutate(let path, let mutation): try self.planMutation(path, mutation)
         case .conditional(let condition, let op):
             try { () throws(GraphError) -> PlannedChange in
@@ -111,6 +114,9 @@ extension Graph {
 
     private func rollBack(_ log: UndoLog) {
         for entry in log.entries.reversed() { entry.object.restore(entry.key, to: entry.previous) }
+        for entry in log.deadlines.reversed() {
+            self.deadlines.update(object: entry.object, key: entry.key, to: entry.previous)
+        }
         for id in log.firstNewID..<self.nextObjectID { self.objects[id] = nil }
         self.nextObjectID = log.firstNewID
         self.allocatedSinceCollection = log.allocatedSinceCollection

@@ -24,6 +24,8 @@ public final class Graph {
     @exclusivity(unchecked) var evaluationDepth = 0
     /// While a transaction's dry run is under way: how to undo what it wrote.
     @exclusivity(unchecked) var undoLog: UndoLog?
+    /// Keys that expire (a `set` with `expiresAt`): a side table, empty unless some key has a deadline.
+    var deadlines = DeadlineTable()
 
     /// Creates a graph whose root is an object of the model's root class, with its defaults.
     public init(model: Model = .open) {

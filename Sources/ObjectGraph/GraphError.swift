@@ -25,6 +25,12 @@ public enum GraphError: Error, Equatable, Sendable {
     case invalidArgument(path: String, reason: String)
     /// A conditional write's condition did not hold; `value` and `modSeq` are the current ones.
     case conditionFailed(path: String, value: Value, modSeq: UInt64?)
+    /// A set with a deadline (`expiresAt`, the wire's `ttl`) on a key that cannot hold null: a declared property
+    /// that is not nullable. Expiry stores null, so only undeclared keys of open classes and nullable properties
+    /// may expire. Suggested wire mapping: -32602 (invalid params, with `path` and a `reason`): the `ttl` param does
+    /// not fit this key, and the request can be fixed by dropping it; 1005 (type mismatch) is about paths through
+    /// non-objects and would mislead.
+    case ttlNotAllowed(path: String)
 
     /// The key path the error is about, when it has one.
     public var path: String? {
@@ -32,7 +38,7 @@ public enum GraphError: Error, Equatable, Sendable {
         case .invalidPath(let path, _), .undefinedKey(let path), .typeMismatch(let path, _),
             .validationFailed(let path, _), .nullNotAllowed(let path), .readOnly(let path),
             .indexOutOfRange(let path, _, _), .tooDeep(let path, _), .invalidArgument(let path, _),
-            .conditionFailed(let path, _, _):
+            .conditionFailed(let path, _, _), .ttlNotAllowed(let path):
             path
         case .unknownObservation: nil
         }
@@ -55,6 +61,7 @@ extension GraphError: CustomStringConvertible {
             "precondition failed for '\(path)' (modSeq \(modSeq.map(String.init) ?? "null"))"
         case .tooDeep(let path, let limit): "value for '\(path)' is nested deeper than \(limit)"
         case .invalidArgument(let path, let reason): "invalid arguments for '\(path)': \(reason)"
+        case .ttlNotAllowed(let path): "'\(path)' cannot expire: it does not accept null"
         }
     }
 }

@@ -72,12 +72,16 @@ extension Graph {
         self.collectGarbage()
     }
 
-    /// Frees every object not reachable from the root or an observation's origin.
+    /// Frees every object not reachable from the root, an observation's origin or a key with a deadline.
     public func collectGarbage() {
         self.allocatedSinceCollection = 0
         var marked = Set<ObjectID>()
         var stack: [ObjectID] = [.root]
         stack.append(contentsOf: self.registry.paths.keys.map(\.origin))
+        // An object with a deadline lives until it expires, reachable or not: when collection runs differs between
+        // kvod (a forked snapshot collects in the child only) and a journal replay, and the journaled expiry
+        // (`set $ID.key null`) must find its object in both (Graph+Expiry.swift).
+        stack.append(contentsOf: self.deadlines.objects)
         while let id = stack.popLast() {
             guard marked.insert(id).inserted, let object = self.objects[id] else { continue }
             for key in object.keys {
