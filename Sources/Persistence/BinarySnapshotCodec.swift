@@ -2,18 +2,22 @@
 //   "KVODSNAP"  version:u32  seq:u64  nextObjectID:u64                        (little-endian)
 //   classes: count, then each name     keys: count, then each name            (varint length + UTF-8)
 //   objects: count, then each: id, class index, key count, then (key index, value) per key
+//   deadlines (version 3): count, then each: object id, key index, expiresAt (Unix epoch milliseconds)
 //   crc32:u32 of every byte before it
 // Each (key index, value) pair is followed by the key's modSeq. Counts, ids, indexes, lengths and modSeqs are LEB128
 // varints. A value is a tag byte and its payload: 0 null, 1 false,
 // 2 true, 3 int (zigzag varint), 4 double (8 bytes), 5 string (length + UTF-8), 6 array (count + values),
 // 7 object reference (id), 8 record (count, then key name + value per key). Decoding checks the checksum first and
-// then every bound, so a damaged or truncated file is refused with a message, never read past its end.
+// then every bound, so a damaged or truncated file is refused with a message, never read past its end. Version 2
+// (before deadlines) still decodes, with no deadlines; version 3 is written.
 public import ObjectGraph
 
 /// Encodes and decodes graph snapshots in kvod's binary format.
 public enum BinarySnapshotCodec {
     static let magic = Array("KVODSNAP".utf8)
-    static let version: UInt32 = 2
+    static let version: UInt32 = 3
+    /// The versions this kvod reads: 2 has no deadlines.
+    static let readableVersions: ClosedRange<UInt64> = 2...3
     /// Arrays nested deeper than this are refused when decoding (values are never nested deeper than a `set` allows).
     static let maxDepth = 1024
 
@@ -42,6 +46,12 @@ public enum BinarySnapshotCodec {
                 body.value(value)
                 body.varint(object.modSeqs?[index] ?? snapshot.seq)
             }
+        }
+        body.varint(UInt64(snapshot.deadlines.count))
+        for deadline in snapshot.deadlines {
+            body.varint(UInt64(deadline.object))
+            body.varint(UInt64(Self.index(of: deadline.key, in: &keys, names: &keyNames)))
+            body.varint(deadline.expiresAt)
         }
         var file = Writer()
         file.bytes.reserveCapacity(body.bytes.count + 64 + (classNames.count + keyNames.count) * 16)
@@ -128,14 +138,17 @@ public enum BinarySnapshotCodec {
     public static func decode(_ bytes: [UInt8]) throws(PersistenceError) -> GraphSnapshot {
         var header: (seq: UInt64, next: ObjectID) = (0, 0)
         var objects: [GraphSnapshot.Object] = []
+        var deadlines: [Deadline] = []
         do {
-            try Self.parse(bytes, header: { header = ($0, $1) }, object: { objects.append($0) })
+            try Self.parse(
+                bytes, header: { header = ($0, $1) }, object: { objects.append($0) },
+                deadline: { deadlines.append($0) })
         } catch let error as PersistenceError {
             throw error
         } catch {
             throw PersistenceError("\(error)")
         }
-        return GraphSnapshot(seq: header.seq, nextObjectID: header.next, objects: objects)
+        return GraphSnapshot(seq: header.seq, nextObjectID: header.next, objects: objects, deadlines: deadlines)
     }
 
     /// Restores a graph straight from snapshot bytes, one object at a time: the decoded snapshot is never held whole
@@ -146,7 +159,7 @@ public enum BinarySnapshotCodec {
         var restorer: GraphRestorer?
         try Self.parse(
             bytes, header: { restorer = GraphRestorer(model: model, seq: $0, nextObjectID: $1) },
-            object: { try restorer!.add($0) })  // parse calls header before any object
+            object: { try restorer!.add($0) }, deadline: { try restorer!.add($0) })  // header comes first
         return try restorer!.graph()
     }
 
@@ -160,7 +173,8 @@ public enum BinarySnapshotCodec {
     }
 
     private static func parse(
-        _ bytes: [UInt8], header: (UInt64, ObjectID) throws -> Void, object: (GraphSnapshot.Object) throws -> Void
+        _ bytes: [UInt8], header: (UInt64, ObjectID) throws -> Void, object: (GraphSnapshot.Object) throws -> Void,
+        deadline: (Deadline) throws -> Void
     ) throws {
         guard Self.isBinary(bytes) else { throw PersistenceError("not a kvod binary snapshot") }
         guard bytes.count >= Self.magic.count + 4 + 8 + 8 + 4 else { throw PersistenceError("the snapshot is truncated") }
@@ -173,8 +187,10 @@ public enum BinarySnapshotCodec {
         try bytes.withUnsafeBufferPointer { buffer throws in
             var reader = Reader(bytes: UnsafeBufferPointer(rebasing: buffer[0..<bodyEnd]), offset: Self.magic.count)
             let version = try reader.fixed(4)
-            guard version == UInt64(Self.version) else {
-                throw PersistenceError("a snapshot of version \(version); this kvod reads version \(Self.version)")
+            guard Self.readableVersions.contains(version) else {
+                let (oldest, newest) = (Self.readableVersions.lowerBound, Self.readableVersions.upperBound)
+                throw PersistenceError(
+                    "a snapshot of version \(version); this kvod reads versions \(oldest) to \(newest)")
             }
             let seq = try reader.fixed(8)
             let next = try reader.fixed(8)
@@ -200,6 +216,13 @@ public enum BinarySnapshotCodec {
                 }
                 try object(
                     GraphSnapshot.Object(id: id, className: className, keys: keys, values: values, modSeqs: modSeqs))
+            }
+            if version >= 3 {
+                for _ in 0..<(try reader.count()) {
+                    let id = try reader.id()
+                    let key = try reader.name(in: keyNames)
+                    try deadline(Deadline(object: id, key: key, expiresAt: try reader.varint()))
+                }
             }
             guard reader.offset == reader.bytes.count else {
                 throw PersistenceError("the snapshot has \(reader.bytes.count - reader.offset) unexpected bytes at its end")

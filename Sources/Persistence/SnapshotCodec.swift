@@ -1,7 +1,9 @@
 // The snapshot file's format: one JSON document,
 //   {"format":"kvod-snapshot","version":1,"seq":N,"nextObjectID":M,"objects":[{"id":0,"class":"Root","keys":{...},
-//    "modSeqs":[...]}]}   (modSeqs parallel to the keys; absent in older files: the keys count as stored at seq N)
-// with values as on the wire (objects as {"$ref": ID}). Written atomically (write, fsync, rename).
+//    "modSeqs":[...]}],"deadlines":[{"id":1,"key":"token","expiresAt":T}]}
+// (modSeqs parallel to the keys; absent in older files: the keys count as stored at seq N. deadlines: the keys that
+// expire, T in Unix epoch milliseconds; written only when there are some, absent in older files: none) with values
+// as on the wire (objects as {"$ref": ID}). Written atomically (write, fsync, rename).
 public import ObjectGraph
 import ValueCoding
 import WireProtocol
@@ -43,7 +45,23 @@ public enum SnapshotCodec {
             }
             bytes.append(UInt8(ascii: "}"))
         }
-        bytes.append(contentsOf: "]}\n".utf8)
+        bytes.append(UInt8(ascii: "]"))
+        if !snapshot.deadlines.isEmpty {
+            bytes.append(contentsOf: #","deadlines":["#.utf8)
+            for (index, deadline) in snapshot.deadlines.enumerated() {
+                bytes.append(contentsOf: index == 0 ? "\n{".utf8 : ",\n{".utf8)
+                bytes.append(contentsOf: #""id":"#.utf8)
+                JSONWriter.appendInt(Int64(deadline.object), to: &bytes)
+                bytes.append(contentsOf: #","key":"#.utf8)
+                JSONWriter.appendString(deadline.key, to: &bytes)
+                bytes.append(contentsOf: #","expiresAt":"#.utf8)
+                // Epoch milliseconds fit an Int64 for the next 290 million years.
+                JSONWriter.appendInt(Int64(clamping: deadline.expiresAt), to: &bytes)
+                bytes.append(UInt8(ascii: "}"))
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+        bytes.append(contentsOf: "}\n".utf8)
         return bytes
     }
 
@@ -84,6 +102,20 @@ public enum SnapshotCodec {
                     id: ObjectID(id), className: className, keys: keys.keys, values: keys.values.map(Value.init(json:)),
                     modSeqs: modSeqs))
         }
-        return GraphSnapshot(seq: UInt64(seq), nextObjectID: ObjectID(next), objects: objects)
+        var deadlines: [Deadline] = []
+        if let raw = document["deadlines"] {
+            guard case .array(let items) = raw else {
+                throw PersistenceError("the snapshot's deadlines are not an array")
+            }
+            for item in items {
+                guard case .int(let id)? = item["id"], id >= 0, case .string(let key)? = item["key"],
+                    case .int(let expiresAt)? = item["expiresAt"], expiresAt >= 0
+                else {
+                    throw PersistenceError("a snapshot deadline lacks id, key or expiresAt")
+                }
+                deadlines.append(Deadline(object: ObjectID(id), key: key, expiresAt: UInt64(expiresAt)))
+            }
+        }
+        return GraphSnapshot(seq: UInt64(seq), nextObjectID: ObjectID(next), objects: objects, deadlines: deadlines)
     }
 }
