@@ -27,8 +27,10 @@ final class Dispatcher {
     /// Initial notifications waiting for their subscribe's response to be queued.
     private var pendingInitials: [(Subscription, Change)] = []
 
-    /// The seq of the mutation the current request committed (set by its handler through `committed(_:)`).
+    /// The seq of the mutation the current request committed (set by its handler through `committed(_:)`), and the
+    /// params to journal when they are not the request's own (a `ttl` made absolute).
     private var committedSeq: UInt64?
+    private var committedParams: JSONValue?
 
     init(context: SessionContext) {
         self.context = context
@@ -94,7 +96,9 @@ final class Dispatcher {
                 try self.call(request, on: session)
                 if let seq = self.committedSeq {
                     self.context.stats.mutations += 1
-                    self.context.mutationLog?.committed(seq: seq, method: request.method, params: request.params)
+                    self.context.mutationLog?.committed(
+                        seq: seq, method: request.method, params: self.committedParams ?? request.params)
+                    self.committedParams = nil
                 }
                 guard let id = request.id else { return }
                 RPCEncoder.appendResult(id: id, to: &response) { $0.append(contentsOf: self.result) }
@@ -131,6 +135,7 @@ final class Dispatcher {
         case "insert", "remove", "replace", "union", "minus", "intersect", "setMembers":
             try self.collectionMutation(request, on: session)
         case "transaction": try self.transaction(request, on: session)
+        case "onDisconnect": try self.onDisconnect(request, on: session)
         case "stats": try self.stats(request, on: session)
         default:
             let name = request.method.count > 64 ? String(request.method.prefix(64)) + "…" : request.method
@@ -141,8 +146,9 @@ final class Dispatcher {
     // MARK: - Helpers for handlers
 
     /// Records that the current request committed the mutation with `seq` (counted and journaled by `perform`).
-    func committed(_ seq: UInt64) {
+    func committed(_ seq: UInt64, params: JSONValue? = nil) {
         self.committedSeq = seq
+        self.committedParams = params
     }
 
     /// Appends to the current request's result.

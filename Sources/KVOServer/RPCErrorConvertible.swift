@@ -54,6 +54,9 @@ extension GraphError: RPCErrorConvertible {
         case .tooDeep(_, let limit):
             data["limit"] = .int(Int64(limit))
             return RPCError(.limitExceeded, message, data: .object(data))
+        case .ttlNotAllowed:
+            data["reason"] = .string("only a key that may be null can expire")
+            return RPCError(.invalidParams, message, data: .object(data))
         case .conditionFailed(_, let value, let modSeq):
             data["value"] = value.jsonValue
             data["modSeq"] = modSeq.map { .int(Int64($0)) } ?? .null

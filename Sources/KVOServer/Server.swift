@@ -4,6 +4,9 @@
 public import Logging
 public import ObjectGraph
 public import UVLoop
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a server listens on and enforces.
 public struct ServerConfiguration: Sendable {
@@ -155,4 +158,11 @@ public final class Server {
     }
 }
 
-extension EventLoop: SessionClock {}
+extension EventLoop: SessionClock {
+    /// `CLOCK_REALTIME` in milliseconds.
+    var epochMilliseconds: UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+    }
+}

@@ -21,6 +21,8 @@ public struct ServerStats: Sendable {
     public var bytesOut = 0
     /// Wrong tokens sent in `hello`.
     public var authenticationFailures = 0
+    /// `onDisconnect` ops that failed when their session ended (nothing applied).
+    public var onDisconnectFailures = 0
     /// Closes by reason.
     public var closes: [CloseReason: Int] = [:]
     /// How long journal fsyncs took (filled in by durability; empty without a data directory).

@@ -57,6 +57,9 @@ public struct StatsSnapshot: Sendable {
             counter(
                 "authenticationFailures", "kvod_authentication_failures_total", "Wrong tokens sent in hello.",
                 stats.authenticationFailures),
+            counter(
+                "onDisconnectFailures", "kvod_on_disconnect_failures_total",
+                "onDisconnect ops that failed when their connection ended.", stats.onDisconnectFailures),
         ]
         self.closes = CloseReason.allCases.map { ($0, stats.closes[$0] ?? 0) }
         self.journalFsyncSeconds = stats.journalFsyncSeconds

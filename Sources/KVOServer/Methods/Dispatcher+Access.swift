@@ -30,8 +30,8 @@ extension Dispatcher {
         case "observers", "stats":
             throw Self.unauthorized(
                 "unauthorized: \(request.method) needs an unrestricted token", reason: "restricted token")
-        case "transaction":
-            let params = Params(request.params, names: ["ops"], method: "transaction")
+        case "transaction", "onDisconnect":
+            let params = Params(request.params, names: ["ops"], method: request.method)
             guard case .array(let ops)? = params["ops"] else { return }
             for (index, op) in ops.enumerated() {
                 guard case .object(let object) = op else { continue }

@@ -14,7 +14,10 @@ extension Dispatcher {
     }
 
     func transaction(_ request: RPCRequest, on session: Session) throws {
-        let params = Params(request.params, names: ["ops"], method: "transaction")
+        // Every set op's `ttl` becomes an absolute `expiresAt`, which is what is applied and journaled.
+        let resolved = try MutationRequest.resolvingTTLs(
+            inTransaction: request.params, nowEpochMilliseconds: self.context.clock.epochMilliseconds)
+        let params = Params(resolved, names: ["ops"], method: "transaction")
         try params.rejectUnknown()
         guard case .array(let items)? = params["ops"], !items.isEmpty else {
             throw RPCError.badParams("transaction: 'ops' must be a non-empty array of {method, params}")
@@ -30,17 +33,11 @@ extension Dispatcher {
             } catch let error as any RPCErrorConvertible {
                 // An op that cannot be read fails the transaction, unless an earlier op would fail first.
                 try self.context.graph.validateTransaction(ops)
-                var rpc = error.rpcError
-                var data: JSONObject
-                if case .object(let object)? = rpc.data { data = object } else { data = JSONObject() }
-                data["op"] = .int(Int64(index))
-                rpc.data = .object(data)
-                rpc.message = "op \(index): \(rpc.message)"
-                throw rpc
+                throw Self.opError(error.rpcError, index: index)
             }
         }
         let seq = try self.context.graph.transaction(ops)
-        self.committed(seq)
+        self.committed(seq, params: resolved == request.params ? nil : resolved)
         self.writeSeq(seq)
     }
 

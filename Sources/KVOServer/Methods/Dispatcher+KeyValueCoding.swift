@@ -16,6 +16,7 @@ extension Dispatcher {
         }
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
         let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
+        let expires = withMeta ? self.context.graph.expiry(path) : nil
         let seq = self.context.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
@@ -25,21 +26,27 @@ extension Dispatcher {
             if withMeta {
                 $0.append(contentsOf: #","modSeq":"#.utf8)
                 if let modSeq { JSONWriter.appendInt(Int64(modSeq), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
+                $0.append(contentsOf: #","expires":"#.utf8)
+                if let expires { JSONWriter.appendInt(Int64(expires), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
             }
             $0.append(UInt8(ascii: "}"))
         }
     }
 
     func set(_ request: RPCRequest, on session: Session) throws {
-        let params = Params(request.params, names: ["path", "value", "if"], method: "set")
+        // A `ttl` becomes an absolute `expiresAt`, which is what is applied and journaled.
+        let resolved = try MutationRequest.resolvingTTL(
+            request.params, nowEpochMilliseconds: self.context.clock.epochMilliseconds)
+        let params = Params(resolved, names: ["path", "value", "if", "expiresAt"], method: "set")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
         let value = Value(json: try params.required("value"))
         let condition = try MutationRequest.parseCondition(params["if"], method: "set")
+        let expiresAt = try MutationRequest.parseExpiresAt(params["expiresAt"])
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
-        let result = try self.context.graph.set(path, to: value, if: condition)
+        let result = try self.context.graph.set(path, to: value, if: condition, expiresAt: expiresAt)
         let stored = result.storedValue
-        self.committed(result.seq)
+        self.committed(result.seq, params: expiresAt == nil ? nil : resolved)
         self.writeResult {
             $0.append(contentsOf: #"{"seq":"#.utf8)
             JSONWriter.appendInt(Int64(result.seq), to: &$0)

@@ -36,9 +36,11 @@ enum MutationRequest {
             throw RPCError.badParams("transaction: '\(method)' is not a mutation method")
         }
         if method == "set" {
-            let params = Params(object["params"], names: ["path", "value", "if"], method: "set")
+            let params = Params(object["params"], names: ["path", "value", "if", "expiresAt"], method: "set")
             try params.rejectUnknown()
-            let op = TransactionOp.set(try KeyPath(parsing: params.string("path")), Value(json: try params.required("value")))
+            let op = TransactionOp.set(
+                try KeyPath(parsing: params.string("path")), Value(json: try params.required("value")),
+                expiresAt: try Self.parseExpiresAt(params["expiresAt"]))
             return try Self.parseCondition(params["if"], method: "set").map { .conditional($0, op) } ?? op
         }
         let (path, mutation, condition) = try Self.parseMutation(method: method, object["params"])
@@ -48,12 +50,64 @@ enum MutationRequest {
     /// Performs one op outside a transaction (journal replay), as its request would.
     static func perform(_ op: TransactionOp, on graph: Graph) throws {
         switch op {
-        case .set(let path, let value): try graph.set(path, to: value)
+        case .set(let path, let value, let expiresAt): try graph.set(path, to: value, expiresAt: expiresAt)
         case .mutate(let path, let mutation): try graph.mutate(path, mutation)
-        case .conditional(let condition, .set(let path, let value)): try graph.set(path, to: value, if: condition)
+        case .conditional(let condition, .set(let path, let value, let expiresAt)):
+            try graph.set(path, to: value, if: condition, expiresAt: expiresAt)
         case .conditional(let condition, .mutate(let path, let mutation)): try graph.mutate(path, mutation, if: condition)
         case .conditional: try graph.transaction([op])
         }
+    }
+
+    /// The longest `ttl`: one year, in seconds.
+    static let maxTTLSeconds = 31_536_000
+
+    /// A set's `expiresAt` (Unix epoch milliseconds), the absolute form of `ttl` that the journal keeps.
+    static func parseExpiresAt(_ raw: JSONValue?) throws(RPCError) -> UInt64? {
+        switch raw {
+        case nil, .null?: return nil
+        case .int(let milliseconds)? where milliseconds > 0: return UInt64(milliseconds)
+        default: throw RPCError.badParams("set: 'expiresAt' must be a positive integer (Unix epoch milliseconds)")
+        }
+    }
+
+    /// A set's params with `ttl` (seconds from now) turned into `expiresAt` (epoch milliseconds, `now` plus the ttl),
+    /// so that what is applied and journaled is absolute and replays alike after a restart. Unchanged without `ttl`.
+    static func resolvingTTL(_ raw: JSONValue?, nowEpochMilliseconds now: UInt64) throws(RPCError) -> JSONValue? {
+        guard case .object(var object)? = raw, let ttl = object["ttl"] else { return raw }
+        let seconds: Double
+        switch ttl {
+        case .int(let value): seconds = Double(value)
+        case .double(let value): seconds = value
+        default: seconds = -1
+        }
+        guard seconds > 0, seconds <= Double(Self.maxTTLSeconds) else {
+            throw RPCError.badParams("set: 'ttl' must be a number of seconds above 0 and at most \(Self.maxTTLSeconds)")
+        }
+        if object["expiresAt"] != nil { throw RPCError.badParams("set: give 'ttl' or 'expiresAt', not both") }
+        object["ttl"] = nil
+        object["expiresAt"] = .int(Int64(now + UInt64((seconds * 1000).rounded(.up))))
+        return .object(object)
+    }
+
+    /// A transaction's params with every set op's `ttl` resolved (see `resolvingTTL`).
+    static func resolvingTTLs(inTransaction raw: JSONValue?, nowEpochMilliseconds now: UInt64) throws(RPCError) -> JSONValue? {
+        guard case .object(var object)? = raw, case .array(var ops)? = object["ops"] else { return raw }
+        var changed = false
+        for index in ops.indices {
+            guard case .object(var op) = ops[index], op["method"] == .string("set"), let params = op["params"] else {
+                continue
+            }
+            let resolved = try Self.resolvingTTL(params, nowEpochMilliseconds: now)
+            if resolved != params {
+                op["params"] = resolved
+                ops[index] = .object(op)
+                changed = true
+            }
+        }
+        guard changed else { return raw }
+        object["ops"] = .array(ops)
+        return .object(object)
     }
 
     /// The `if` param of a write (Protocol/methods.md#set): `{"modSeq": M}`, `{"value": V}` or `{"absent": true}`.

@@ -32,6 +32,8 @@ final class Session {
     var allowedPaths: [PathPattern]?
     /// Wrong tokens this session sent in `hello`.
     var authenticationFailures = 0
+    /// Ops to run as one transaction when the session ends (`onDisconnect`); nil: none.
+    var onDisconnectOps: [JSONValue]?
     /// A close the dispatcher asked for, done once the current message's response is queued.
     var closeAfterResponse: CloseReason?
     /// Decides when the client reads too slowly (OutputLimiter.swift).
@@ -177,6 +179,10 @@ final class Session {
         self.transport.pauseReading()
         for subscription in self.subscriptions { self.context.subscriptions.end(subscription) }
         self.subscriptions.removeAll()
+        if let ops = self.onDisconnectOps {
+            self.onDisconnectOps = nil
+            self.dispatcher.runOnDisconnect(ops, of: self)
+        }
         self.context.stats.closes[reason, default: 0] += 1
         self.context.stats.connectionsOpen -= 1
         self.logClose(reason)

@@ -3,6 +3,7 @@
 // with TCP listeners; tests drive it directly with RecordingTransports and a ManualClock.
 import Logging
 import ObjectGraph
+import WireProtocol
 
 /// Loop-owned.
 @MainActor
@@ -50,6 +51,7 @@ final class SessionCore {
     /// accepted `hello` in time.
     func tick() {
         let context = self.context
+        self.expireDueKeys()
         context.subscriptions.sendProgress(encoder: context.encoder)
         let now = context.clock.nowMilliseconds
         guard now &- self.lastHousekeeping >= 1000 else { return }
@@ -63,6 +65,25 @@ final class SessionCore {
                 continue
             }
             session.checkOutputLimits()
+        }
+    }
+
+    /// Sets every key whose `ttl` has passed to null, each as an ordinary mutation with its own seq (observers
+    /// notified), journaled as the `set` of null it is.
+    func expireDueKeys() {
+        let graph = self.context.graph
+        let now = self.context.clock.epochMilliseconds
+        guard let next = graph.nextDeadline, next <= now else { return }
+        for due in graph.dueExpirations(now: now) {
+            do {
+                guard let seq = try graph.expire(object: due.object, key: due.key, now: now) else { continue }
+                self.context.stats.mutations += 1
+                let params = JSONObject(["path": .string("$\(due.object).\(due.key)"), "value": .null])
+                self.context.mutationLog?.committed(seq: seq, method: "set", params: .object(params))
+            } catch {
+                self.context.logger.warning(
+                    "a key could not expire", metadata: ["object": "\(due.object)", "key": "\(due.key)", "error": "\(error)"])
+            }
         }
     }
 

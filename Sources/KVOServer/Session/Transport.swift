@@ -6,7 +6,7 @@
 /// A session's connection to its peer. Loop-owned.
 @MainActor
 protocol Transport: AnyObject {
-    /// Where input and the close are reported (the session; held weakly).
+    /// Where input and the close are reported (the session, which owns the transport: not a strong reference).
     var events: (any TransportEvents)? { get set }
     /// The peer's address, for logs and `observers`.
     var remoteAddress: String { get }
@@ -55,18 +55,24 @@ protocol TransportEvents: AnyObject {
 protocol SessionClock: AnyObject {
     /// Milliseconds on a monotonic clock.
     var nowMilliseconds: UInt64 { get }
+    /// The wall clock: Unix epoch milliseconds (for expiring keys, whose deadlines survive restarts).
+    var epochMilliseconds: UInt64 { get }
 }
 
 /// A clock that moves only when told to (tests).
 @MainActor
 final class ManualClock: SessionClock {
     var nowMilliseconds: UInt64
+    var epochMilliseconds: UInt64
 
-    init(nowMilliseconds: UInt64 = 1_000_000) {
+    init(nowMilliseconds: UInt64 = 1_000_000, epochMilliseconds: UInt64 = 1_790_000_000_000) {
         self.nowMilliseconds = nowMilliseconds
+        self.epochMilliseconds = epochMilliseconds
     }
 
+    /// Moves both clocks.
     func advance(milliseconds: UInt64) {
         self.nowMilliseconds += milliseconds
+        self.epochMilliseconds += milliseconds
     }
 }

@@ -1,0 +1,71 @@
+// `onDisconnect`: operations that run as one transaction when the session ends, for whatever reason (Firebase's
+// onDisconnect, a ZooKeeper ephemeral node); with `set`'s `ttl` (Dispatcher+KeyValueCoding.swift) the presence
+// pattern of Protocol/methods.md#ondisconnect.
+import ObjectGraph
+import WireProtocol
+
+extension Dispatcher {
+    func onDisconnect(_ request: RPCRequest, on session: Session) throws {
+        let params = Params(request.params, names: ["ops"], method: "onDisconnect")
+        try params.rejectUnknown()
+        guard case .array(let items)? = params["ops"] else {
+            throw RPCError.badParams("onDisconnect: 'ops' must be an array of {method, params} (empty: cancel)")
+        }
+        let limit = self.context.limits.maxBatchRequests
+        if items.count > limit {
+            throw RPCError(
+                .limitExceeded, "onDisconnect of \(items.count) ops exceeds \(limit)",
+                data: .object(["limit": .int(Int64(limit))]))
+        }
+        // Shapes and paths are checked now; the values are checked against the graph when the ops run.
+        let resolved = try MutationRequest.resolvingTTLs(
+            inTransaction: .object(["ops": .array(items)]),
+            nowEpochMilliseconds: self.context.clock.epochMilliseconds)
+        if case .object(let object)? = resolved, case .array(let ops)? = object["ops"] {
+            for (index, op) in ops.enumerated() {
+                do {
+                    _ = try MutationRequest.parseOp(op)
+                } catch let error as any RPCErrorConvertible {
+                    throw Self.opError(error.rpcError, index: index)
+                }
+            }
+        }
+        session.onDisconnectOps = items.isEmpty ? nil : items
+        self.writeResult {
+            $0.append(contentsOf: #"{"ops":"#.utf8)
+            JSONWriter.appendInt(Int64(items.count), to: &$0)
+            $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Runs a closing session's `onDisconnect` ops as one transaction (a `ttl` counts from now), journaled as the
+    /// transaction it is. A failure (validation, a precondition) changes nothing; it is logged and counted.
+    func runOnDisconnect(_ ops: [JSONValue], of session: Session) {
+        let context = self.context
+        do {
+            let resolved = try MutationRequest.resolvingTTLs(
+                inTransaction: .object(["ops": .array(ops)]), nowEpochMilliseconds: context.clock.epochMilliseconds)
+            guard case .object(let object)? = resolved, case .array(let items)? = object["ops"] else { return }
+            let seq = try context.graph.transaction(items.map(MutationRequest.parseOp))
+            context.stats.mutations += 1
+            context.mutationLog?.committed(seq: seq, method: "transaction", params: resolved)
+        } catch {
+            context.stats.onDisconnectFailures += 1
+            let rpc = (error as? any RPCErrorConvertible)?.rpcError.message ?? "\(error)"
+            context.logger.warning(
+                "onDisconnect ops failed: nothing applied",
+                metadata: ["connection.id": "\(session.id)", "error": "\(rpc)"])
+        }
+    }
+
+    /// An op's error with `data.op` its index.
+    static func opError(_ error: RPCError, index: Int) -> RPCError {
+        var rpc = error
+        var data: JSONObject
+        if case .object(let object)? = rpc.data { data = object } else { data = JSONObject() }
+        data["op"] = .int(Int64(index))
+        rpc.data = .object(data)
+        rpc.message = "op \(index): \(rpc.message)"
+        return rpc
+    }
+}
