@@ -44,5 +44,6 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, Expressi
         }
     }
 
+    /// The number, as in `1000`.
     public var description: String { String(self.rawValue) }
 }

@@ -14,7 +14,9 @@ public struct WebSocketError: Error, Hashable, Sendable, CustomStringConvertible
         self.message = message
     }
 
+    /// The code and the message, as in `1002: reserved bits set`.
     public var description: String { "\(self.code.rawValue): \(self.message)" }
 
+    /// A 1002 error with `message`.
     static func protocolError(_ message: String) -> Self { Self(code: .protocolError, message: message) }
 }

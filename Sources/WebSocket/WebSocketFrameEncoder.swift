@@ -87,7 +87,7 @@ public enum WebSocketFrameEncoder {
         let start = output.count
         output.append(contentsOf: payload)
         output.withUnsafeMutableBytes { raw in
-            WebSocketFrameDecoder.unmask(
+            WebSocketMask.unmask(
                 UnsafeMutableRawBufferPointer(rebasing: raw[start...]), key: maskKey.byteSwapped, phase: 0)
         }
     }
