@@ -45,7 +45,7 @@ lint-docker:
 container-test:
 	bash .ci/container-test.sh --install
 
-## fuzz: the five libFuzzer targets, FUZZ_SECONDS (60) each, in .build-fuzz (docs/RELIABILITY.md#fuzzing).
+## fuzz: the six libFuzzer targets, FUZZ_SECONDS (60) each, in .build-fuzz (docs/RELIABILITY.md#fuzzing).
 fuzz:
 	bash .ci/fuzz.sh $(FUZZ_SECONDS)
 

@@ -90,6 +90,8 @@ let package = Package(
         .executableTarget(
             name: "FuzzSnapshot", dependencies: ["FuzzSupport", "Persistence", "ObjectGraph"],
             path: "Tests/Fuzz/FuzzSnapshot"),
+        .executableTarget(
+            name: "FuzzWebSocket", dependencies: ["FuzzSupport", "WebSocket"], path: "Tests/Fuzz/FuzzWebSocket"),
     ],
     swiftLanguageModes: [.v6]
 )
