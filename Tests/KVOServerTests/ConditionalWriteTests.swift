@@ -46,7 +46,7 @@ import WireProtocol
         let server = try KVODProcess.start(defaultModel: true)
         let peer = try Peer(server)
         // modSeq: the seq that last stored the key; null when never set or computed.
-        #expect(try peer.request(1, "get", #"{"path":"note","meta":true}"#)["result"] == .json(#"{"value":null,"seq":0,"modSeq":null}"#))
+        #expect(try peer.request(1, "get", #"{"path":"note","meta":true}"#)["result"] == .json(#"{"value":null,"seq":0,"modSeq":null,"expires":null}"#))
         #expect(try peer.request(2, "get", #"{"path":"person.fullName","meta":true}"#)["result"]?["modSeq"] == .null)
         #expect(try peer.request(3, "set", #"{"path":"note","value":"a","if":{"absent":true}}"#)["result"]?["seq"] == 1)
         #expect(try peer.request(4, "set", #"{"path":"note","value":"b","if":{"absent":true}}"#)["error"]?["code"] == 1011)
@@ -93,7 +93,7 @@ import WireProtocol
         }
         let server = try KVODProcess.start(arguments)
         let peer = try Peer(server)
-        #expect(try peer.request(1, "get", #"{"path":"a","meta":true}"#)["result"] == .json(#"{"value":4,"seq":5,"modSeq":5}"#))
+        #expect(try peer.request(1, "get", #"{"path":"a","meta":true}"#)["result"] == .json(#"{"value":4,"seq":5,"modSeq":5,"expires":null}"#))
         #expect(try peer.request(2, "get", #"{"path":"b","meta":true}"#)["result"]?["modSeq"] == 2)
         #expect(try peer.request(3, "set", #"{"path":"b","value":9,"if":{"modSeq":2}}"#)["result"]?["seq"] == 6)
     }
@@ -105,7 +105,7 @@ import WireProtocol
         }
         #expect(try kvoctl(["set", "n", "5"]).status == 0)
         let meta = try kvoctl(["get", "--meta", "n"])
-        #expect(meta.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"value":5,"seq":1,"modSeq":1}"#)
+        #expect(meta.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"value":5,"seq":1,"modSeq":1,"expires":null}"#)
         #expect(try kvoctl(["set", "--if-mod-seq", "1", "n", "6"]).status == 0)
         let refused = try kvoctl(["set", "--if-mod-seq", "1", "n", "7"])
         #expect(refused.status == 2)
@@ -115,5 +115,18 @@ import WireProtocol
         #expect(try kvoctl(["set", "--if-absent", "m", "y"]).status == 2)
         #expect(try kvoctl(["set", "--if-absent", "--if-value", "1", "m", "y"]).status == 64)
         #expect(try kvoctl(["set", "--if-value", "{bad", "m", "y"]).status == 64)
+        // --ttl: the key expires (kvod's tick runs every 250 ms), and `get --meta` shows when.
+        #expect(try kvoctl(["set", "--ttl", "3600", "presence.ada", "true"]).status == 0)
+        let expires = try JSONParser.parse(try kvoctl(["get", "--meta", "presence.ada"]).stdout)["expires"]?.intValue
+        #expect((expires ?? 0) > 1_700_000_000_000)
+        #expect(try kvoctl(["set", "--ttl", "0.3", "presence.bo", "true"]).status == 0)
+        var value: JSONValue?
+        for _ in 0..<100 {  // bounded: up to 10 s
+            value = try JSONParser.parse(try kvoctl(["get", "presence.bo"]).stdout)
+            if value == .null { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(value == .null)
+        #expect(try kvoctl(["set", "--ttl", "0", "n", "1"]).status == 64)
     }
 }

@@ -60,7 +60,8 @@ import Darwin
     static let cases: [Case] = [
         // Invalid JSON: -32700 with id null.
         Case("a missing value", #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"path":"watched","value":}}"#, parseError),
-        Case("not JSON: an HTTP request line", "GET / HTTP/1.1", parseError),
+        // (A connection whose first bytes are `GET ` is a WebSocket upgrade: Tests/python/test_websocket.py.)
+        Case("not JSON: an HTTP request line", "POST / HTTP/1.1", parseError),
         Case("a truncated object", #"{"jsonrpc":"2.0","id":1,"#, parseError),
         Case("trailing data after the request", Self.request(1, "ping", "[]") + " x", parseError),
         Case("single quotes", "{'jsonrpc':'2.0','id':1,'method':'ping'}", parseError),

@@ -47,6 +47,9 @@ final class SocketTransport: Transport {
     /// Output the session wrote while the upgrade was pending.
     private var heldOutput: [UInt8] = []
     private var handshakeStarted = false
+    /// An upgrade request must be complete within `handshakeMilliseconds` of its first byte (else 408).
+    private var handshakeTimer: LoopTimer?
+    static let handshakeMilliseconds: UInt64 = 10_000
     /// The close frame's code after a protocol error (1002, 1003, 1007).
     private var failureCode: WebSocketCloseCode?
     /// The code the peer's close frame carried (echoed in ours).
@@ -81,6 +84,8 @@ final class SocketTransport: Transport {
             self.lingerTimer = nil
             self.pingTimer?.close()
             self.pingTimer = nil
+            self.handshakeTimer?.close()
+            self.handshakeTimer = nil
             self.events?.transportClosed()
         }
         self.stream.setNoDelay(true)
@@ -130,9 +135,19 @@ final class SocketTransport: Transport {
                 self.refuse(status: 400, reason: "expected a WebSocket upgrade (GET)", headers: [], events)
                 return
             }
+            if let timer = try? LoopTimer(loop: self.loop) {
+                try? timer.start(afterMilliseconds: Self.handshakeMilliseconds) { [unowned self] in
+                    guard self.mode == .handshake, let events = self.events else { return }
+                    self.handshake = nil
+                    self.refuse(status: 408, reason: "the upgrade request was not complete in time", headers: [], events)
+                }
+                self.handshakeTimer = timer
+            }
         }
         guard let outcome = self.handshake?.feed(bytes) else { return }
         self.handshake = nil
+        self.handshakeTimer?.close()
+        self.handshakeTimer = nil
         switch outcome {
         case .reject(let status, let reason, let headers):
             self.refuse(status: status, reason: reason, headers: headers, events)

@@ -11,7 +11,7 @@ extension KVOCtl {
             abstract: "Store a value at a key path and print the result, e.g. {\"seq\":12}.",
             usage: """
                 kvoctl set [--host <host>] [--port <port>] [--timeout <seconds>] [--string] \
-                [--if-mod-seq <seq> | --if-value <json> | --if-absent] <path> <value>
+                [--if-mod-seq <seq> | --if-value <json> | --if-absent] [--ttl <seconds>] <path> <value>
                 """,
             discussion: """
                 VALUE is parsed as JSON; when it is not valid JSON it is stored as a string, so `kvoctl set name \
@@ -25,10 +25,14 @@ extension KVOCtl {
                 modSeq `kvoctl get --meta` printed), currently equals a JSON value (--if-value), or is null or unset \
                 (--if-absent); otherwise kvod answers error 1011 with the current value and modSeq (exit status 2).
 
+                With --ttl the key expires: kvod sets it to null that many seconds later, unless a later set moves \
+                (with --ttl) or clears (without) the deadline. `kvoctl get --meta` shows it as `expires` (epoch ms).
+
                 EXAMPLES:
                   kvoctl set person.name Alice
                   kvoctl set person.address '{"city":"Paris","zip":"75001"}'
                   kvoctl set --if-mod-seq 41 counter 8
+                  kvoctl set --ttl 60 presence.ada.online true
                 """)
 
         /// Where kvod is and how long to wait for it.
@@ -46,6 +50,9 @@ extension KVOCtl {
         @Flag(help: "Set only if the key is null or was never set.")
         var ifAbsent = false
 
+        @Option(help: ArgumentHelp("Set the key to null after this many seconds (up to a year).", valueName: "seconds"))
+        var ttl: Double?
+
         @Argument(help: "The key path, e.g. person.address.city.")
         var path: String
 
@@ -60,6 +67,9 @@ extension KVOCtl {
             let conditions = (self.ifModSeq != nil ? 1 : 0) + (self.ifValue != nil ? 1 : 0) + (self.ifAbsent ? 1 : 0)
             if conditions > 1 { throw ValidationError("Give at most one of --if-mod-seq, --if-value, --if-absent.") }
             if let seq = self.ifModSeq, seq < 0 { throw ValidationError("--if-mod-seq must be 0 or more.") }
+            if let ttl = self.ttl, !(ttl > 0 && ttl <= 31_536_000) {
+                throw ValidationError("--ttl must be a number of seconds above 0 and at most 31536000 (a year).")
+            }
             if let text = self.ifValue, (try? JSONParser.parse(text)) == nil {
                 throw ValidationError("--if-value must be JSON (quote strings: --if-value '\"Ada\"').")
             }
@@ -85,6 +95,9 @@ extension KVOCtl {
                     params["if"] = .object(["value": expected])
                 } else if self.ifAbsent {
                     params["if"] = .object(["absent": .bool(true)])
+                }
+                if let ttl = self.ttl {
+                    params["ttl"] = ttl == ttl.rounded() ? .int(Int64(ttl)) : .double(ttl)
                 }
                 result = try client.call("set", .object(params))
             } catch {
