@@ -251,7 +251,8 @@ class Client:
         return result["value"], result["seq"]
 
     def get_meta(self, path: str) -> Dict[str, Any]:
-        """`{"value", "seq", "modSeq"}`: the value with the seq that last stored the key (None if never set)."""
+        """`{"value", "seq", "modSeq", "expires"}`: the value with the seq that last stored the key (None if never set)
+        and when its ttl passes (epoch milliseconds, None without one)."""
         return self.call("get", {"path": path, "meta": True})
 
     def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,

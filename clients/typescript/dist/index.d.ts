@@ -158,19 +158,29 @@ export declare class Client {
         value: unknown;
         seq: number;
     }>;
-    /** `{value, seq, modSeq}`: the value with the seq that last stored the key (null when never set). */
+    /** `{value, seq, modSeq, expires}`: the value with the seq that last stored the key (null when never set) and when
+     * its ttl passes (epoch milliseconds; null without one). */
     getMeta(path: string): Promise<{
         value: unknown;
         seq: number;
         modSeq: number | null;
+        expires: number | null;
     }>;
     /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
-     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. */
-    set(path: string, value: unknown, condition?: {
+     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. With
+     * `ttl` (seconds), kvod sets the key to null when it passes, unless a later set moves or clears the deadline. */
+    set(path: string, value: unknown, options?: {
         ifModSeq?: number;
         ifValue?: unknown;
         ifAbsent?: boolean;
+        ttl?: number;
     }): Promise<number>;
+    /** Registers ops (transaction's format) that kvod runs as one transaction when this connection ends; `[]` cancels.
+     * The registration belongs to the connection: after a reconnection, register again. Resolves with the op count. */
+    onDisconnect(ops: Array<{
+        method: string;
+        params: unknown;
+    }>): Promise<number>;
     /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
     insert(path: string, change: {
         value?: unknown;

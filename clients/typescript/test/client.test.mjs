@@ -108,6 +108,29 @@ test("kill and restart mid-subscription loses nothing", () => withServer([], { d
   }
 }));
 
+test("presence: ttl and onDisconnect", () => withServer([], {}, async (server) => {
+  const ada = await kvod.connect(server.address);
+  const watcher = await kvod.connect(server.address);
+  try {
+    const subscription = await watcher.subscribe("presence.ada.online", { options: ["new"] });
+    await ada.set("presence.ada.online", true, { ttl: 60 });
+    assert.equal((await subscription.next(5000)).new, true);
+    const meta = await watcher.getMeta("presence.ada.online");
+    assert.ok(meta.expires > Date.now() + 50000 && meta.expires <= Date.now() + 61000);
+    assert.equal(await ada.onDisconnect([{ method: "set", params: { path: "presence.ada.online", value: null } }]), 1);
+    ada.close();
+    assert.equal((await subscription.next(5000)).new, null);
+    await watcher.set("short", 1, { ttl: 0.3 });
+    for (let i = 0; i < 100 && (await watcher.get("short")) !== null; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(await watcher.get("short"), null);
+  } finally {
+    ada.close();
+    watcher.close();
+  }
+}));
+
 test("a bad address fails at once", async () => {
   await assert.rejects(kvod.connect("127.0.0.1:1", { timeout: 2000 }), kvod.ConnectionLost);
   assert.throws(() => new kvod.Client(["nonsense"]), TypeError);
@@ -118,7 +141,7 @@ test("conditional writes", () => withServer([], {}, async (server) => {
   try {
     const seq = await client.set("stock", 3, { ifAbsent: true });
     const meta = await client.getMeta("stock");
-    assert.deepEqual(meta, { value: 3, seq, modSeq: seq });
+    assert.deepEqual(meta, { value: 3, seq, modSeq: seq, expires: null });
     await client.set("stock", 2, { ifModSeq: meta.modSeq });
     await assert.rejects(client.set("stock", 1, { ifModSeq: meta.modSeq }),
       (error) => error instanceof kvod.PreconditionFailed && error.code === 1011 && error.data.value === 2);
