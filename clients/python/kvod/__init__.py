@@ -15,9 +15,9 @@ from . import aio
 from ._core import Change, Resync
 from .client import Client, Subscription
 from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, InvalidParams, InvalidRequest, KvodError,
-                     LimitExceeded, MethodNotFound, MissingExtra, NullNotAllowed, ParseError, PreconditionFailed, ReadOnlyKey,
-                     ResyncRequired, Timeout,
-                     TypeMismatch, Unauthorized, UndefinedKey, UnknownSubscription, ValidationFailed)
+                     LimitExceeded, MethodNotFound, MissingExtra, NullNotAllowed, ParseError, PreconditionFailed,
+                     ReadOnlyKey, ResyncRequired, Timeout, TypeMismatch, Unauthorized, UndefinedKey,
+                     UnknownSubscription, ValidationFailed)
 
 __all__ = [
     "Client", "Subscription", "Change", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost", "Timeout",

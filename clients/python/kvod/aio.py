@@ -90,6 +90,7 @@ class AsyncClient:
         self._connected = asyncio.Event()
         self._task: Optional["asyncio.Task[None]"] = None
         self._closed = False
+        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
         self.closing_reason: Optional[str] = None
         self.connections = 0
 
@@ -175,6 +176,8 @@ class AsyncClient:
                 await self._transport.close()
                 self._fail_pending()
                 if self._closed or not self._reconnect:
+                    self._ended = True
+                    self._connected.set()  # wakes callers waiting for a connection, to fail
                     break
                 while not self._closed:
                     try:
@@ -208,6 +211,8 @@ class AsyncClient:
         deadline = loop.time() + self.timeout
         # A connection whose end the reader has not seen yet is still "connected": wait for a live one.
         while not self._connected.is_set() or self._transport is None or self._transport.is_closing():
+            if self._ended:
+                raise ConnectionLost("the connection closed, and the client does not reconnect")
             if self._transport is not None and self._transport.is_closing():
                 self._connected.clear()
             try:

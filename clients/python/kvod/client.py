@@ -1,6 +1,7 @@
-"""The blocking client: one connection to kvod (TCP, or WebSocket with the `websocket` extra), a reader thread that routes responses to callers and
-notifications to subscriptions, and automatic reconnection (with backoff, trying each address in turn) that
-resubscribes every live subscription with `since`, so iterating a subscription shows no gap and no duplicate."""
+"""The blocking client: one connection to kvod (TCP, or WebSocket with the `websocket` extra), a reader thread that
+routes responses to callers and notifications to subscriptions, and automatic reconnection (with backoff, trying
+each address in turn) that resubscribes every live subscription with `since`, so iterating a subscription shows no
+gap and no duplicate."""
 
 import queue
 import threading
@@ -84,6 +85,7 @@ class Client:
         # The live connection; None while (re)connecting or once closed.
         self._transport: Optional[BlockingTransport] = None
         self._closed = False
+        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
         self.closing_reason: Optional[str] = None
         self.connections = 0  # how many connections were made (1 + reconnections)
         self._connect(initial=True)
@@ -179,6 +181,9 @@ class Client:
                 connection.close()
             self._fail_pending()
             if self._closed or not self._reconnect:
+                with self._lock:
+                    self._ended = True
+                    self._connected.notify_all()
                 break
             while not self._closed:
                 try:
@@ -213,6 +218,8 @@ class Client:
             while self._transport is None:
                 if self._closed:
                     raise ConnectionLost("the client is closed")
+                if self._ended:
+                    raise ConnectionLost("the connection closed, and the client does not reconnect")
                 if not self._connected.wait(timeout=max(0.0, deadline - time.monotonic())):
                     raise Timeout(f"not connected to kvod within {self.timeout} s")
             request_id, message = self._session.request(method, params, state)
