@@ -85,7 +85,7 @@ class AsyncClient:
         self._max_backoff = max_backoff
         self._session = Session()
         self._futures: Dict[int, "asyncio.Future[Any]"] = {}
-        # The live connection; None until connected or once closed.
+        # The current connection (a closed one until the reader has reconnected); None until connected.
         self._transport: Optional[AsyncTransport] = None
         self._connected = asyncio.Event()
         self._task: Optional["asyncio.Task[None]"] = None
