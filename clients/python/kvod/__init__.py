@@ -6,7 +6,8 @@
         for change in client.subscribe("greeting", ["new", "old"]):
             print(change.old, "->", change.new)
 
-`kvod.aio` has the same vocabulary for asyncio. Subscriptions resume by themselves after a reconnect (no gap, no
+`kvod.aio` has the same vocabulary for asyncio. Both speak TCP, or WebSocket with `transport="websocket"` (the
+`websocket` extra: `pip install 'kvod[websocket]'`). Subscriptions resume by themselves after a reconnect (no gap, no
 duplicate), and tell you with a `Resync` item when kvod's history could not reach back far enough.
 """
 
@@ -14,14 +15,14 @@ from . import aio
 from ._core import Change, Resync
 from .client import Client, Subscription
 from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, InvalidParams, InvalidRequest, KvodError,
-                     LimitExceeded, MethodNotFound, NullNotAllowed, ParseError, PreconditionFailed, ReadOnlyKey,
-                     ResyncRequired, Timeout,
-                     TypeMismatch, Unauthorized, UndefinedKey, UnknownSubscription, ValidationFailed)
+                     LimitExceeded, MethodNotFound, MissingExtra, NullNotAllowed, ParseError, PreconditionFailed,
+                     ReadOnlyKey, ResyncRequired, Timeout, TypeMismatch, Unauthorized, UndefinedKey,
+                     UnknownSubscription, ValidationFailed)
 
 __all__ = [
     "Client", "Subscription", "Change", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost", "Timeout",
     "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "UndefinedKey",
     "ValidationFailed", "NullNotAllowed", "IndexOutOfRange", "TypeMismatch", "ReadOnlyKey", "UnknownSubscription",
-    "Unauthorized", "LimitExceeded", "ResyncRequired", "PreconditionFailed",
+    "Unauthorized", "LimitExceeded", "ResyncRequired", "PreconditionFailed", "MissingExtra",
 ]
 __version__ = "0.1.0"

@@ -1,34 +1,74 @@
-"""The part of a kvod client that does no I/O, shared by the blocking and the asyncio client: request lines, routing of
-what kvod sends (responses by id, `change`/`progress` notifications by subscription, `closing`), and each
-subscription's resume point (the last seq it delivered), so a reconnect can resubscribe with `since` and the caller
-sees no gap and no duplicate (Protocol/README.md#resuming)."""
+"""The part of a kvod client that does no I/O, shared by the blocking and the asyncio client: addresses, request
+messages (a transport frames them: kvod/_transport.py), routing of what kvod sends (responses by id,
+`change`/`progress` notifications by subscription, `closing`), and each subscription's resume point (the last seq
+it delivered), so a reconnect can resubscribe with `since` and the caller sees no gap and no duplicate
+(Protocol/README.md#resuming)."""
 
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from urllib.parse import urlsplit
 
 from .errors import KvodError, error_from_wire
 
 OPTIONS = ("new", "old", "initial", "prior")
+TRANSPORTS = ("tcp", "websocket")
 Address = Union[str, Tuple[str, int]]
 
 
-def parse_addresses(addresses: Union[Address, Sequence[Address]]) -> List[Tuple[str, int]]:
-    """`"host:port"`, `(host, port)`, or a list of them (tried in turn when connecting)."""
+@dataclass(frozen=True)
+class Endpoint:
+    """One address to connect to: `url` is set (ws:// or wss://) for the websocket transport only."""
+
+    host: str
+    port: int
+    url: Optional[str] = None
+
+    def __str__(self) -> str:
+        return self.url or f"{self.host}:{self.port}"
+
+
+def parse_addresses(addresses: Union[Address, Sequence[Address]], transport: str = "tcp") -> List[Endpoint]:
+    """`"host:port"`, `(host, port)`, or a list of them (tried in turn when connecting); with the websocket transport
+    also `ws://host:port/path` or `wss://...` URLs (a plain address becomes `ws://host:port/`)."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"unknown transport {transport!r}; kvod's transports are {', '.join(TRANSPORTS)}")
     if isinstance(addresses, (str, tuple)):
         addresses = [addresses]
     parsed = []
     for address in addresses:
-        if isinstance(address, tuple):
-            parsed.append((address[0], int(address[1])))
+        if isinstance(address, str) and "://" in address:
+            parsed.append(_websocket_url(address, transport))
             continue
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"not a host:port address: {address!r}")
-        parsed.append((host.strip("[]"), int(port)))
+        if isinstance(address, tuple):
+            host, port = address[0], int(address[1])
+        else:
+            host, _, digits = address.rpartition(":")
+            if not host or not digits.isdigit():
+                raise ValueError(f"not a host:port address: {address!r}")
+            host, port = host.strip("[]"), int(digits)
+        url = None
+        if transport == "websocket":
+            url = f"ws://[{host}]:{port}/" if ":" in host else f"ws://{host}:{port}/"
+        parsed.append(Endpoint(host, port, url))
     if not parsed:
         raise ValueError("no address given")
     return parsed
+
+
+def _websocket_url(address: str, transport: str) -> Endpoint:
+    url = urlsplit(address)
+    if url.scheme not in ("ws", "wss"):
+        raise ValueError(f"not a ws:// or wss:// URL: {address!r}")
+    if transport != "websocket":
+        raise ValueError(f"{address!r} is a WebSocket URL: connect with transport=\"websocket\"")
+    try:
+        port = url.port or (443 if url.scheme == "wss" else 80)
+    except ValueError:
+        raise ValueError(f"not a valid port in {address!r}") from None
+    if not url.hostname:
+        raise ValueError(f"no host in {address!r}")
+    return Endpoint(url.hostname, port, address)
 
 
 @dataclass(frozen=True)
@@ -106,7 +146,7 @@ class Pending:
 
 @dataclass
 class Routed:
-    """What to do with one line from kvod."""
+    """What to do with one message from kvod."""
 
     # (request id, result or KvodError) for a response
     response: Optional[Tuple[int, Any]] = None
@@ -125,17 +165,19 @@ class Session:
         self.by_server_id: Dict[int, SubscriptionState] = {}
 
     def request(self, method: str, params: Any = None, subscription: Optional[SubscriptionState] = None) -> Tuple[int, bytes]:
+        """A new request id and its message, encoded, without framing (the transport adds a newline or a frame)."""
         request_id = self.next_id
         self.next_id += 1
         message: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
         self.pending[request_id] = Pending(method, params, subscription)
-        return request_id, (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        return request_id, json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
-    def route(self, line: bytes) -> Routed:
-        """Routes one line. A subscribe's response registers its subscription before anything after it is routed,
-        so an initial or replayed notification right behind the response finds it."""
+    def route(self, line: Union[bytes, str]) -> Routed:
+        """Routes one message (a line's or a text frame's content). A subscribe's response registers its
+        subscription before anything after it is routed, so an initial or replayed notification right behind the
+        response finds it."""
         message = json.loads(line)
         routed = Routed()
         if isinstance(message, list):  # a batch response: this client sends no batches

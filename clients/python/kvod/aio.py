@@ -2,7 +2,7 @@
 responses to futures and notifications to subscriptions, and reconnects (with backoff, trying each address in turn),
 resubscribing every live subscription with `since`, so iterating a subscription shows no gap and no duplicate.
 
-    async with await kvod.aio.connect("127.0.0.1:7070") as client:
+    async with await kvod.aio.connect("127.0.0.1:7070") as client:   # or transport="websocket"
         async for change in await client.subscribe("counter", ["new"]):
             print(change.new)
 """
@@ -12,6 +12,7 @@ from typing import Any, AsyncIterator, Dict, Iterable, Optional, Sequence, Tuple
 
 from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, condition,
                     mutation_params, parse_addresses)
+from ._transport import AsyncTransport, async_transport
 from .client import _op
 from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
 
@@ -68,12 +69,15 @@ async def connect(addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070
 
 
 class AsyncClient:
-    """An asyncio kvod client; create it with `await kvod.aio.connect(...)`."""
+    """An asyncio kvod client; create it with `await kvod.aio.connect(...)`. Options as the blocking Client's,
+    `transport="websocket"` included."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
-                 max_backoff: float = 2.0):
-        self._addresses = parse_addresses(addresses)
+                 max_backoff: float = 2.0, transport: str = "tcp"):
+        self._addresses = parse_addresses(addresses, transport)
+        self._open_transport = async_transport(transport)
+        self.transport = transport
         self._token = token
         self._client_name = client_name
         self.timeout = timeout
@@ -81,11 +85,12 @@ class AsyncClient:
         self._max_backoff = max_backoff
         self._session = Session()
         self._futures: Dict[int, "asyncio.Future[Any]"] = {}
-        self._writer: Optional[asyncio.StreamWriter] = None
-        self._reader: Optional[asyncio.StreamReader] = None
+        # The current connection (a closed one until the reader has reconnected); None until connected.
+        self._transport: Optional[AsyncTransport] = None
         self._connected = asyncio.Event()
         self._task: Optional["asyncio.Task[None]"] = None
         self._closed = False
+        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
         self.closing_reason: Optional[str] = None
         self.connections = 0
 
@@ -93,18 +98,18 @@ class AsyncClient:
         await self._connect()
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
 
-    async def _open(self) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _open(self) -> AsyncTransport:
         errors = []
-        for host, port in self._addresses:
+        for endpoint in self._addresses:
             try:
-                return await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), self.timeout)
+                return await self._open_transport(endpoint, self.timeout)
             except (OSError, asyncio.TimeoutError) as error:
-                errors.append(f"{host}:{port}: {error!r}")
+                errors.append(f"{endpoint}: {error!r}")
         raise ConnectionLost("cannot connect: " + "; ".join(errors))
 
     async def _connect(self) -> None:
-        reader, writer = await self._open()
-        self._setup = (reader, writer)
+        connection = await self._open()
+        self._setup = connection
         try:
             hello: Dict[str, Any] = {"client": self._client_name}
             if self._token is not None:
@@ -113,20 +118,19 @@ class AsyncClient:
             for state in list(self._session.subscriptions):
                 await self._resubscribe(state)
         except BaseException:
-            writer.close()
+            await connection.close()
             raise
-        self._reader, self._writer = reader, writer
+        self._transport = connection
         self.connections += 1
         self._connected.set()
 
     async def _exchange(self, method: str, params: Any, state: Optional[SubscriptionState] = None) -> Any:
-        reader, writer = self._setup
-        request_id, line = self._session.request(method, params, state)
-        writer.write(line)
-        await writer.drain()
+        connection = self._setup
+        request_id, message = self._session.request(method, params, state)
+        await connection.send(message)
         while True:
-            raw = await reader.readline()
-            if not raw:
+            raw = await connection.receive()
+            if raw is None:
                 raise ConnectionLost("the connection closed during setup")
             routed = self._session.route(raw)
             self._deliver(routed)
@@ -159,11 +163,8 @@ class AsyncClient:
         backoff = 0.05
         try:
             while not self._closed:
-                try:
-                    raw = await self._reader.readline()
-                except (OSError, asyncio.IncompleteReadError, ValueError):
-                    raw = b""
-                if raw:
+                raw = await self._transport.receive()
+                if raw is not None:
                     routed = self._session.route(raw)
                     self._deliver(routed)
                     if routed.response is not None:
@@ -172,10 +173,11 @@ class AsyncClient:
                             future.set_result(routed.response[1])
                     continue
                 self._connected.clear()
-                if self._writer is not None:
-                    self._writer.close()
+                await self._transport.close()
                 self._fail_pending()
                 if self._closed or not self._reconnect:
+                    self._ended = True
+                    self._connected.set()  # wakes callers waiting for a connection, to fail
                     break
                 while not self._closed:
                     try:
@@ -208,17 +210,22 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         # A connection whose end the reader has not seen yet is still "connected": wait for a live one.
-        while not self._connected.is_set() or self._writer is None or self._writer.is_closing():
-            if self._writer is not None and self._writer.is_closing():
+        while not self._connected.is_set() or self._transport is None or self._transport.is_closing():
+            if self._ended:
+                raise ConnectionLost("the connection closed, and the client does not reconnect")
+            if self._transport is not None and self._transport.is_closing():
                 self._connected.clear()
             try:
                 await asyncio.wait_for(self._connected.wait(), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
                 raise Timeout(f"not connected to kvod within {self.timeout} s") from None
-        request_id, line = self._session.request(method, params, state)
+        request_id, message = self._session.request(method, params, state)
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
-        self._writer.write(line)
+        try:
+            await self._transport.send(message)
+        except OSError:
+            pass  # the reader sees the close and fails the future
         try:
             outcome = await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
@@ -320,8 +327,8 @@ class AsyncClient:
 
     async def close(self) -> None:
         self._closed = True
-        if self._writer is not None:
-            self._writer.close()
+        if self._transport is not None:
+            await self._transport.close()
         if self._task is not None:
             self._task.cancel()
             try:

@@ -1,15 +1,16 @@
-"""The blocking client: one TCP connection to kvod, a reader thread that routes responses to callers and
-notifications to subscriptions, and automatic reconnection (with backoff, trying each address in turn) that
-resubscribes every live subscription with `since`, so iterating a subscription shows no gap and no duplicate."""
+"""The blocking client: one connection to kvod (TCP, or WebSocket with the `websocket` extra), a reader thread that
+routes responses to callers and notifications to subscriptions, and automatic reconnection (with backoff, trying
+each address in turn) that resubscribes every live subscription with `since`, so iterating a subscription shows no
+gap and no duplicate."""
 
 import queue
-import socket
 import threading
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, condition,
                     mutation_params, parse_addresses)
+from ._transport import BlockingTransport, blocking_transport
 from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
 
 _CLOSED = object()
@@ -62,12 +63,16 @@ class Subscription:
 
 class Client:
     """A blocking kvod client. `Client("127.0.0.1:7070")`, or several addresses to try in turn; `token` is sent with
-    `hello` on every (re)connection. Every call waits at most `timeout` seconds, including while reconnecting."""
+    `hello` on every (re)connection. Every call waits at most `timeout` seconds, including while reconnecting.
+    `transport="websocket"` speaks WebSocket (addresses may then be `ws://` or `wss://` URLs) and needs the
+    `websocket` extra: without it, MissingExtra (an ImportError) at once."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
-                 max_backoff: float = 2.0):
-        self._addresses = parse_addresses(addresses)
+                 max_backoff: float = 2.0, transport: str = "tcp"):
+        self._addresses = parse_addresses(addresses, transport)
+        self._open_transport = blocking_transport(transport)
+        self.transport = transport
         self._token = token
         self._client_name = client_name
         self.timeout = timeout
@@ -77,8 +82,10 @@ class Client:
         self._lock = threading.RLock()
         self._connected = threading.Condition(self._lock)
         self._waiters: Dict[int, "queue.Queue[Any]"] = {}
-        self._socket: Optional[socket.socket] = None
+        # The live connection; None while (re)connecting or once closed.
+        self._transport: Optional[BlockingTransport] = None
         self._closed = False
+        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
         self.closing_reason: Optional[str] = None
         self.connections = 0  # how many connections were made (1 + reconnections)
         self._connect(initial=True)
@@ -87,23 +94,20 @@ class Client:
 
     # MARK: - Connection
 
-    def _open(self) -> socket.socket:
+    def _open(self) -> BlockingTransport:
         errors = []
-        for host, port in self._addresses:
+        for endpoint in self._addresses:
             try:
-                connection = socket.create_connection((host, port), timeout=self.timeout)
-                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                connection.settimeout(None)
-                return connection
+                return self._open_transport(endpoint, self.timeout)
             except OSError as error:
-                errors.append(f"{host}:{port}: {error}")
+                errors.append(f"{endpoint}: {error}")
         raise ConnectionLost("cannot connect: " + "; ".join(errors))
 
     def _connect(self, initial: bool) -> None:
         """Opens a connection, says hello and resubscribes; on a reconnect, runs in the reader thread."""
         connection = self._open()
         # Callers wait until the connection is set up (hello, resubscriptions), so the setup reads its answers inline.
-        self._setup = (connection, connection.makefile("rb"))
+        self._setup = connection
         try:
             hello: Dict[str, Any] = {"client": self._client_name}
             if self._token is not None:
@@ -115,18 +119,18 @@ class Client:
             connection.close()
             raise
         with self._lock:
-            self._socket, self._file = self._setup
+            self._transport = connection
             self.connections += 1
             self._connected.notify_all()
 
     def _exchange(self, method: str, params: Any, state: Optional[SubscriptionState] = None) -> Any:
         """A request answered inline (during connect, before the reader loop takes over this connection)."""
-        connection, reader = self._setup
-        request_id, line = self._session.request(method, params, state)
-        connection.sendall(line)
+        connection = self._setup
+        request_id, message = self._session.request(method, params, state)
+        connection.send(message)
         while True:
-            raw = reader.readline()
-            if not raw:
+            raw = connection.receive()
+            if raw is None:
                 raise ConnectionLost("the connection closed during setup")
             routed = self._session.route(raw)
             self._deliver(routed)
@@ -158,11 +162,9 @@ class Client:
     def _read_loop(self) -> None:
         backoff = 0.05
         while not self._closed:
-            try:
-                raw = self._file.readline()
-            except (OSError, ValueError):
-                raw = b""
-            if raw:
+            connection = self._transport  # close() may clear the attribute at any moment
+            raw = connection.receive() if connection is not None else None
+            if raw is not None:
                 routed = self._session.route(raw)
                 self._deliver(routed)
                 if routed.response is not None:
@@ -173,11 +175,15 @@ class Client:
                 continue
             # The connection is gone: fail what is in flight, then reconnect (or end every subscription).
             with self._lock:
-                if self._socket is not None:
-                    self._socket.close()
-                self._socket = None
+                if self._transport is connection:
+                    self._transport = None
+            if connection is not None:
+                connection.close()
             self._fail_pending()
             if self._closed or not self._reconnect:
+                with self._lock:
+                    self._ended = True
+                    self._connected.notify_all()
                 break
             while not self._closed:
                 try:
@@ -209,16 +215,18 @@ class Client:
     def _call(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
         deadline = time.monotonic() + self.timeout
         with self._lock:
-            while self._socket is None:
+            while self._transport is None:
                 if self._closed:
                     raise ConnectionLost("the client is closed")
+                if self._ended:
+                    raise ConnectionLost("the connection closed, and the client does not reconnect")
                 if not self._connected.wait(timeout=max(0.0, deadline - time.monotonic())):
                     raise Timeout(f"not connected to kvod within {self.timeout} s")
-            request_id, line = self._session.request(method, params, state)
+            request_id, message = self._session.request(method, params, state)
             waiter: "queue.Queue[Any]" = queue.Queue()
             self._waiters[request_id] = waiter
             try:
-                self._socket.sendall(line)
+                self._transport.send(message)
             except OSError:
                 pass  # the reader sees the close and fails the waiter
         try:
@@ -251,8 +259,8 @@ class Client:
         return result["value"], result["seq"]
 
     def get_meta(self, path: str) -> Dict[str, Any]:
-        """`{"value", "seq", "modSeq", "expires"}`: the value with the seq that last stored the key (None if never set)
-        and when its ttl passes (epoch milliseconds, None without one)."""
+        """`{"value", "seq", "modSeq", "expires"}`: the value, the seq that last stored the key (None if never set) and
+        when its ttl passes (epoch ms, None without one)."""
         return self.call("get", {"path": path, "meta": True})
 
     def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,
@@ -330,14 +338,10 @@ class Client:
     def close(self) -> None:
         self._closed = True
         with self._lock:
-            connection, self._socket = self._socket, None
+            connection, self._transport = self._transport, None
             self._connected.notify_all()
         if connection is not None:
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            connection.close()
+            connection.close()  # wakes the reader
         self._reader.join(timeout=self.timeout)
 
     def __enter__(self) -> "Client":

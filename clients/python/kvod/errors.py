@@ -1,4 +1,5 @@
-"""One exception class per kvod error code (Protocol/errors.md), all under KvodError."""
+"""One exception class per kvod error code (Protocol/errors.md), all under KvodError; and MissingExtra, for a
+transport whose optional package is not installed."""
 
 from typing import Any, Dict, Optional, Type
 
@@ -95,6 +96,15 @@ class Timeout(KvodError):
     """No answer (or no connection) within the client's timeout."""
 
     code = -2
+
+
+class MissingExtra(ImportError):
+    """The chosen transport needs an optional package that is not installed; `extra` is the pip extra that brings
+    it (`pip install 'kvod[websocket]'`). Raised when the client is created, before any connection."""
+
+    def __init__(self, message: str, extra: str, name: Optional[str] = None):
+        super().__init__(message, name=name)
+        self.extra = extra
 
 
 ERRORS: Dict[int, Type[KvodError]] = {

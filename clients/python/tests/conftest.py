@@ -1,6 +1,7 @@
 """Fixtures: a real kvod on 127.0.0.1 (the binary at $KVOD_BIN, default <repo>/.build/debug/kvod), restartable on the
-same port and data directory, and a TCP proxy that can cut connections and refuse new ones, to test reconnection
-without restarting kvod. Every wait is bounded."""
+same port and data directory, a TCP proxy that can cut connections and refuse new ones, to test reconnection
+without restarting kvod, and `transport`, which runs a test once over TCP and once over WebSocket (kvod serves both
+on one port). Every wait is bounded."""
 
 import os
 import pathlib
@@ -23,22 +24,28 @@ def kvod_binary() -> str:
 
 
 class Kvod:
-    """A kvod process; `restart()` starts it again on the same port (and data directory, if any)."""
+    """A kvod process; `restart()` starts it again on the same port (and data directory, if any). `env` adds to the
+    environment (KVOD_TOKEN); `ws_port` is the `--ws-port` one's, when asked for."""
 
-    def __init__(self, arguments, port=0):
+    def __init__(self, arguments, port=0, env=None):
         self.arguments = list(arguments)
         self.port = port
+        self.ws_port = None
+        self.env = dict(os.environ, **(env or {}))
         self.process = None
         self.start()
 
     def start(self):
         self.process = subprocess.Popen(
             [kvod_binary(), "--host", "127.0.0.1", "--port", str(self.port)] + self.arguments,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
         deadline = time.monotonic() + 20
         line = ""
         while time.monotonic() < deadline:
             line = self.process.stdout.readline()
+            websocket = re.search(r"kvod websocket on [0-9.]+:(\d+)", line)
+            if websocket:
+                self.ws_port = int(websocket.group(1))
             match = re.search(r"kvod listening on [0-9.]+:(\d+)", line)
             if match:
                 self.port = int(match.group(1))
@@ -77,6 +84,12 @@ class Kvod:
                 self.process.wait()
 
 
+@pytest.fixture(params=["tcp", "websocket"])
+def transport(request):
+    """Runs the test over TCP and over WebSocket (kvod's own port: an upgrade is told from a JSON line)."""
+    return request.param
+
+
 @pytest.fixture
 def kvod_server():
     server = Kvod(["--empty"])
@@ -96,11 +109,11 @@ def kvod_model():
 def make_kvod(tmp_path):
     servers = []
 
-    def make(*arguments, data_dir=False):
+    def make(*arguments, data_dir=False, env=None):
         extra = list(arguments)
         if data_dir:
             extra += ["--data-dir", str(tmp_path / f"data{len(servers)}")]
-        server = Kvod(["--empty"] + extra)
+        server = Kvod(["--empty"] + extra, env=env)
         servers.append(server)
         return server
 

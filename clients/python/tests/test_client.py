@@ -1,12 +1,13 @@
-"""The blocking client against a live kvod: every method, typed errors, subscriptions with each option."""
+"""The blocking client against a live kvod, over TCP and over WebSocket: every method, typed errors, subscriptions
+with each option."""
 
 import pytest
 
 import kvod
 
 
-def test_get_set_and_collections(kvod_server):
-    with kvod.Client(kvod_server.address) as client:
+def test_get_set_and_collections(kvod_server, transport):
+    with kvod.Client(kvod_server.address, transport=transport) as client:
         assert client.ping() == "pong"
         assert client.hello()["server"] == "kvod"
         seq = client.set("greeting", "hello")
@@ -29,8 +30,8 @@ def test_get_set_and_collections(kvod_server):
         assert client.describe()["root"]
 
 
-def test_set_collections_on_the_default_model(kvod_model):
-    with kvod.Client(kvod_model.address) as client:
+def test_set_collections_on_the_default_model(kvod_model, transport):
+    with kvod.Client(kvod_model.address, transport=transport) as client:
         client.union("department.tags", ["x", "y"])
         client.minus("department.tags", ["x"])
         assert client.get("department.tags") == ["y"]
@@ -51,8 +52,8 @@ def test_set_collections_on_the_default_model(kvod_model):
     (lambda c: c.call("unsubscribe", {"subscription": 424242}), kvod.UnknownSubscription),
     (lambda c: c.transaction([]), kvod.InvalidParams),
 ])
-def test_errors_are_typed(kvod_model, call, error):
-    with kvod.Client(kvod_model.address) as client:
+def test_errors_are_typed(kvod_model, transport, call, error):
+    with kvod.Client(kvod_model.address, transport=transport) as client:
         with pytest.raises(error) as raised:
             call(client)
         assert raised.value.code == error.code
@@ -60,16 +61,16 @@ def test_errors_are_typed(kvod_model, call, error):
         assert raised.value.message
 
 
-def test_a_failed_transaction_names_the_op(kvod_model):
-    with kvod.Client(kvod_model.address) as client:
+def test_a_failed_transaction_names_the_op(kvod_model, transport):
+    with kvod.Client(kvod_model.address, transport=transport) as client:
         with pytest.raises(kvod.ValidationFailed) as raised:
             client.transaction([("set", {"path": "note", "value": "x"}),
                                 ("set", {"path": "labColor.lComponent", "value": "nope"})])
         assert raised.value.data["op"] == 1
 
 
-def test_subscriptions_carry_the_options(kvod_server):
-    with kvod.Client(kvod_server.address) as client:
+def test_subscriptions_carry_the_options(kvod_server, transport):
+    with kvod.Client(kvod_server.address, transport=transport) as client:
         client.set("person.name", "Ada")
         everything = client.subscribe("person.name", ["new", "old", "prior", "initial"], context={"ui": 7})
         bare = client.subscribe("person.name", [])
@@ -84,8 +85,8 @@ def test_subscriptions_carry_the_options(kvod_server):
         assert everything.last_seq == seq
 
 
-def test_collection_changes_have_kinds_and_indexes(kvod_server):
-    with kvod.Client(kvod_server.address) as client:
+def test_collection_changes_have_kinds_and_indexes(kvod_server, transport):
+    with kvod.Client(kvod_server.address, transport=transport) as client:
         client.set("items", ["a"])
         subscription = client.subscribe("items", ["new", "old"])
         client.insert("items", values=["b", "c"], indexes=[1, 2])
@@ -96,8 +97,8 @@ def test_collection_changes_have_kinds_and_indexes(kvod_server):
         assert (change.kind, change.indexes, change.old) == ("removal", [0], ["a"])
 
 
-def test_unsubscribe_ends_the_iterator_and_timeouts_are_typed(kvod_server):
-    with kvod.Client(kvod_server.address, timeout=5) as client:
+def test_unsubscribe_ends_the_iterator_and_timeouts_are_typed(kvod_server, transport):
+    with kvod.Client(kvod_server.address, transport=transport, timeout=5) as client:
         subscription = client.subscribe("quiet", ["new"])
         with pytest.raises(kvod.Timeout):
             subscription.next(timeout=0.2)
@@ -107,15 +108,15 @@ def test_unsubscribe_ends_the_iterator_and_timeouts_are_typed(kvod_server):
         assert client.observers("quiet")["connections"] == []
 
 
-def test_a_wrong_address_fails_at_once():
+def test_a_wrong_address_fails_at_once(transport):
     with pytest.raises(kvod.ConnectionLost):
-        kvod.Client("127.0.0.1:1", timeout=2)
+        kvod.Client("127.0.0.1:1", timeout=2, transport=transport)
     with pytest.raises(ValueError):
         kvod.Client("nonsense")
 
 
-def test_conditional_writes(kvod_server):
-    with kvod.Client(kvod_server.address) as client:
+def test_conditional_writes(kvod_server, transport):
+    with kvod.Client(kvod_server.address, transport=transport) as client:
         seq = client.set("stock", 3, if_absent=True)
         meta = client.get_meta("stock")
         assert meta == {"value": 3, "seq": seq, "modSeq": seq, "expires": None}

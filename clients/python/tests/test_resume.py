@@ -1,9 +1,12 @@
-"""Reconnection and resuming, with the blocking and the asyncio client: kvod SIGKILLed and restarted on the same data
-directory in the middle of a subscription (the iterator goes on with no gap and no duplicate); a connection cut while
-kvod lives (the missed changes are replayed); and a gap kvod's history cannot cover (a Resync item, then live)."""
+"""Reconnection and resuming, with the blocking and the asyncio client, over TCP and over WebSocket: kvod SIGKILLed
+and restarted on the same data directory in the middle of a subscription (the iterator goes on with no gap and no
+duplicate); a connection cut while kvod lives (the missed changes are replayed); and a gap kvod's history cannot
+cover (a Resync item, then live)."""
 
 import asyncio
 import time
+
+import pytest
 
 import kvod
 
@@ -19,9 +22,10 @@ def values(subscription, count):
     return [subscription.next(timeout=10).new for _ in range(count)]
 
 
-def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod):
+def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod, transport):
     server = make_kvod("--fsync", "always", data_dir=True)
-    with kvod.Client(server.address, timeout=20) as watcher, kvod.Client(server.address, timeout=20) as writer:
+    with kvod.Client(server.address, timeout=20, transport=transport) as watcher, \
+            kvod.Client(server.address, timeout=20, transport=transport) as writer:
         subscription = watcher.subscribe("counter", ["new"])
         for value in range(1, 6):
             writer.set("counter", value)
@@ -35,13 +39,16 @@ def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod):
         for value in range(6, 11):
             writer.set("counter", value)  # waits for the writer's own reconnection
         assert values(subscription, 5) == [6, 7, 8, 9, 10]
+        with pytest.raises(kvod.Timeout):  # and nothing delivered twice after them
+            subscription.next(timeout=0.3)
         assert watcher.connections == 2 and writer.connections == 2
         assert watcher.get("counter") == 10
 
 
-def test_a_cut_connection_replays_what_it_missed(kvod_server, make_proxy):
+def test_a_cut_connection_replays_what_it_missed(kvod_server, make_proxy, transport):
     proxy = make_proxy(kvod_server.port)
-    with kvod.Client(proxy.address, timeout=20) as watcher, kvod.Client(kvod_server.address) as writer:
+    with kvod.Client(proxy.address, timeout=20, transport=transport) as watcher, \
+            kvod.Client(kvod_server.address, transport=transport) as writer:
         subscription = watcher.subscribe("n", ["new", "old"])
         writer.set("n", 0)
         assert subscription.next(timeout=10).new == 0
@@ -58,10 +65,11 @@ def test_a_cut_connection_replays_what_it_missed(kvod_server, make_proxy):
         assert watcher.connections >= 2
 
 
-def test_a_gap_beyond_the_history_is_reported_as_a_resync(make_kvod, make_proxy):
+def test_a_gap_beyond_the_history_is_reported_as_a_resync(make_kvod, make_proxy, transport):
     server = make_kvod("--history", "4")
     proxy = make_proxy(server.port)
-    with kvod.Client(proxy.address, timeout=20) as watcher, kvod.Client(server.address) as writer:
+    with kvod.Client(proxy.address, timeout=20, transport=transport) as watcher, \
+            kvod.Client(server.address, transport=transport) as writer:
         subscription = watcher.subscribe("n", ["new"])
         writer.set("n", 0)
         assert subscription.next(timeout=10).new == 0
@@ -77,11 +85,11 @@ def test_a_gap_beyond_the_history_is_reported_as_a_resync(make_kvod, make_proxy)
         assert subscription.next(timeout=10).new == 100
 
 
-def test_the_asyncio_client(make_kvod):
+def test_the_asyncio_client(make_kvod, transport):
     server = make_kvod("--fsync", "always", data_dir=True)
 
     async def scenario():
-        client = await kvod.aio.connect(server.address, timeout=20)
+        client = await kvod.aio.connect(server.address, timeout=20, transport=transport)
         async with client:
             assert await client.ping() == "pong"
             await client.set("list", [])
