@@ -95,11 +95,12 @@ final class InProcessServer {
     let log = RecordingMutationLog()
     var context: SessionContext { self.core.context }
 
+    /// A core on `graph` (default: a new one of `model`).
     init(
-        model: Model = .open, limits: Limits = Limits(), accessControl: AccessControl = AccessControl(),
+        model: Model = .open, graph: Graph? = nil, limits: Limits = Limits(), accessControl: AccessControl = AccessControl(),
         historyCapacity: Int = 1000
     ) {
-        self.graph = Graph(model: model)
+        self.graph = graph ?? Graph(model: model)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let context = SessionContext(
