@@ -32,7 +32,8 @@ extension Daemon {
                 logger.info(
                     "data loaded",
                     metadata: ["data.dir": "\(path)", "seq": "\(graph.seq)",
-                        "snapshot.seq": "\(contents.snapshot?.seq ?? 0)", "journal.records": "\(contents.records.count)",
+                        "snapshot.seq": "\(contents.snapshot?.seq ?? 0)",
+                        "journal.records": "\(contents.records.count)",
                         "onDisconnect.pending": "\(lostRegistrations.count)"])
                 directory = opened
             }

@@ -68,7 +68,8 @@ public struct OnDisconnectRegistrations: Equatable, Sendable {
 
     /// Every live registration as the record that makes it, oldest first.
     var records: [OnDisconnectRecord] {
-        self.entries.sorted { $0.value.number < $1.value.number }.map { .registered(connection: $0.key, ops: $0.value.ops) }
+        self.entries.sorted { $0.value.number < $1.value.number }
+            .map { .registered(connection: $0.key, ops: $0.value.ops) }
     }
 
     /// Every live registration as (connection, ops), oldest first.

@@ -1,7 +1,7 @@
 // Everything a session, the dispatcher and the subscriptions share, passed to each of them when it is made
 // (docs/ARCHITECTURE.md#sessions-and-transports): the graph, the limits and access rules, the clock, the counters,
-// the one encoder of pushed messages, the subscription registry, the open sessions and their flush list, and the
-// mutation log that durability listens on (mutations and `onDisconnect` registrations). Nothing in the session core reaches the Server.
+// the one encoder of pushed messages, the subscriptions, the open sessions and their flush list, and the mutation
+// log durability listens on (mutations, `onDisconnect` registrations). Nothing in the session core reaches the Server.
 import Logging
 import ObjectGraph
 import WireProtocol
