@@ -70,7 +70,9 @@ let package = Package(
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
         .testTarget(
             name: "KVOServerTests",
-            dependencies: ["KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", logging]),
+            dependencies: [
+                "KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", "Persistence", "UVLoop", logging,
+            ]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
         .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),

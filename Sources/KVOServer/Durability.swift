@@ -3,8 +3,11 @@
 // socket; a timer fsyncs once a second under `everysec`. Every `snapshotEvery` records a snapshot is written in the
 // background by a forked child (SnapshotProcess) while the loop keeps serving: the journal is rolled at the fork's
 // seq and the rolled segment is deleted once the snapshot is in place. At shutdown the last snapshot is written in
-// process. On start, the snapshot is loaded and the journal replayed through the same request parsing, and every
-// replayed mutation must land on its journaled seq. See docs/DURABILITY.md.
+// process. `onDisconnect` registrations are journaled too (records that take no seq, OnDisconnectRecord.swift) and,
+// since no snapshot holds them, the live ones are carried into the new journal at every roll. On start, the snapshot
+// is loaded and the journal replayed through the same request parsing, and every replayed mutation must land on its
+// journaled seq; the registrations left at the end are those of connections a crash left open, which kvod runs
+// before it accepts clients (Server.runOnDisconnect). See docs/DURABILITY.md.
 public import Logging
 public import ObjectGraph
 public import Persistence
@@ -39,6 +42,10 @@ public final class Durability: MutationLog {
     /// Background snapshots written and failed since start (stats).
     public private(set) var snapshotsWritten = 0
     public private(set) var snapshotsFailed = 0
+    /// The live `onDisconnect` registrations, carried into the new journal at every roll.
+    private var registrations = OnDisconnectRegistrations()
+    /// The records the current journal began with (carried registrations); they do not count towards a snapshot.
+    private var carriedRecords = 0
 
     public init(
         directory: DataDirectory, policy: FsyncPolicy, snapshotEvery: Int, graph: Graph, loop: EventLoop, logger: Logger
@@ -69,6 +76,27 @@ public final class Durability: MutationLog {
         self.directory.journal.append(seq: seq, method: method, params: params)
     }
 
+    /// Journals an `onDisconnect` registration (or its cancel) at the current seq, and remembers it for the rolls.
+    func registered(connection: String, ops: [JSONValue]) {
+        self.journal(.registered(connection: connection, ops: ops))
+    }
+
+    /// Journals that a connection with `onDisconnect` ops ended (also one a crash left open, settled at a start).
+    func disconnected(connection: String) {
+        self.journal(.disconnected(connection: connection))
+    }
+
+    private func journal(_ record: OnDisconnectRecord) {
+        self.registrations.apply(record)
+        self.directory.journal.append(seq: self.graph.seq, method: record.method, params: record.params)
+    }
+
+    /// The live registrations as journal records at the current seq (what a roll carries).
+    private var carriedRegistrations: [JournalRecord] {
+        let seq = self.graph.seq
+        return self.registrations.records.map { JournalRecord(seq: seq, method: $0.method, params: $0.params) }
+    }
+
     /// Writes the turn's records, fsyncs under `always`, and starts a background snapshot when the journal is long.
     func beforeOutput() {
         let journal = self.directory.journal
@@ -76,7 +104,9 @@ public final class Durability: MutationLog {
         self.perform { () throws(PersistenceError) in
             try journal.write()
             if self.policy == .always { try self.sync() }
-            if self.snapshotEvery > 0 && journal.recordCount >= self.snapshotEvery { try self.startSnapshot() }
+            if self.snapshotEvery > 0 && journal.recordCount - self.carriedRecords >= self.snapshotEvery {
+                try self.startSnapshot()
+            }
         }
     }
 
@@ -92,7 +122,9 @@ public final class Durability: MutationLog {
             try self.sync()
             if self.directory.journal.recordCount > 0 || !self.directory.segments.isEmpty {
                 let start = self.loop.nowMilliseconds
-                try self.directory.writeSnapshot(self.graph.makeSnapshot())
+                let carried = self.carriedRegistrations
+                try self.directory.writeSnapshot(self.graph.makeSnapshot(), carrying: carried)
+                self.carriedRecords = carried.count
                 self.loop.updateTime()
                 self.logger.info(
                     "snapshot written",
@@ -104,12 +136,17 @@ public final class Durability: MutationLog {
 
     // MARK: - Background snapshots
 
-    /// Rolls the journal at the current seq and forks the process that writes the snapshot. A journal that cannot
-    /// be rolled is a journal failure (thrown); a fork that fails is retried later.
+    /// Rolls the journal at the current seq, carrying the live `onDisconnect` registrations into the new one (no
+    /// snapshot holds them), and forks the process that writes the snapshot. A journal that cannot be rolled is a
+    /// journal failure (thrown); a fork that fails is retried later. Nothing rolls twice at one seq (records that
+    /// take no seq can fill a journal without a mutation): a failed snapshot's segment is never overwritten.
     private func startSnapshot() throws(PersistenceError) {
         guard self.inFlight == nil, self.loop.nowMilliseconds >= self.retryAfter else { return }
         let seq = self.graph.seq
-        try self.directory.rollJournal(at: seq)
+        guard self.directory.segments.last.map({ $0 < seq }) ?? true else { return }
+        let carried = self.carriedRegistrations
+        try self.directory.rollJournal(at: seq, carrying: carried)
+        self.carriedRecords = carried.count
         self.loop.updateTime()
         let start = self.loop.nowMilliseconds
         let graph = self.graph
@@ -205,11 +242,13 @@ public final class Durability: MutationLog {
 
     // MARK: - Recovery
 
-    /// The graph a data directory holds: its snapshot with the journal replayed on top.
+    /// The graph a data directory holds: its snapshot with the journal replayed on top; and the `onDisconnect`
+    /// registrations of connections that were open when kvod stopped without closing them (a crash), for
+    /// `Server.runOnDisconnect(ofLostConnections:)` to run before clients are accepted.
     /// - Throws: a message for people when the snapshot does not fit the model or a record does not replay.
     public static func recover(
         _ contents: DataDirectory.Contents, model: Model, path: String
-    ) throws -> Graph {
+    ) throws -> (graph: Graph, registrations: OnDisconnectRegistrations) {
         let graph: Graph
         if let snapshot = contents.snapshot {
             do {
@@ -222,8 +261,17 @@ public final class Durability: MutationLog {
         } else {
             graph = Graph(model: model)
         }
+        var registrations = OnDisconnectRegistrations()
         for record in contents.records {
             do {
+                if let change = try OnDisconnectRecord(method: record.method, params: record.params) {
+                    // Takes no seq and changes no graph; its seq is only where it was written.
+                    registrations.apply(change)
+                    continue
+                }
+                // The records at the snapshot's seq are handed back for the registrations carried there; a
+                // mutation at that seq is the last one the snapshot holds.
+                if record.seq == contents.snapshot?.seq { continue }
                 try Self.replay(record, into: graph)
             } catch {
                 throw PersistenceError("\(path): journal record seq \(record.seq) (\(record.method)) does not replay: \(error)")
@@ -233,7 +281,7 @@ public final class Durability: MutationLog {
                     "\(path): journal record \(record.method) replayed as seq \(graph.seq), journaled as \(record.seq)")
             }
         }
-        return graph
+        return (graph, registrations)
     }
 
     /// Applies one journaled mutation, parsed exactly as the request was (MutationRequest.swift).

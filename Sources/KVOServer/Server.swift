@@ -100,6 +100,22 @@ public final class Server {
         return listener.localAddress
     }
 
+    /// Before `start()`: runs the `onDisconnect` ops of connections a crash left open (from `Durability.recover`),
+    /// each as one transaction journaled like any other (no client is there to be notified), then writes the journal
+    /// so the next start does not run them again. A failure is logged and counted (`onDisconnectFailures`).
+    public func runOnDisconnect(ofLostConnections registrations: OnDisconnectRegistrations) {
+        guard !registrations.isEmpty else { return }
+        let seq = self.graph.seq
+        let failed = self.core.runOnDisconnect(ofLostConnections: registrations.lostConnections)
+        self.core.flush()
+        self.logger.info(
+            "ran the onDisconnect ops of connections open at the crash",
+            metadata: [
+                "connections": "\(registrations.count)", "failed": "\(failed)", "seq.before": "\(seq)",
+                "seq": "\(self.graph.seq)",
+            ])
+    }
+
     /// The port actually bound (after `start()`).
     public var port: Int { self.listener?.localPort ?? 0 }
 

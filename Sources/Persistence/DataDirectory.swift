@@ -1,7 +1,8 @@
 // The data directory: the snapshot (`snapshot.kvs`, the graph at some seq; `snapshot.json` from older versions), the
 // journal (`journal.log`, the mutations after it) and the journal segments rolled at a background snapshot's seq
 // (`journal.<seq>.log`, kept until a snapshot covers them), locked against a second kvod. Loading reads the newest
-// snapshot and hands back every record after it, segments first, in seq order. docs/DURABILITY.md has the files and
+// snapshot and hands back every record from its seq on, segments first, in seq order. A roll can carry records into
+// the new journal (live `onDisconnect` registrations, which no snapshot holds). docs/DURABILITY.md has the files and
 // the crash matrix.
 public import ObjectGraph
 #if canImport(Glibc)
@@ -55,7 +56,9 @@ public final class DataDirectory {
     public struct Contents: Sendable {
         /// The last snapshot, if any.
         public var snapshot: SnapshotFile?
-        /// The journal records to replay after it (records at or before the snapshot's seq are skipped).
+        /// The journal records from the snapshot's seq on (records before it are skipped). Those *at* its seq are
+        /// either mutations the snapshot already holds or records that take no seq and were written at that seq
+        /// (carried by the roll): the caller tells them apart.
         public var records: [JournalRecord]
         /// Bytes of a torn last record that were cut off.
         public var tornBytes: Int
@@ -83,10 +86,10 @@ public final class DataDirectory {
             guard scan.tornBytes == 0 else {
                 throw PersistenceError("\(segmentPath): the last record is damaged; refusing to load a journal with holes")
             }
-            records.append(contentsOf: scan.records.lazy.filter { $0.seq > after })
+            records.append(contentsOf: scan.records.lazy.filter { $0.seq >= after })
         }
         let (journal, scan) = try Journal.open(path: path + "/journal.log")
-        records.append(contentsOf: scan.records.lazy.filter { $0.seq > after })
+        records.append(contentsOf: scan.records.lazy.filter { $0.seq >= after })
         let directory = DataDirectory(path: path, journal: journal, segments: segments, lock: lock)
         let contents = Contents(snapshot: snapshot, records: records, tornBytes: scan.tornBytes)
         return (directory, contents)
@@ -135,8 +138,11 @@ public final class DataDirectory {
     }
 
     /// Closes the journal at `seq` (every record in it is at or before `seq`): writes and fsyncs it, renames it to
-    /// the segment `journal.<seq>.log`, and opens an empty `journal.log` for the records after it.
-    public func rollJournal(at seq: UInt64) throws(PersistenceError) {
+    /// the segment `journal.<seq>.log`, and opens a new `journal.log` for the records after it, which starts with
+    /// `carrying` (written and fsynced before this returns, so they are on disk before any snapshot at `seq` can
+    /// make the segment redundant). `seq` must be above every segment's: a segment is never overwritten.
+    public func rollJournal(at seq: UInt64, carrying: [JournalRecord] = []) throws(PersistenceError) {
+        precondition(self.segments.last.map { $0 < seq } ?? true, "a journal segment at seq \(seq) exists already")
         try self.journal.write()
         try self.journal.sync()
         let current = self.path + "/journal.log"
@@ -145,6 +151,15 @@ public final class DataDirectory {
         self.segments.append(seq)
         try Files.syncDirectory(self.path)
         self.journal = try Journal.open(path: current).0
+        try self.carry(carrying)
+    }
+
+    /// Appends records that take no seq to the (new or emptied) journal, and writes and fsyncs them.
+    private func carry(_ records: [JournalRecord]) throws(PersistenceError) {
+        guard !records.isEmpty else { return }
+        for record in records { self.journal.append(seq: record.seq, method: record.method, params: record.params) }
+        try self.journal.write()
+        try self.journal.sync()
     }
 
     // MARK: - Snapshots
@@ -158,14 +173,18 @@ public final class DataDirectory {
         self.removeCovered(upTo: process.seq)
     }
 
-    /// Writes `snapshot` in this process, atomically, then empties the journal, whose records it now contains (at
-    /// shutdown, when nothing mutates the graph any more).
-    public func writeSnapshot(_ snapshot: GraphSnapshot) throws(PersistenceError) {
+    /// Writes `snapshot` in this process, atomically, then empties the journal, whose mutations it now contains (at
+    /// shutdown, when nothing mutates the graph any more), and starts it again with `carrying` (records that take no
+    /// seq and that no snapshot holds). They are appended to the old journal first too, so a crash between the
+    /// snapshot's rename and the reset still finds them at the snapshot's seq.
+    public func writeSnapshot(_ snapshot: GraphSnapshot, carrying: [JournalRecord] = []) throws(PersistenceError) {
         try self.journal.write()
+        try self.carry(carrying)
         try self.journal.sync()
         try Files.replaceAtomically(
             self.path + "/" + Self.snapshotFile, with: BinarySnapshotCodec.encode(snapshot), directory: self.path)
         try self.journal.reset()
+        try self.carry(carrying)
         self.removeCovered(upTo: snapshot.seq)
     }
 

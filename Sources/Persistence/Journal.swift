@@ -2,7 +2,9 @@
 //   <crc32 as 8 hex digits> <JSON: {"seq":N,"method":M,"params":P}>\n
 // Records are buffered during a loop turn and written (and, under `always`, fsynced) before any response of that
 // turn reaches a socket (group commit). On open the journal is scanned: a bad last record is a torn write (power
-// loss) and is cut off; a bad record anywhere else is corruption and refuses to load.
+// loss) and is cut off; a bad record anywhere else is corruption and refuses to load. A record that takes no seq (an
+// `onDisconnect` registration, docs/DURABILITY.md) carries the seq current when it was written, so seqs never go
+// down but may repeat, and may be 0 (before the first mutation).
 public import WireProtocol
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +20,7 @@ public enum FsyncPolicy: String, Sendable, CaseIterable {
     case no
 }
 
-/// One mutation as journaled.
+/// One mutation as journaled, or a record that takes no seq (at the seq current when it was written).
 public struct JournalRecord: Sendable, Equatable {
     public var seq: UInt64
     public var method: String
@@ -142,7 +144,7 @@ public final class Journal {
         else { return nil }
         let json = line.dropFirst(9)
         guard CRC32.checksum(json) == crc, let value = try? JSONParser.parse(Array(json), maxDepth: 1024),
-            case .int(let seq)? = value["seq"], seq > 0, case .string(let method)? = value["method"]
+            case .int(let seq)? = value["seq"], seq >= 0, case .string(let method)? = value["method"]
         else { return nil }
         return JournalRecord(seq: UInt64(seq), method: method, params: value["params"])
     }

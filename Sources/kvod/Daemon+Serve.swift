@@ -1,5 +1,6 @@
 // Serving: the loop, the graph (recovered from the data directory when there is one), durability, the server, the
-// signals, and the one start line. Runs on the main thread, which is the loop's thread.
+// signals, and the one start line. The onDisconnect ops of connections a crash left open run before the server
+// accepts clients. Runs on the main thread, which is the loop's thread.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,6 +20,7 @@ extension Daemon {
             let loop = try EventLoop()
             var graph = Graph(model: model)
             var directory: DataDirectory?
+            var lostRegistrations = OnDisconnectRegistrations()
             if let path = configuration.dataDirectory {
                 let (opened, contents) = try DataDirectory.open(path: path)
                 if contents.tornBytes > 0 {
@@ -26,11 +28,13 @@ extension Daemon {
                         "dropped a torn last journal record (an interrupted write)",
                         metadata: ["bytes": "\(contents.tornBytes)", "data.dir": "\(path)"])
                 }
-                graph = try Durability.recover(contents, model: model, path: path)
+                (graph, lostRegistrations) = try Durability.recover(contents, model: model, path: path)
                 logger.info(
                     "data loaded",
                     metadata: ["data.dir": "\(path)", "seq": "\(graph.seq)",
-                        "snapshot.seq": "\(contents.snapshot?.seq ?? 0)", "journal.records": "\(contents.records.count)"])
+                        "snapshot.seq": "\(contents.snapshot?.seq ?? 0)",
+                        "journal.records": "\(contents.records.count)",
+                        "onDisconnect.pending": "\(lostRegistrations.count)"])
                 directory = opened
             }
             FreedMemory.release()  // the decoded snapshot and journal are gone: give their pages back
@@ -47,6 +51,8 @@ extension Daemon {
                 durability.onFsync = { seconds in server.recordJournalFsync(seconds: seconds) }
                 try durability.start()
                 server.durability = durability
+                // Issue 13: the registrations of connections open at a crash run now, before clients are accepted.
+                server.runOnDisconnect(ofLostConnections: lostRegistrations)
             }
             let address: String
             do {

@@ -54,14 +54,31 @@ final class RecordingTransport: Transport {
     }
 }
 
-/// Keeps every committed mutation, in order.
+/// Keeps every committed mutation, and everything reported (registrations included), in order.
 @MainActor
 final class RecordingMutationLog: MutationLog {
+    /// What the log was told, in order.
+    enum Event: Equatable {
+        case committed(seq: UInt64, method: String)
+        case registered(connection: String, ops: [JSONValue])
+        case disconnected(connection: String)
+    }
+
     private(set) var records: [(seq: UInt64, method: String, params: JSONValue?)] = []
+    private(set) var events: [Event] = []
     private(set) var outputTurns = 0
 
     func committed(seq: UInt64, method: String, params: JSONValue?) {
         self.records.append((seq, method, params))
+        self.events.append(.committed(seq: seq, method: method))
+    }
+
+    func registered(connection: String, ops: [JSONValue]) {
+        self.events.append(.registered(connection: connection, ops: ops))
+    }
+
+    func disconnected(connection: String) {
+        self.events.append(.disconnected(connection: connection))
     }
 
     func beforeOutput() {
@@ -78,11 +95,12 @@ final class InProcessServer {
     let log = RecordingMutationLog()
     var context: SessionContext { self.core.context }
 
+    /// A core on `graph` (default: a new one of `model`).
     init(
-        model: Model = .open, limits: Limits = Limits(), accessControl: AccessControl = AccessControl(),
+        model: Model = .open, graph: Graph? = nil, limits: Limits = Limits(), accessControl: AccessControl = AccessControl(),
         historyCapacity: Int = 1000
     ) {
-        self.graph = Graph(model: model)
+        self.graph = graph ?? Graph(model: model)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let context = SessionContext(

@@ -1,8 +1,14 @@
 // Presence (Protocol/methods.md#set "Expiring values", #ondisconnect) through the session core on a manual clock:
-// a `ttl` expires as an ordinary, journaled mutation; `onDisconnect` ops run as one transaction when the session ends.
+// a `ttl` expires as an ordinary, journaled mutation; `onDisconnect` ops run as one transaction when the session ends;
+// registrations are reported to the mutation log, and a journal replayed after a crash gives back those of the
+// connections that were open, which then run once.
+import Foundation
 @testable import KVOServer
+import Logging
 import ObjectGraph
+import Persistence
 import Testing
+import UVLoop
 import WireProtocol
 
 @MainActor
@@ -129,5 +135,114 @@ import WireProtocol
         #expect(server.graph.seq == seq)
         #expect(try server.graph.get("a") == .null && server.graph.get("lock") == .string("theirs"))
         #expect(server.context.stats.onDisconnectFailures == 1)
+    }
+
+    static let setNull = #"{"method":"set","params":{"path":"presence.ada.online","value":null}}"#
+
+    @Test func registrationsAndDisconnectsAreReportedInOrder() throws {
+        let server = InProcessServer()
+        let (ada, adaTransport) = server.connect()
+        let (bob, bobTransport) = server.connect()
+        #expect(ada.durableID == "\(server.context.bootID)/\(ada.id)" && server.context.bootID.count == 16)
+        // A new server (a restart) picks another boot id: durable ids never repeat.
+        #expect(InProcessServer().context.bootID != server.context.bootID)
+        _ = try server.request(adaTransport, 1, "onDisconnect", #"{"ops":[\#(Self.setNull)]}"#)
+        _ = try server.request(adaTransport, 2, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"x","value":1}}]}"#)
+        _ = try server.request(bobTransport, 1, "onDisconnect", #"{"ops":[]}"#)  // nothing to cancel: not reported
+        _ = try server.request(bobTransport, 2, "onDisconnect", #"{"ops":[\#(Self.setNull)]}"#)
+        _ = try server.request(bobTransport, 3, "onDisconnect", #"{"ops":[]}"#)
+        // A refused registration is not reported.
+        _ = try server.request(bobTransport, 4, "onDisconnect", #"{"ops":[{"method":"get","params":{"path":"a"}}]}"#)
+        bob.transportEnded(error: false)  // cancelled: no disconnected record
+        ada.transportEnded(error: true)
+        let op = { (text: String) in JSONValue.json(text) }
+        #expect(server.log.events == [
+            .registered(connection: ada.durableID, ops: [op(Self.setNull)]),
+            .registered(connection: ada.durableID, ops: [op(#"{"method":"set","params":{"path":"x","value":1}}"#)]),
+            .registered(connection: bob.durableID, ops: [op(Self.setNull)]),
+            .registered(connection: bob.durableID, ops: []),
+            .disconnected(connection: ada.durableID),
+            .committed(seq: 1, method: "transaction"),
+        ])
+    }
+
+    @Test func failingOpsStillReportTheDisconnect() throws {
+        let server = InProcessServer()
+        let (session, transport) = server.connect()
+        // Accepted now; its condition fails when it runs.
+        let registered = try server.request(
+            transport, 1, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"a","value":1,"if":{"value":7}}}]}"#)
+        #expect(registered[0]["result"]?["ops"] == 1)
+        session.transportEnded(error: false)
+        #expect(server.log.events.last == .disconnected(connection: session.durableID))  // and no transaction
+        #expect(server.context.stats.onDisconnectFailures == 1)
+    }
+
+    /// Drives a session core journaling into a real data directory (Durability, policy `no`, no snapshots).
+    static func withDurability(
+        _ path: String, graph: Graph? = nil, _ body: (InProcessServer, Durability) throws -> Void
+    ) throws {
+        let loop = try EventLoop()
+        defer { #expect(loop.shutdown()) }
+        let (directory, _) = try DataDirectory.open(path: path)
+        let server = InProcessServer(graph: graph)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let durability = Durability(
+            directory: directory, policy: .no, snapshotEvery: 0, graph: server.graph, loop: loop, logger: logger)
+        server.context.mutationLog = durability
+        // The context and its sessions hold each other: let go of the directory (and its lock) explicitly.
+        defer { server.context.mutationLog = nil }
+        try body(server, durability)
+    }
+
+    /// What a start finds in the data directory at `path` (the directory is closed again).
+    static func recover(_ path: String) throws -> (Graph, OnDisconnectRegistrations) {
+        let (directory, contents) = try DataDirectory.open(path: path)
+        return try withExtendedLifetime(directory) { try Durability.recover(contents, model: .open, path: path) }
+    }
+
+    @Test func afterACrashTheRegistrationsOfOpenConnectionsRunOnce() throws {
+        let path = NSTemporaryDirectory() + "kvod-presence-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var open: [String] = []
+        try Self.withDurability(path) { server, _ in
+            let (ada, adaTransport) = server.connect()
+            let (bob, bobTransport) = server.connect()
+            let (carl, carlTransport) = server.connect()
+            // Registered before the first mutation: journaled at seq 0.
+            _ = try server.request(bobTransport, 1, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"bob","value":"gone"}}]}"#)
+            _ = try server.request(adaTransport, 1, "set", #"{"path":"presence.ada.online","value":true}"#)
+            _ = try server.request(adaTransport, 2, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"x","value":0}}]}"#)
+            _ = try server.request(adaTransport, 3, "onDisconnect", #"{"ops":[\#(Self.setNull),{"method":"set","params":{"path":"presence.ada.left","value":true,"ttl":60}}]}"#)
+            _ = try server.request(carlTransport, 1, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"carl","value":"gone"}}]}"#)
+            carl.transportEnded(error: false)  // ran at its close: not again after the crash
+            _ = try server.request(bobTransport, 2, "set", #"{"path":"n","value":1}"#)
+            server.flush()
+            #expect(server.graph.seq == 3)
+            open = [bob.durableID, ada.durableID]
+            _ = ada
+        }
+        // The crash: the sessions of bob and ada never closed.
+        let (graph, registrations) = try Self.recover(path)
+        #expect(try graph.seq == 3 && graph.get("carl") == "gone" && graph.get("presence.ada.online") == true)
+        #expect(registrations.lostConnections.map(\.connection) == open)  // in the order they first registered
+        #expect(registrations.lostConnections.last?.ops.count == 2)
+        try Self.withDurability(path, graph: graph) { server, _ in
+            server.clock.epochMilliseconds += 5000
+            #expect(server.core.runOnDisconnect(ofLostConnections: registrations.lostConnections) == 0)
+            server.flush()
+            #expect(server.log.records.isEmpty)  // journaled through Durability, not the recording log
+            #expect(graph.seq == 5)  // one transaction each
+            let bob = try graph.get("bob")
+            let online = try graph.get("presence.ada.online")
+            #expect(bob == "gone" && online == .null)
+            // The ttl counts from the run, not from the registration.
+            #expect(graph.nextDeadline == server.clock.epochMilliseconds + 60_000)
+        }
+        // The next start finds nothing left to run, and the same graph.
+        let (replayed, left) = try Self.recover(path)
+        #expect(try left.isEmpty && replayed.seq == 5 && replayed.get("bob") == "gone")
+        #expect(try replayed.get("presence.ada.online") == .null && replayed.get("presence.ada.left") == true)
     }
 }

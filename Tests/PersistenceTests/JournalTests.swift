@@ -56,6 +56,22 @@ struct JournalTests {
         #expect(again.records[1].params?["path"] == "c")
     }
 
+    @Test func recordsThatTakeNoSeqRepeatTheSeqAndMayBeZero() throws {
+        let path = Self.scratch() + "/journal.log"
+        do {
+            let (journal, _) = try Journal.open(path: path)
+            // An onDisconnect registration before the first mutation, and one more at the seq of the mutation before it.
+            journal.append(seq: 0, method: "onDisconnect", params: .object(["connection": "b/1", "ops": []]))
+            journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+            journal.append(seq: 1, method: "disconnected", params: .object(["connection": "b/1"]))
+            try journal.write()
+        }
+        let (journal, scan) = try Journal.open(path: path)
+        #expect(scan.records.map(\.seq) == [0, 1, 1])
+        #expect(scan.records.map(\.method) == ["onDisconnect", "set", "disconnected"])
+        #expect(scan.tornBytes == 0 && journal.recordCount == 3)
+    }
+
     @Test func damageBeforeTheTailRefusesToLoad() throws {
         let directory = Self.scratch()
         let path = directory + "/journal.log"

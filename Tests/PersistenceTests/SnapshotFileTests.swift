@@ -117,7 +117,7 @@ struct SnapshotFileTests {
         #expect(names == ["journal.log", "kvod.lock", "snapshot.kvs"])
     }
 
-    @Test func recordsAtOrBeforeTheSnapshotAreSkippedAndLeftoverTemporaryFilesRemoved() throws {
+    @Test func recordsBeforeTheSnapshotAreSkippedAndLeftoverTemporaryFilesRemoved() throws {
         let directory = JournalTests.scratch()
         let graph = Graph()
         for _ in 1...4 { try graph.set("k", to: 1) }
@@ -132,8 +132,51 @@ struct SnapshotFileTests {
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: directory + "/snapshot-4242.tmp"))
         let (_, contents) = try DataDirectory.open(path: directory)
         #expect(contents.snapshot?.seq == 4)
-        #expect(contents.records.map(\.seq) == [5, 6, 7])
+        // The record at the snapshot's seq comes back: records that take no seq may have been written there (the
+        // caller skips a mutation at that seq, which the snapshot holds).
+        #expect(contents.records.map(\.seq) == [4, 5, 6, 7])
         #expect(!FileManager.default.fileExists(atPath: directory + "/snapshot-4242.tmp"))
+    }
+
+    static func registration(at seq: UInt64, _ connection: String) -> JournalRecord {
+        JournalRecord(seq: seq, method: "onDisconnect", params: .object(["connection": .string(connection), "ops": []]))
+    }
+
+    @Test func aRollCarriesRecordsIntoTheNewJournalOnDiskAtOnce() throws {
+        let directory = JournalTests.scratch()
+        do {
+            let (data, _) = try DataDirectory.open(path: directory)
+            data.journal.append(seq: 0, method: "onDisconnect", params: .object(["connection": "b/1", "ops": []]))
+            try Self.append(data.journal, 1...3)
+            try data.rollJournal(at: 3, carrying: [Self.registration(at: 3, "b/1")])
+            #expect(data.journal.recordCount == 1 && !data.journal.hasPending)
+            // Nothing else is written: a crash now must still find the carried record in journal.log.
+        }
+        let (_, scan) = try Journal.open(path: directory + "/journal.log")
+        #expect(scan.records == [Self.registration(at: 3, "b/1")])
+        // Once a snapshot at the roll's seq is in place (the segment not yet deleted), the records before it are
+        // skipped; those at its seq come back — the segment's last mutation, then the carried record.
+        let graph = Graph()
+        for _ in 1...3 { try graph.set("k", to: 1) }
+        try Data(BinarySnapshotCodec.encode(graph.makeSnapshot())).write(to: URL(fileURLWithPath: directory + "/snapshot.kvs"))
+        let (_, contents) = try DataDirectory.open(path: directory)
+        #expect(contents.records.map(\.seq) == [3, 3])
+        #expect(contents.records.map(\.method) == ["set", "onDisconnect"])
+    }
+
+    @Test func aSnapshotInProcessCarriesRecordsIntoTheEmptiedJournal() throws {
+        let directory = JournalTests.scratch()
+        let graph = Graph()
+        for _ in 1...4 { try graph.set("k", to: 1) }
+        do {
+            let (data, _) = try DataDirectory.open(path: directory)
+            try Self.append(data.journal, 1...4)
+            try data.writeSnapshot(graph.makeSnapshot(), carrying: [Self.registration(at: 4, "b/2")])
+            #expect(data.journal.recordCount == 1)
+        }
+        let (_, contents) = try DataDirectory.open(path: directory)
+        #expect(contents.snapshot?.seq == 4)
+        #expect(contents.records == [Self.registration(at: 4, "b/2")])
     }
 
     @Test func aDamagedSegmentRefusesToLoad() throws {

@@ -1,6 +1,7 @@
 // `onDisconnect`: operations that run as one transaction when the session ends, for whatever reason (Firebase's
 // onDisconnect, a ZooKeeper ephemeral node); with `set`'s `ttl` (Dispatcher+KeyValueCoding.swift) the presence
-// pattern of Protocol/methods.md#ondisconnect.
+// pattern of Protocol/methods.md#ondisconnect. Registrations reach the journal through the session's mutation log
+// (OnDisconnectRecord.swift), so a crash does not lose them.
 import ObjectGraph
 import WireProtocol
 
@@ -30,7 +31,7 @@ extension Dispatcher {
                 }
             }
         }
-        session.onDisconnectOps = items.isEmpty ? nil : items
+        session.registerOnDisconnect(items)
         self.writeResult {
             $0.append(contentsOf: #"{"ops":"#.utf8)
             JSONWriter.appendInt(Int64(items.count), to: &$0)
@@ -38,10 +39,12 @@ extension Dispatcher {
         }
     }
 
-    /// Runs a closing session's `onDisconnect` ops as one transaction (a `ttl` counts from now), journaled as the
-    /// transaction it is. A failure (validation, a precondition) changes nothing; it is logged and counted.
-    func runOnDisconnect(_ ops: [JSONValue], of session: Session) {
+    /// Runs the `onDisconnect` ops of an ended connection (`connection` its `durableID`; `logID` names it in logs)
+    /// as one transaction (a `ttl` counts from now): the mutation log first hears that the connection ended, then
+    /// gets the transaction it is. A failure (validation, a precondition) changes nothing; it is logged and counted.
+    func runOnDisconnect(_ ops: [JSONValue], connection: String, logID: String) {
         let context = self.context
+        context.mutationLog?.disconnected(connection: connection)
         do {
             let resolved = try MutationRequest.resolvingTTLs(
                 inTransaction: .object(["ops": .array(ops)]), nowEpochMilliseconds: context.clock.epochMilliseconds)
@@ -54,7 +57,7 @@ extension Dispatcher {
             let rpc = (error as? any RPCErrorConvertible)?.rpcError.message ?? "\(error)"
             context.logger.warning(
                 "onDisconnect ops failed: nothing applied",
-                metadata: ["connection.id": "\(session.id)", "error": "\(rpc)"])
+                metadata: ["connection.id": "\(logID)", "error": "\(rpc)"])
         }
     }
 

@@ -32,8 +32,9 @@ final class Session {
     var allowedPaths: [PathPattern]?
     /// Wrong tokens this session sent in `hello`.
     var authenticationFailures = 0
-    /// Ops to run as one transaction when the session ends (`onDisconnect`); nil: none.
-    var onDisconnectOps: [JSONValue]?
+    /// Ops to run as one transaction when the session ends (`onDisconnect`); nil: none. Set through
+    /// `registerOnDisconnect(_:)`, which reports it to the mutation log.
+    private(set) var onDisconnectOps: [JSONValue]?
     /// A close the dispatcher asked for, done once the current message's response is queued.
     var closeAfterResponse: CloseReason?
     /// Decides when the client reads too slowly (OutputLimiter.swift).
@@ -59,6 +60,18 @@ final class Session {
     }
 
     var remoteAddress: String { self.transport.remoteAddress }
+
+    /// The session's identity in the journal, unique across restarts: `"<boot>/<id>"` (SessionContext.bootID).
+    var durableID: String { "\(self.context.bootID)/\(self.id)" }
+
+    /// Registers the ops to run when the session ends (replacing earlier ones; `[]` cancels) and reports the change
+    /// to the mutation log, so a crash does not lose it (docs/DURABILITY.md). A cancel without a registration is
+    /// not reported.
+    func registerOnDisconnect(_ ops: [JSONValue]) {
+        guard !ops.isEmpty || self.onDisconnectOps != nil else { return }
+        self.onDisconnectOps = ops.isEmpty ? nil : ops
+        self.context.mutationLog?.registered(connection: self.durableID, ops: ops)
+    }
 
     // MARK: - Output
 
@@ -181,7 +194,7 @@ final class Session {
         self.subscriptions.removeAll()
         if let ops = self.onDisconnectOps {
             self.onDisconnectOps = nil
-            self.dispatcher.runOnDisconnect(ops, of: self)
+            self.dispatcher.runOnDisconnect(ops, connection: self.durableID, logID: "\(self.id)")
         }
         self.context.stats.closes[reason, default: 0] += 1
         self.context.stats.connectionsOpen -= 1

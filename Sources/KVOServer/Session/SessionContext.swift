@@ -1,16 +1,22 @@
 // Everything a session, the dispatcher and the subscriptions share, passed to each of them when it is made
 // (docs/ARCHITECTURE.md#sessions-and-transports): the graph, the limits and access rules, the clock, the counters,
-// the one encoder of pushed messages, the subscription registry, the open sessions and their flush list, and the
-// mutation log that durability listens on. Nothing in the session core reaches the Server.
+// the one encoder of pushed messages, the subscriptions, the open sessions and their flush list, and the mutation
+// log durability listens on (mutations, `onDisconnect` registrations). Nothing in the session core reaches the Server.
 import Logging
 import ObjectGraph
 import WireProtocol
 
-/// Where committed mutations are reported, in commit order (Durability journals them).
+/// Where committed mutations and `onDisconnect` registrations are reported, in order (Durability journals them).
 @MainActor
 protocol MutationLog: AnyObject {
     /// One successful mutation: its seq and its request, exactly as the client sent it.
     func committed(seq: UInt64, method: String, params: JSONValue?)
+    /// A session registered `onDisconnect` ops (as sent, `ttl` unresolved), replacing its earlier ones; `[]`
+    /// cancels. `connection` is the session's `durableID`.
+    func registered(connection: String, ops: [JSONValue])
+    /// A session with `onDisconnect` ops ended (or, at a start, one that a crash left open was settled); the
+    /// transaction its ops make, if they succeed, is reported next.
+    func disconnected(connection: String)
     /// Called once per loop turn before any of the turn's output reaches a transport (the group commit).
     func beforeOutput()
 }
@@ -23,6 +29,9 @@ final class SessionContext {
     let accessControl: AccessControl
     let logger: Logger
     let clock: any SessionClock
+    /// A random 64-bit hex chosen when the server starts: with a session's id, the session's `durableID`, unique
+    /// across restarts (session ids start at 1 again).
+    let bootID: String
     /// Running totals and gauges (`stats`, the metrics endpoint).
     @exclusivity(unchecked) var stats = ServerStats()  // loop-owned counters
     /// Encodes every message the server pushes (change, progress, closing).
@@ -45,6 +54,8 @@ final class SessionContext {
         self.clock = clock
         self.logger = logger
         self.startedAtMilliseconds = clock.nowMilliseconds
+        let boot = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        self.bootID = String(repeating: "0", count: 16 - boot.count) + boot
         self.subscriptions = Subscriptions(graph: graph, historyCapacity: historyCapacity, clock: clock)
     }
 

@@ -87,6 +87,19 @@ final class SessionCore {
         }
     }
 
+    /// Runs the `onDisconnect` ops of connections that a crash left open (`registrations` by `durableID`, from
+    /// journal replay), each as the transaction it would have been at their close, journaled and counted alike;
+    /// before any client connects, so nobody is notified. Returns how many failed.
+    @discardableResult
+    func runOnDisconnect(ofLostConnections registrations: [(connection: String, ops: [JSONValue])]) -> Int {
+        let failuresBefore = self.context.stats.onDisconnectFailures
+        for registration in registrations {
+            self.dispatcher.runOnDisconnect(
+                registration.ops, connection: registration.connection, logID: registration.connection)
+        }
+        return self.context.stats.onDisconnectFailures - failuresBefore
+    }
+
     /// Closes every session (`server_shutdown` when the server stops).
     func closeAll(_ reason: CloseReason) {
         for session in self.context.sessions.all { session.close(reason) }
