@@ -10,27 +10,36 @@ import WireProtocol
 @MainActor
 final class Dispatcher {
     let context: SessionContext
-    /// Scratch space for one result, reused across requests.
-    private var result: [UInt8] = []
+    /// Scratch space for one result, and for one response, reused across requests.
+    /// (Loop-owned and never accessed re-entrantly: unchecked exclusivity, as for every member on the request path.)
+    @exclusivity(unchecked) private var result: [UInt8] = []
+    @exclusivity(unchecked) private var response: [UInt8] = []
     /// Parsed key paths by their text: clients use few distinct paths, and parsing allocates.
-    private var keyPaths: [String: KeyPath] = [:]
+    @exclusivity(unchecked) private var keyPaths: [String: KeyPath] = [:]
+    /// The last path parsed or found: clients repeat paths, and comparing one string is cheaper than hashing it.
+    @exclusivity(unchecked) private var lastKeyPath: (text: String, path: KeyPath)?
 
     /// The parsed key path for `text` (cached; the cache is bounded).
     func keyPath(_ text: String) throws(GraphError) -> KeyPath {
-        if let cached = self.keyPaths[text] { return cached }
+        if let last = self.lastKeyPath, last.text == text { return last.path }
+        if let cached = self.keyPaths[text] {
+            self.lastKeyPath = (text, cached)
+            return cached
+        }
         let parsed = try KeyPath(parsing: text)
         if self.keyPaths.count >= 4096 { self.keyPaths.removeAll(keepingCapacity: true) }
         self.keyPaths[text] = parsed
+        self.lastKeyPath = (text, parsed)
         return parsed
     }
 
     /// Initial notifications waiting for their subscribe's response to be queued.
-    private var pendingInitials: [(Subscription, Change)] = []
+    @exclusivity(unchecked) private var pendingInitials: [(Subscription, Change)] = []
 
     /// The seq of the mutation the current request committed (set by its handler through `committed(_:)`), and the
     /// params to journal when they are not the request's own (a `ttl` made absolute).
-    private var committedSeq: UInt64?
-    private var committedParams: JSONValue?
+    @exclusivity(unchecked) private var committedSeq: UInt64?
+    @exclusivity(unchecked) private var committedParams: JSONValue?
 
     init(context: SessionContext) {
         self.context = context
@@ -38,21 +47,23 @@ final class Dispatcher {
 
     /// Handles one message (a line) from a session. Blank lines are ignored.
     func handle(line: UnsafeRawBufferPointer, on session: Session) {
-        if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }) {
-            return
-        }
+        if Self.isBlank(line) { return }
         switch RPCMessage.decode(line, maxDepth: self.context.limits.maxJSONDepth) {
         case .parseError(let error):
             session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
         case .emptyBatch:
             session.enqueue { Self.appendErrorLine(id: .null, RPCError(.invalidRequest, "empty batch"), to: &$0) }
         case .single(let parsed):
-            var response: [UInt8] = []
+            // One reused buffer for single responses (no allocation per request).
+            var response = self.response
+            self.response = []
+            response.removeAll(keepingCapacity: true)
             self.perform(parsed, on: session, into: &response)
             if !response.isEmpty {
                 response.append(UInt8(ascii: "\n"))
                 session.enqueue(bytes: response)
             }
+            if response.capacity <= 64 << 10 { self.response = response }
         case .batch(let items):
             if items.count > self.context.limits.maxBatchRequests {
                 let limit = self.context.limits.maxBatchRequests
@@ -101,7 +112,10 @@ final class Dispatcher {
                     self.committedParams = nil
                 }
                 guard let id = request.id else { return }
-                RPCEncoder.appendResult(id: id, to: &response) { $0.append(contentsOf: self.result) }
+                // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
+                RPCEncoder.appendResultPrefix(id: id, to: &response)
+                response.append(contentsOf: self.result)
+                response.append(UInt8(ascii: "}"))
             } catch {
                 guard let id = request.id else { return }
                 RPCEncoder.appendError(id: id, error: self.rpcError(for: error, request: request), to: &response)
@@ -169,6 +183,15 @@ final class Dispatcher {
         for (subscription, change) in initials where subscription.isLive {
             subscription.deliver(change)
         }
+    }
+
+    /// Whether a line holds only spaces, tabs and carriage returns. (A loop, not `allSatisfy` with a closure: a
+    /// closure formed in a main-actor method is checked for its isolation on every call.)
+    private nonisolated static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
+        for byte in line where byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") && byte != UInt8(ascii: "\r") {
+            return false
+        }
+        return true
     }
 
     private static func appendErrorLine(id: JSONValue, _ error: RPCError, to buffer: inout [UInt8]) {

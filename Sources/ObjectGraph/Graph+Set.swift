@@ -198,12 +198,21 @@ extension Graph {
             throw GraphError.undefinedKey(path: path.prefixDescription(0))
         }
         for (index, key) in path.keys.enumerated() {
-            let here = path.prefixDescription(index + 1)
-            let descriptor = try self.declaredProperty(key, of: object.objectClass, path: here)
-            if index == path.keys.count - 1 {
-                return (object, SetKey(name: key, descriptor: descriptor), try self.prepare(value, for: descriptor, path: here), 0)
+            // The path up to here, spelled out only when an error or a validation needs it (building it costs more
+            // than the rest of a plain set).
+            let objectClass = object.objectClass
+            let descriptor = objectClass.property(key)
+            if descriptor == nil && !objectClass.isOpen {
+                throw GraphError.undefinedKey(path: path.prefixDescription(index + 1))
             }
-            if descriptor?.computed != nil { throw GraphError.readOnly(path: here) }
+            if index == path.keys.count - 1 {
+                // An undeclared key of an open class takes any scalar as it is.
+                let prepared =
+                    descriptor == nil && value.isPlainScalar
+                    ? value : try self.prepare(value, for: descriptor, path: path.prefixDescription(index + 1))
+                return (object, SetKey(name: key, descriptor: descriptor), prepared, 0)
+            }
+            if descriptor?.computed != nil { throw GraphError.readOnly(path: path.prefixDescription(index + 1)) }
             switch self.read(object, key) {
             case .object(let id):
                 object = self.objects[id]!  // invariant: stored references point to live objects
@@ -217,10 +226,11 @@ extension Graph {
                 for inner in path.keys[(index + 1)...].reversed() {
                     nested = .record(Record(keys: [inner], values: [nested]))
                 }
-                let prepared = try self.prepare(nested, for: descriptor, path: here)
+                let prepared = try self.prepare(nested, for: descriptor, path: path.prefixDescription(index + 1))
                 return (object, SetKey(name: key, descriptor: descriptor), prepared, path.keys.count - 1 - index)
             case let other:
-                throw GraphError.typeMismatch(path: here, reason: "\(other.typeName) is not an object")
+                throw GraphError.typeMismatch(
+                    path: path.prefixDescription(index + 1), reason: "\(other.typeName) is not an object")
             }
         }
         preconditionFailure("unreachable: the loop returns at the last key")

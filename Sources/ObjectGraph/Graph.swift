@@ -25,7 +25,7 @@ public final class Graph {
     /// While a transaction's dry run is under way: how to undo what it wrote.
     @exclusivity(unchecked) var undoLog: UndoLog?
     /// Keys that expire (a `set` with `expiresAt`): a side table, empty unless some key has a deadline.
-    var deadlines = DeadlineTable()
+    @exclusivity(unchecked) var deadlines = DeadlineTable()  // loop-owned, as `objects`
 
     /// Creates a graph whose root is an object of the model's root class, with its defaults.
     public init(model: Model = .open) {

@@ -118,3 +118,15 @@ extension Value {
         return nil
     }
 }
+
+extension Value {
+    /// Null, a boolean, an integer, a string or a finite number: what an undeclared key stores as it is.
+    @inline(__always)
+    var isPlainScalar: Bool {
+        switch self {
+        case .null, .bool, .int, .string: true
+        case .double(let number): number.isFinite
+        case .array, .object, .record: false
+        }
+    }
+}

@@ -6,11 +6,20 @@
 public enum RPCEncoder {
     /// Appends `{"jsonrpc":"2.0","id":ID,"result":…}`, where `writeResult` appends the result's JSON.
     public static func appendResult(id: JSONValue?, to bytes: inout [UInt8], _ writeResult: (inout [UInt8]) -> Void) {
-        JSONWriter.appendLiteral(#"{"jsonrpc":"2.0","id":"#, to: &bytes)
-        JSONWriter.append(id ?? .null, to: &bytes)
-        JSONWriter.appendLiteral(#","result":"#, to: &bytes)
+        Self.appendResultPrefix(id: id, to: &bytes)
         writeResult(&bytes)
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `{"jsonrpc":"2.0","id":ID,"result":`: the caller appends the result and the closing `}`.
+    public static func appendResultPrefix(id: JSONValue?, to bytes: inout [UInt8]) {
+        JSONWriter.appendLiteral(#"{"jsonrpc":"2.0","id":"#, to: &bytes)
+        if case .int(let number)? = id {
+            JSONWriter.appendInt(number, to: &bytes)  // the common id, without the general writer
+        } else {
+            JSONWriter.append(id ?? .null, to: &bytes)
+        }
+        JSONWriter.appendLiteral(#","result":"#, to: &bytes)
     }
 
     /// Appends `{"jsonrpc":"2.0","id":ID,"result":RESULT}`.

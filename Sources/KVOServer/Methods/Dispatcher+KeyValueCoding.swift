@@ -4,8 +4,11 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
+    static let getParameterNames = ["path", "meta"]
+    static let setParameterNames = ["path", "value", "if", "expiresAt"]
+
     func get(_ request: RPCRequest, on session: Session) throws {
-        let params = Params(request.params, names: ["path", "meta"], method: "get")
+        let params = Params(request.params, names: Self.getParameterNames, method: "get")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
         let withMeta: Bool
@@ -37,7 +40,7 @@ extension Dispatcher {
         // A `ttl` becomes an absolute `expiresAt`, which is what is applied and journaled.
         let resolved = try MutationRequest.resolvingTTL(
             request.params, nowEpochMilliseconds: self.context.clock.epochMilliseconds)
-        let params = Params(resolved, names: ["path", "value", "if", "expiresAt"], method: "set")
+        let params = Params(resolved, names: Self.setParameterNames, method: "set")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
         let value = Value(json: try params.required("value"))

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Instructions per plain `set` nobody observes (issue 10's "cheap set" target: at most 5,000).
+
+kvod (a release build) runs under callgrind twice on an empty open root: once for SETS sets and once for SETS/10,
+each over one connection with 16 requests in flight (`{"jsonrpc":"2.0","id":N,"method":"set","params":{"path":
+"bench.value","value":N}}`, as Benchmarks/compare.sh sends); the difference divided by the difference in sets is the
+cost of one set with start-up, connection and shutdown subtracted. callgrind counts instructions, not time, so the
+figure repeats exactly for the same binary whatever else the machine does.
+
+    python3 Benchmarks/set-instructions.py [--kvod .build-bench/release/kvod] [--sets 20000] [--path bench.value]
+"""
+
+import argparse
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run(kvod, sets, path, out_dir, label):
+    out = os.path.join(out_dir, f"callgrind.{label}.out")
+    port = free_port()
+    process = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", kvod, "--empty", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "error"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        seen = b""
+        while b"kvod listening" not in seen:
+            if time.monotonic() > deadline:
+                sys.exit(f"kvod did not start under callgrind: {seen!r}")
+            ready, _, _ = select.select([process.stdout], [], [], 1)
+            if ready:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    sys.exit(f"kvod exited: {seen!r}")
+                seen += chunk
+        with socket.create_connection(("127.0.0.1", port), timeout=300) as sock:
+            in_flight, sent, answered, pending = 16, 0, 0, b""
+            while answered < sets:
+                batch = b""
+                while sent < sets and sent - answered < in_flight:
+                    sent += 1
+                    batch += (b'{"jsonrpc":"2.0","id":%d,"method":"set","params":{"path":"%s","value":%d}}\n'
+                              % (sent, path.encode(), sent))
+                if batch:
+                    sock.sendall(batch)
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    sys.exit("kvod closed the connection")
+                pending += chunk
+                lines = pending.split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    if b'"error"' in line:
+                        sys.exit(f"a set failed: {line!r}")
+                answered += len(lines)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    with open(out) as profile:
+        for line in profile:
+            match = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if match:
+                return int(match.group(1))
+    sys.exit(f"no totals in {out}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kvod", default=".build-bench/release/kvod")
+    parser.add_argument("--sets", type=int, default=20000)
+    parser.add_argument("--path", default="bench.value")
+    parser.add_argument("--keep", help="a directory for the callgrind files (default: a temporary one)")
+    args = parser.parse_args()
+    out_dir = args.keep or tempfile.mkdtemp(prefix="kvod-set-instructions-")
+    os.makedirs(out_dir, exist_ok=True)
+    small = max(1, args.sets // 10)
+    big_total = run(args.kvod, args.sets, args.path, out_dir, "big")
+    small_total = run(args.kvod, small, args.path, out_dir, "small")
+    per_set = (big_total - small_total) / (args.sets - small)
+    print(f"kvod instructions per plain set, nobody observing, 16 in flight: {per_set:,.0f} Ir "
+          f"({args.sets:,} sets {big_total:,} Ir minus {small:,} sets {small_total:,} Ir; target <= 5,000)")
+    print(f"callgrind files: {out_dir}")
+
+
+if __name__ == "__main__":
+    main()
