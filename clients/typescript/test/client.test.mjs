@@ -118,7 +118,7 @@ test("conditional writes", () => withServer([], {}, async (server) => {
   try {
     const seq = await client.set("stock", 3, { ifAbsent: true });
     const meta = await client.getMeta("stock");
-    assert.deepEqual(meta, { value: 3, seq, modSeq: seq });
+    assert.deepEqual(meta, { value: 3, seq, modSeq: seq, expires: null });  // expires: no ttl
     await client.set("stock", 2, { ifModSeq: meta.modSeq });
     await assert.rejects(client.set("stock", 1, { ifModSeq: meta.modSeq }),
       (error) => error instanceof kvod.PreconditionFailed && error.code === 1011 && error.data.value === 2);
