@@ -145,7 +145,11 @@ function keyRow(key, value, path, hint, isComputed = false) {
   const name = element("button", { className: "key", text: key, attributes: { type: "button", title: `browse ${path}` } });
   name.addEventListener("click", () => browse(path));
   row.append(name);
-  if (hint) row.append(element("span", { className: "type", text: hint }));
+  if (hint) {
+    const type = element("span", { className: "type", text: hint.length > 60 ? hint.slice(0, 59) + "…" : hint });
+    if (hint.length > 60) type.title = hint;
+    row.append(type);
+  }
   const watch = element("button", { className: "small", text: "watch", attributes: { type: "button", "aria-label": `watch ${path}` } });
   watch.addEventListener("click", () => { $("subscribe-path").value = path; $("subscribe-path").focus(); });
   row.append(watch);
