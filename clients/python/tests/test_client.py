@@ -118,7 +118,7 @@ def test_conditional_writes(kvod_server):
     with kvod.Client(kvod_server.address) as client:
         seq = client.set("stock", 3, if_absent=True)
         meta = client.get_meta("stock")
-        assert meta == {"value": 3, "seq": seq, "modSeq": seq}
+        assert meta == {"value": 3, "seq": seq, "modSeq": seq, "expires": None}  # no ttl
         client.set("stock", 2, if_mod_seq=meta["modSeq"])
         with pytest.raises(kvod.PreconditionFailed) as raised:
             client.set("stock", 1, if_mod_seq=meta["modSeq"])  # someone else changed it since
