@@ -25,7 +25,7 @@ command -v chromedriver >/dev/null || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "run.sh: installing ${missing[*]}" >&2
     started=$SECONDS
-    timeout 120 as_root apt-get update -qq || true
+    as_root timeout 120 apt-get update -qq || true
     if ! as_root env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" >/dev/null; then
         echo "run.sh: could not install ${missing[*]}" >&2

@@ -22,7 +22,7 @@ import urllib.request
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -122,9 +122,12 @@ def browser():
 
 
 def wait_for(driver, condition, message, timeout=WAIT):
-    """Polls `condition(driver)` until it returns something truthy; fails with `message` and the page's state."""
+    """Polls `condition(driver)` until it returns something truthy; fails with `message` and the page's state.
+    An element that is missing, or was replaced while it was read (a panel re-rendered), is tried again."""
     try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: condition(d))
+        return WebDriverWait(
+            driver, timeout, poll_frequency=0.1,
+            ignored_exceptions=[NoSuchElementException, StaleElementReferenceException]).until(lambda d: condition(d))
     except WebDriverException as error:
         status = driver.find_element(By.ID, "status").text
         console = "\n".join(entry["message"] for entry in driver.get_log("browser"))
