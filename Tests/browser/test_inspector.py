@@ -310,8 +310,12 @@ def screenshot(kvod, browser):
     browser.find_element(By.ID, "refresh-observers").click()
     browser.find_element(By.ID, "refresh-stats").click()
     time.sleep(0.5)
-    height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1440, min(max(height + 40, 900), 1600))
+    for _ in range(2):  # the window's height is not the viewport's: resize until the whole page shows
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        inner = browser.execute_script("return window.innerHeight")
+        size = browser.get_window_size()
+        browser.set_window_size(1440, min(size["height"] + max(height - inner, 0), 2000))
+        time.sleep(0.3)
     browser.save_screenshot(str(REPO / "docs" / "inspector.png"))
 
 
