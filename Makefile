@@ -23,7 +23,8 @@ release: deps
 run: release
 	.build/release/kvod --host $(HOST) --port $(PORT)
 
-## test: build everything with no warnings allowed in our code, then run every test suite.
+## test: build everything with no warnings allowed in our code, then run every test suite (the last one, the web
+## inspector's in headless Chromium, installs chromium, chromium-driver and selenium when they are missing).
 test:
 	@bash .ci/deps.sh --test
 	@bash .ci/build-no-warnings.sh
@@ -31,6 +32,7 @@ test:
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
 	KVOD_BIN=.build/debug/kvod bash clients/python/run-tests.sh
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
+	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
 ## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
 bench: deps

@@ -53,7 +53,13 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "kvod", dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", argumentParser, logging],
-            resources: [.embedInCode("default-model.json")], swiftSettings: strict),
+            resources: [
+                .embedInCode("default-model.json"),
+                // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied
+                // (clients/typescript/test.sh checks that they are equal).
+                .embedInCode("Inspector/index.html"), .embedInCode("Inspector/inspector.js"),
+                .embedInCode("Inspector/inspector.css"), .embedInCode("Inspector/kvod.js"),
+            ], swiftSettings: strict),
         .executableTarget(
             name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
         // The load generator (Benchmarks/README.md); never part of the test suite.

@@ -3,7 +3,8 @@
 # headers (Debian libuv1-dev), pkg-config, and nc for the README's examples (--test); valgrind and python3 for the
 # reliability checks (--reliability: .ci/sanitizers.sh, .ci/fuzz.sh). The fuzz and sanitizer builds need nothing
 # else: libFuzzer, the ASan/TSan runtimes and ld.lld ship with the Swift toolchain (/opt/swift), and they link
-# against the libstdc++ the toolchain already requires. The Python test packages are left to Tests/python/run.sh.
+# against the libstdc++ the toolchain already requires. The test suites' own packages are left to their scripts
+# (Tests/python/run.sh, clients/typescript/test.sh, Tests/browser/run.sh).
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
 
@@ -34,4 +35,5 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# The Python test packages are installed by Tests/python/run.sh, which copes with the different pips out there.
+# The Python test packages are installed by Tests/python/run.sh, which copes with the different pips out there;
+# Chromium, chromedriver and selenium for the browser test by Tests/browser/run.sh.

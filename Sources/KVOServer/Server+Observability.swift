@@ -1,5 +1,5 @@
-// What the server tells operators beyond its logs: the stats snapshot behind the `stats` method and the metrics
-// endpoint (MetricsServer.swift).
+// What the server shows beyond its protocol port and logs: the stats snapshot behind the `stats` method, the metrics
+// endpoint (MetricsEndpoint.swift) and the web inspector's static files (WebServer.swift), each an HTTPServer.
 import Logging
 import UVLoop
 
@@ -20,15 +20,44 @@ extension Server {
     /// Starts the metrics endpoint, when configured.
     func startMetrics() throws(UVError) {
         guard let port = self.configuration.metricsPort else { return }
-        self.metricsServer = try MetricsServer(
-            loop: self.loop, host: self.configuration.metricsHost, port: port, logger: self.logger
-        ) { [unowned self] in
-            self.statsSnapshot().prometheusText
+        self.metricsServer = try HTTPServer(
+            loop: self.loop, host: self.configuration.metricsHost, port: port, name: "metrics", logger: self.logger
+        ) { [unowned self] head in
+            MetricsEndpoint.response(to: head) { self.statsSnapshot().prometheusText }
         }
     }
 
     func stopMetrics() {
         self.metricsServer?.close()
         self.metricsServer = nil
+    }
+
+    /// The web inspector's bound address ("127.0.0.1:8080"), or nil without one.
+    public var webAddress: String? { self.webServer?.localAddress }
+
+    /// Starts the web inspector's port, when configured, on the server's host; with an origin allow-list, the
+    /// inspector's origin joins it (its address as bound, and `localhost` for a loopback address).
+    func startWeb(kvodAddress: String, kvodPort: Int) throws(UVError) {
+        guard let web = self.configuration.web else { return }
+        let site = WebServer(
+            files: web.files, kvodAddress: kvodAddress, kvodPort: kvodPort,
+            accessControlled: self.configuration.accessControl.isEnabled)
+        let server = try HTTPServer(
+            loop: self.loop, host: self.configuration.host, port: web.port, name: "inspector", logger: self.logger
+        ) { head in
+            site.response(to: head)
+        }
+        self.webServer = server
+        if !self.webSocketOrigins.isEmpty {
+            self.webSocketOrigins.append("http://\(server.localAddress)")
+            if server.localAddress.hasPrefix("127.") || server.localAddress.hasPrefix("[::1]:") {
+                self.webSocketOrigins.append("http://localhost:\(server.localPort)")
+            }
+        }
+    }
+
+    func stopWeb() {
+        self.webServer?.close()
+        self.webServer = nil
     }
 }

@@ -17,13 +17,16 @@ public struct ServerConfiguration: Sendable {
     public var historyCapacity = 10_000
     /// The tokens clients must `hello` with; none means no access control (Protocol/README.md#access-control).
     public var accessControl = AccessControl()
-    /// Where the Prometheus metrics endpoint listens (MetricsServer.swift); nil port: no endpoint.
+    /// Where the Prometheus metrics endpoint listens (MetricsEndpoint.swift); nil port: no endpoint.
     public var metricsHost = "127.0.0.1"
     public var metricsPort: Int?
     /// A second port that serves only WebSocket (kvod's own port serves both); nil: none.
     public var webSocketPort: Int?
-    /// Origins a browser's WebSocket handshake may come from; empty: any (Protocol/README.md#websocket).
+    /// Origins a browser's WebSocket handshake may come from; empty: any (Protocol/README.md#websocket). The web
+    /// inspector's own origin is added when there is a list.
     public var webSocketOrigins: [String] = []
+    /// The web inspector's port and files (WebServer.swift), on `host`; nil: none.
+    public var web: WebConfiguration?
 
     public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host
@@ -57,7 +60,11 @@ public final class Server {
         didSet { self.core.context.mutationLog = self.durability }
     }
     /// The metrics endpoint, when configured.
-    var metricsServer: MetricsServer?
+    var metricsServer: HTTPServer?
+    /// The web inspector's port, when configured.
+    var webServer: HTTPServer?
+    /// `configuration.webSocketOrigins`, plus the inspector's origin once it listens.
+    var webSocketOrigins: [String]
 
     /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, graph: Graph, loop: EventLoop, logger: Logger) {
@@ -66,6 +73,7 @@ public final class Server {
         self.graph = graph
         self.loop = loop
         self.logger = logger
+        self.webSocketOrigins = configuration.webSocketOrigins
         let context = SessionContext(
             graph: graph, limits: configuration.limits, accessControl: configuration.accessControl,
             historyCapacity: configuration.historyCapacity, clock: loop, logger: logger)
@@ -97,6 +105,7 @@ public final class Server {
         try timer.start(afterMilliseconds: 250, repeatMilliseconds: 250) { [unowned self] in self.core.tick() }
         self.tickTimer = timer
         try self.startMetrics()
+        try self.startWeb(kvodAddress: listener.localAddress, kvodPort: listener.localPort)
         return listener.localAddress
     }
 
@@ -136,6 +145,7 @@ public final class Server {
         self.tickTimer?.close()
         self.tickTimer = nil
         self.stopMetrics()
+        self.stopWeb()
         sessions.onRemove = { [unowned self, unowned sessions] in
             if sessions.isEmpty { self.finishStopping() }
         }
@@ -161,7 +171,7 @@ public final class Server {
 
     private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {
         let settings = SocketTransportSettings(
-            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.configuration.webSocketOrigins)
+            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.webSocketOrigins)
         let transport = SocketTransport(stream: stream, loop: self.loop, settings: settings, webSocketOnly: webSocketOnly)
         let session = self.core.open(transport)
         guard session.closeReason == nil else { return }  // over the connection limit: closing already

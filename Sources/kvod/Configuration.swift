@@ -39,6 +39,8 @@ struct Configuration {
     // WebSocket.
     var wsPort: Int?
     var wsOrigins: [String] = []
+    // The web inspector.
+    var webPort: Int?
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
 
@@ -54,6 +56,7 @@ struct Configuration {
         server.metricsPort = self.metricsPort
         server.webSocketPort = self.wsPort
         server.webSocketOrigins = self.wsOrigins
+        server.web = self.webPort.map { WebConfiguration(port: $0, files: Inspector.files) }
         return server
     }
 
@@ -150,6 +153,7 @@ struct Configuration {
             }
             return origins
         }
+        configuration.webPort = try layers.optionalValue("web-port", flag: options.webPort, parse: port)
 
         try layers.rejectUnknownFileKeys()
         if configuration.empty, let model = configuration.model {

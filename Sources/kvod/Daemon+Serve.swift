@@ -58,13 +58,17 @@ extension Daemon {
             do {
                 address = try server.start()
             } catch {
-                // The protocol port is bound first, then the WebSocket port, then the metrics port.
+                // The protocol port is bound first, then the WebSocket port, the metrics port, the inspector's.
                 let (host, port) =
-                    server.port == 0
-                    ? (serverConfiguration.host, serverConfiguration.port)
-                    : serverConfiguration.webSocketPort != nil && server.webSocketAddress == nil
-                        ? ("WebSocket on \(serverConfiguration.host)", serverConfiguration.webSocketPort ?? 0)
-                        : ("metrics on \(serverConfiguration.metricsHost)", serverConfiguration.metricsPort ?? 0)
+                    if server.port == 0 {
+                        (serverConfiguration.host, serverConfiguration.port)
+                    } else if serverConfiguration.webSocketPort != nil && server.webSocketAddress == nil {
+                        ("WebSocket on \(serverConfiguration.host)", serverConfiguration.webSocketPort ?? 0)
+                    } else if serverConfiguration.metricsPort != nil && server.metricsAddress == nil {
+                        ("metrics on \(serverConfiguration.metricsHost)", serverConfiguration.metricsPort ?? 0)
+                    } else {
+                        ("the inspector on \(serverConfiguration.host)", serverConfiguration.web?.port ?? 0)
+                    }
                 Self.fail("cannot listen \(server.port != 0 ? "for " : "on ")\(host):\(port): \(error)")
                 return 1
             }
@@ -76,11 +80,12 @@ extension Daemon {
                         server.stop()
                     })
             }
-            Self.logStart(configuration, address: address, metrics: server.metricsAddress, modelName: modelName,
-                seq: graph.seq, logger: logger)
-            // Tests and scripts read the metrics port from this line; it comes before the listening line.
+            Self.logStart(configuration, address: address, metrics: server.metricsAddress, web: server.webAddress,
+                modelName: modelName, seq: graph.seq, logger: logger)
+            // Tests and scripts read the other ports from these lines; they come before the listening line, the last.
             if let metrics = server.metricsAddress { Self.announce("kvod metrics on \(metrics)\n") }
             if let webSocket = server.webSocketAddress { Self.announce("kvod websocket on \(webSocket)\n") }
+            if let web = server.webAddress { Self.announce("kvod inspector on http://\(web)/\n") }
             Self.announce("kvod listening on \(address)\n")
             withExtendedLifetime(server) { loop.run() }
             server.durability?.finish()
@@ -97,8 +102,8 @@ extension Daemon {
     /// The one line at start: what runs, where, on what, and how it is protected.
     @MainActor
     private static func logStart(
-        _ configuration: Configuration, address: String, metrics: String?, modelName: String, seq: UInt64,
-        logger: Logger
+        _ configuration: Configuration, address: String, metrics: String?, web: String?, modelName: String,
+        seq: UInt64, logger: Logger
     ) {
         let tokens = configuration.accessControl.tokens
         let readOnly = tokens.filter { $0.access == .readOnly }.count
@@ -106,7 +111,7 @@ extension Daemon {
             "version": "\(KVODVersion.current)", "address": "\(address)", "model": "\(modelName)",
             "seq": "\(seq)",
             "access": "\(tokens.isEmpty ? "open (no tokens)" : "\(tokens.count) tokens (\(readOnly) read-only)")",
-            "metrics": "\(metrics ?? "off")",
+            "metrics": "\(metrics ?? "off")", "inspector": "\(web.map { "http://\($0)/" } ?? "off")",
         ]
         // Durability: where the graph is kept and how often the journal reaches the disk.
         if let directory = configuration.dataDirectory {

@@ -135,6 +135,13 @@ struct DaemonOptions: ParsableArguments {
         "ws-origins", default: "any origin", valueName: "origins"))
     var wsOrigins: String?
 
+    // MARK: - Web inspector
+
+    @Option(help: .setting(
+        "Serve the web inspector (a page that browses, watches and sets the graph over WebSocket) on this port, on "
+            + "the same address; 0 picks a free one.", "web-port", default: "none (no inspector)", valueName: "port"))
+    var webPort: String?
+
     // MARK: - Observability
 
     @Option(help: .setting(

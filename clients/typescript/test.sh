@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The TypeScript client's checks: installs Debian's node-typescript (tsc) when missing, checks that dist/ is exactly
 # what tsc makes from src/ (so the committed build cannot go stale), then runs the node:test suites against a real kvod
-# ($KVOD_BIN, default .build/debug/kvod).
+# ($KVOD_BIN, default .build/debug/kvod). Also checks that the web inspector's copy of the client
+# (Sources/kvod/Inspector/kvod.js, embedded in kvod) is dist/index.js byte for byte.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # A relative KVOD_BIN (as `make test` passes it) is relative to where this was started, not to this folder.
@@ -18,6 +19,12 @@ tsc -p . --outDir "$fresh"
 if ! diff -r "$fresh" dist >/dev/null; then
     diff -r "$fresh" dist | head -n 20 >&2
     echo "test.sh: dist/ is not what tsc makes from src/: run 'tsc -p clients/typescript' and commit dist/" >&2
+    exit 1
+fi
+inspector_copy=../../Sources/kvod/Inspector/kvod.js
+if ! cmp -s dist/index.js "$inspector_copy"; then
+    echo "test.sh: Sources/kvod/Inspector/kvod.js (the web inspector's copy of the client) is not dist/index.js:" \
+        "run 'cp clients/typescript/dist/index.js Sources/kvod/Inspector/kvod.js', rebuild kvod and commit both" >&2
     exit 1
 fi
 # Node 20 has the standard WebSocket behind a flag (Node 22 has it by default); NODE_OPTIONS reaches the test files.

@@ -1,13 +1,31 @@
-// The Prometheus metrics endpoint: a tiny HTTP/1.1 server on the same loop as the protocol (`GET /metrics`, anything
-// else 404), with keep-alive, bounded request heads, a cap on connections and an idle timeout. Request parsing is
-// HTTPRequestParser.swift; the figures are StatsSnapshot.swift.
+// A tiny HTTP/1.1 server on the same loop as the protocol, for kvod's side ports: the Prometheus metrics endpoint
+// (MetricsEndpoint.swift) and the web inspector's static files (WebServer.swift). It owns the sockets — keep-alive,
+// bounded request heads, a cap on connections, an idle timeout — and asks a responder for each request; HEAD gets the
+// GET response without its body. Request parsing is HTTPRequestParser.swift.
 import Logging
 import UVLoop
 
-/// Serves `GET /metrics` on its own port. Loop-owned.
+/// One response: status, the headers besides `Content-Length` and `Connection` (which the server writes), and body.
+struct HTTPResponse {
+    var status: Int
+    var reason: String
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+
+    /// A `text/plain` response.
+    static func text(_ status: Int, _ reason: String, _ body: String, headers: [(name: String, value: String)] = [])
+        -> HTTPResponse
+    {
+        HTTPResponse(
+            status: status, reason: reason, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers,
+            body: Array(body.utf8))
+    }
+}
+
+/// Serves HTTP/1.1 on its own port, answering each request with `respond`. Loop-owned.
 @MainActor
-final class MetricsServer {
-    /// The most metrics connections open at once; more are closed on accept.
+final class HTTPServer {
+    /// The most connections open at once; more are closed on accept.
     static let maxConnections = 64
     /// A connection with no complete request for this long is closed.
     static let idleMilliseconds: UInt64 = 30_000
@@ -16,18 +34,22 @@ final class MetricsServer {
 
     private let loop: EventLoop
     private let logger: Logger
-    private let render: @MainActor () -> String
+    /// What the server is, for log lines: "metrics", "inspector".
+    private let name: String
+    private let respond: @MainActor (HTTPRequestHead) -> HTTPResponse
     private var listener: TCPListener?
     private var idleTimer: LoopTimer?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
 
     /// Listens on `host:port`; throws when it cannot.
     init(
-        loop: EventLoop, host: String, port: Int, logger: Logger, render: @escaping @MainActor () -> String
+        loop: EventLoop, host: String, port: Int, name: String, logger: Logger,
+        respond: @escaping @MainActor (HTTPRequestHead) -> HTTPResponse
     ) throws(UVError) {
         self.loop = loop
         self.logger = logger
-        self.render = render
+        self.name = name
+        self.respond = respond
         self.listener = try TCPListener(loop: loop, host: host, port: port) { [unowned self] stream in
             self.accept(stream)
         }
@@ -39,7 +61,10 @@ final class MetricsServer {
     /// The bound address, "127.0.0.1:9100".
     var localAddress: String { self.listener?.localAddress ?? "" }
 
-    /// Stops listening and closes every metrics connection.
+    /// The bound port.
+    var localPort: Int { self.listener?.localPort ?? 0 }
+
+    /// Stops listening and closes every connection.
     func close() {
         self.listener?.close()
         self.listener = nil
@@ -51,7 +76,8 @@ final class MetricsServer {
 
     private func accept(_ stream: TCPStream) {
         guard self.connections.count < Self.maxConnections else {
-            self.logger.warning("metrics connection refused: too many", metadata: ["connection.remote": "\(stream.remoteAddress)"])
+            self.logger.warning(
+                "\(self.name) connection refused: too many", metadata: ["connection.remote": "\(stream.remoteAddress)"])
             stream.close()
             return
         }
@@ -75,26 +101,11 @@ final class MetricsServer {
             heads = try connection.parser.feed(bytes)
         } catch {
             let status = error.status
-            connection.respond(
-                status: status.code, reason: status.reason, body: "\(status.reason)\n", keepAlive: false, head: false)
+            connection.send(.text(status.code, status.reason, "\(status.reason)\n"), keepAlive: false, head: false)
             return
         }
         for head in heads {
-            let isHead = head.method == "HEAD"
-            switch (head.path, head.method) {
-            case ("/metrics", "GET"), ("/metrics", "HEAD"):
-                connection.respond(
-                    status: 200, reason: "OK", body: self.render(), keepAlive: head.keepsAlive, head: isHead,
-                    contentType: "text/plain; version=0.0.4; charset=utf-8")
-            case ("/metrics", _):
-                connection.respond(
-                    status: 405, reason: "Method Not Allowed", body: "only GET and HEAD\n", keepAlive: head.keepsAlive,
-                    head: false, extraHeaders: "Allow: GET, HEAD\r\n")
-            default:
-                connection.respond(
-                    status: 404, reason: "Not Found", body: "not found: try /metrics\n", keepAlive: head.keepsAlive,
-                    head: isHead)
-            }
+            connection.send(self.respond(head), keepAlive: head.keepsAlive, head: head.method == "HEAD")
             if connection.isClosing { return }
         }
         if connection.stream.pendingWriteBytes > Self.maxPendingBytes { connection.stream.close() }
@@ -108,7 +119,7 @@ final class MetricsServer {
     }
 }
 
-/// One HTTP client of the metrics endpoint. Loop-owned.
+/// One HTTP client. Loop-owned.
 @MainActor
 private final class HTTPConnection {
     let stream: TCPStream
@@ -122,19 +133,16 @@ private final class HTTPConnection {
         self.lastActivity = now
     }
 
-    /// Writes one response; without keep-alive, half-closes after it and closes once the client is done.
-    func respond(
-        status: Int, reason: String, body: String, keepAlive: Bool, head: Bool,
-        contentType: String = "text/plain; charset=utf-8", extraHeaders: String = ""
-    ) {
+    /// Writes one response (without its body for HEAD); without keep-alive, half-closes after it and closes once the
+    /// client is done.
+    func send(_ response: HTTPResponse, keepAlive: Bool, head: Bool) {
         guard !self.isClosing else { return }
-        let bodyBytes = Array(body.utf8)
-        var response = "HTTP/1.1 \(status) \(reason)\r\n"
-        response += "Content-Type: \(contentType)\r\nContent-Length: \(bodyBytes.count)\r\n"
-        response += extraHeaders
-        response += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-        var bytes = Array(response.utf8)
-        if !head { bytes += bodyBytes }
+        var text = "HTTP/1.1 \(response.status) \(response.reason)\r\n"
+        for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
+        text += "Content-Length: \(response.body.count)\r\n"
+        text += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
+        var bytes = Array(text.utf8)
+        if !head { bytes += response.body }
         self.stream.write(bytes)
         if !keepAlive {
             self.isClosing = true

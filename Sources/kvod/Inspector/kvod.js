@@ -1,0 +1,505 @@
+// A kvod client for Node and browsers: promises for requests, async iterators for subscriptions, one error class per
+// error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
+// no gap and no duplicate (Protocol/README.md#resuming). Transports: TCP (`node:net`, Node only) and WebSocket (the
+// standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
+// MARK: - Errors
+/** An error kvod answered with: `code`, `message` and `data` as on the wire (Protocol/errors.md). */
+export class KvodError extends Error {
+    constructor(message, code, data) {
+        super(message);
+        this.name = new.target.name;
+        this.code = code;
+        this.data = data;
+    }
+}
+export class ParseError extends KvodError {
+}
+export class InvalidRequest extends KvodError {
+}
+export class MethodNotFound extends KvodError {
+}
+export class InvalidParams extends KvodError {
+}
+export class InternalError extends KvodError {
+}
+export class UndefinedKey extends KvodError {
+}
+export class ValidationFailed extends KvodError {
+}
+export class NullNotAllowed extends KvodError {
+}
+export class IndexOutOfRange extends KvodError {
+}
+export class TypeMismatch extends KvodError {
+}
+export class ReadOnlyKey extends KvodError {
+}
+export class UnknownSubscription extends KvodError {
+}
+export class Unauthorized extends KvodError {
+}
+export class LimitExceeded extends KvodError {
+}
+export class ResyncRequired extends KvodError {
+}
+/** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
+export class PreconditionFailed extends KvodError {
+}
+/** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
+export class ConnectionLost extends KvodError {
+}
+/** No answer (or no connection) within the client's timeout. */
+export class Timeout extends KvodError {
+}
+export const ERRORS = {
+    [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
+    [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
+    1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
+    1010: ResyncRequired, 1011: PreconditionFailed,
+};
+function errorFromWire(error) {
+    const ErrorType = ERRORS[error.code] ?? KvodError;
+    return new ErrorType(error.message, error.code, error.data);
+}
+async function connectTCP(address, events) {
+    const { host, port } = parseAddress(address);
+    const net = await import("node:net");
+    const socket = net.createConnection({ host, port });
+    socket.setEncoding("utf8");
+    socket.setNoDelay(true);
+    await new Promise((resolve, reject) => {
+        socket.once("connect", resolve);
+        socket.once("error", reject);
+    });
+    let buffered = "";
+    let closed = false;
+    const close = () => {
+        if (!closed) {
+            closed = true;
+            events.onClose();
+        }
+    };
+    socket.on("data", (chunk) => {
+        buffered += chunk;
+        let newline;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+            const line = buffered.slice(0, newline);
+            buffered = buffered.slice(newline + 1);
+            if (line.trim())
+                events.onMessage(line);
+        }
+    });
+    socket.on("error", () => socket.destroy());
+    socket.on("close", close);
+    return { send: (message) => { socket.write(message + "\n"); }, close: () => socket.destroy() };
+}
+async function connectWebSocket(address, events) {
+    const WebSocketType = globalThis.WebSocket;
+    if (!WebSocketType)
+        throw new ConnectionLost("no WebSocket in this environment (use the tcp transport)", -1);
+    const url = /^wss?:\/\//.test(address) ? address : `ws://${address}/`;
+    const socket = new WebSocketType(url);
+    await new Promise((resolve, reject) => {
+        socket.onopen = () => resolve();
+        socket.onerror = () => reject(new ConnectionLost(`cannot connect to ${url}`, -1));
+    });
+    socket.onmessage = (event) => events.onMessage(String(event.data));
+    socket.onclose = () => events.onClose();
+    socket.onerror = () => socket.close();
+    return { send: (message) => socket.send(message), close: () => socket.close() };
+}
+function parseAddress(address) {
+    const colon = address.lastIndexOf(":");
+    const port = Number(address.slice(colon + 1));
+    if (colon <= 0 || !Number.isInteger(port))
+        throw new TypeError(`not a host:port address: ${address}`);
+    return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port };
+}
+/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
+export class Subscription {
+    constructor(client, state) {
+        this.client = client;
+        this.state = state;
+        /** The seq the subscribe reported. */
+        this.seq = 0;
+        this.items = [];
+        this.waiting = [];
+    }
+    get path() { return this.state.path; }
+    /** kvod's id on the current connection (it changes after a reconnect). */
+    get id() { return this.state.serverId; }
+    get lastSeq() { return this.state.lastSeq; }
+    /** @internal */
+    push(item) {
+        const waiter = this.waiting.shift();
+        if (waiter)
+            waiter(item);
+        else
+            this.items.push(item);
+    }
+    /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed. */
+    next(timeoutMs) {
+        if (this.items.length > 0) {
+            const item = this.items.shift();
+            if (item === null)
+                this.items.unshift(null);
+            return Promise.resolve(item);
+        }
+        return new Promise((resolve, reject) => {
+            let timer;
+            const waiter = (item) => {
+                if (timer)
+                    clearTimeout(timer);
+                if (item === null)
+                    this.items.push(null);
+                resolve(item);
+            };
+            this.waiting.push(waiter);
+            if (timeoutMs !== undefined) {
+                timer = setTimeout(() => {
+                    const index = this.waiting.indexOf(waiter);
+                    if (index >= 0)
+                        this.waiting.splice(index, 1);
+                    reject(new Timeout(`no notification for ${this.path} within ${timeoutMs} ms`, -2));
+                }, timeoutMs);
+            }
+        });
+    }
+    async *[Symbol.asyncIterator]() {
+        while (true) {
+            const item = await this.next();
+            if (item === null)
+                return;
+            yield item;
+        }
+    }
+    unsubscribe() {
+        return this.client.unsubscribe(this);
+    }
+}
+/** Connects to kvod (several addresses are tried in turn) and says hello. */
+export async function connect(addresses, options = {}) {
+    const client = new Client(Array.isArray(addresses) ? addresses : [addresses], options);
+    await client.open();
+    return client;
+}
+export class Client {
+    constructor(addresses, options = {}) {
+        this.addresses = addresses;
+        this.options = options;
+        /** How many connections were made (1 + reconnections). */
+        this.connections = 0;
+        this.nextId = 1;
+        this.pending = new Map();
+        this.subscriptions = [];
+        this.byServerId = new Map();
+        this.connectedWaiters = [];
+        this.closed = false;
+        this.ready = false;
+        if (addresses.length === 0)
+            throw new TypeError("no address given");
+        addresses.forEach((address) => { if (!/^wss?:\/\//.test(address))
+            parseAddress(address); });
+        const isNode = typeof globalThis.process === "object";
+        const kind = options.transport ?? (isNode ? "tcp" : "websocket");
+        this.connector = kind === "tcp" ? connectTCP : connectWebSocket;
+        this.timeout = options.timeout ?? 10000;
+    }
+    /** @internal Opens the first connection. */
+    async open() {
+        await this.establish();
+    }
+    async establish() {
+        const errors = [];
+        for (const address of this.addresses) {
+            let transport;
+            try {
+                transport = await this.connector(address, {
+                    onMessage: (message) => this.route(message),
+                    onClose: () => { if (this.transport === transport)
+                        this.lost(); },
+                });
+            }
+            catch (error) {
+                errors.push(`${address}: ${error.message}`);
+                continue;
+            }
+            this.transport = transport;
+            try {
+                await this.setup();
+            }
+            catch (error) {
+                this.transport = undefined;
+                transport.close();
+                throw error;
+            }
+            this.connections += 1;
+            this.ready = true;
+            for (const waiter of this.connectedWaiters.splice(0))
+                waiter();
+            return;
+        }
+        throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
+    }
+    /** hello, then every live subscription again with `since` (a Resync item when kvod cannot replay that far). */
+    async setup() {
+        await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+        for (const state of [...this.subscriptions]) {
+            const since = state.lastSeq;
+            try {
+                await this.send("subscribe", this.subscribeParams(state, since), state);
+            }
+            catch (error) {
+                if (!(error instanceof ResyncRequired))
+                    throw error;
+                state.lastSeq = undefined;
+                state.priorSeq = undefined;
+                const result = (await this.send("subscribe", this.subscribeParams(state, undefined), state));
+                if (!state.options.includes("initial"))
+                    state.lastSeq = result.seq;
+                const data = (error.data ?? {});
+                state.subscription.push({ type: "resync", path: state.path, since: since ?? 0, oldest: data.oldest, seq: result.seq });
+            }
+        }
+    }
+    lost() {
+        this.ready = false;
+        this.transport = undefined;
+        this.byServerId.clear();
+        for (const state of this.subscriptions)
+            state.serverId = undefined;
+        for (const pending of this.pending.values())
+            pending.reject(new ConnectionLost("the connection closed before kvod answered", -1));
+        this.pending.clear();
+        if (this.closed || this.options.reconnect === false) {
+            for (const state of this.subscriptions)
+                state.subscription.push(null);
+            return;
+        }
+        void this.reconnect();
+    }
+    async reconnect() {
+        let backoff = 50;
+        while (!this.closed) {
+            try {
+                await this.establish();
+                return;
+            }
+            catch {
+                await new Promise((resolve) => setTimeout(resolve, backoff));
+                backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+            }
+        }
+    }
+    subscribeParams(state, since) {
+        const params = {
+            path: state.path,
+            options: since === undefined ? state.options : state.options.filter((option) => option !== "initial"),
+        };
+        if (state.context !== undefined)
+            params.context = state.context;
+        if (state.progress !== undefined)
+            params.progress = state.progress;
+        if (since !== undefined)
+            params.since = since;
+        return params;
+    }
+    /** Sends on the current connection (during setup too) and waits for the answer. */
+    send(method, params, state) {
+        const transport = this.transport;
+        if (!transport)
+            return Promise.reject(new ConnectionLost("not connected", -1));
+        const id = this.nextId++;
+        return new Promise((resolve, reject) => {
+            const timer = setTimeout(() => {
+                if (this.pending.delete(id))
+                    reject(new Timeout(`${method}: no answer within ${this.timeout} ms`, -2));
+            }, this.timeout);
+            this.pending.set(id, {
+                method, state,
+                resolve: (value) => { clearTimeout(timer); resolve(value); },
+                reject: (error) => { clearTimeout(timer); reject(error); },
+            });
+            transport.send(JSON.stringify(params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }));
+        });
+    }
+    route(text) {
+        const message = JSON.parse(text);
+        if (Array.isArray(message))
+            return;
+        if (message.id !== undefined && message.id !== null && ("result" in message || "error" in message)) {
+            const pending = this.pending.get(message.id);
+            if (!pending)
+                return;
+            this.pending.delete(message.id);
+            if (message.error) {
+                pending.reject(errorFromWire(message.error));
+                return;
+            }
+            if (pending.method === "subscribe" && pending.state)
+                this.registered(pending.state, message.result);
+            pending.resolve(message.result);
+            return;
+        }
+        const params = message.params ?? {};
+        if (message.method === "change") {
+            const state = this.byServerId.get(params.subscription);
+            if (!state || !state.active)
+                return;
+            const change = {
+                type: "change", path: params.path, kind: params.kind, seq: params.seq, prior: params.prior === true,
+                initial: params.initial === true,
+            };
+            if ("new" in params)
+                change.new = params.new;
+            if ("old" in params)
+                change.old = params.old;
+            if (params.indexes)
+                change.indexes = params.indexes;
+            if ("context" in params)
+                change.context = params.context;
+            if (this.accept(state, change))
+                state.subscription.push(change);
+        }
+        else if (message.method === "progress") {
+            const state = this.byServerId.get(params.subscription);
+            if (state && typeof params.seq === "number")
+                state.lastSeq = Math.max(state.lastSeq ?? 0, params.seq);
+        }
+        else if (message.method === "closing") {
+            this.closingReason = params.reason;
+        }
+    }
+    /** Advances the resume point; false for a replayed notification the caller already has. */
+    accept(state, change) {
+        if (change.prior) {
+            if (state.priorSeq === change.seq || (state.lastSeq !== undefined && change.seq <= state.lastSeq))
+                return false;
+            state.priorSeq = change.seq;
+            return true;
+        }
+        if (state.lastSeq !== undefined && change.seq <= state.lastSeq && !change.initial)
+            return false;
+        state.priorSeq = undefined;
+        state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);
+        return true;
+    }
+    registered(state, result) {
+        if (state.serverId !== undefined)
+            this.byServerId.delete(state.serverId);
+        state.serverId = result.subscription;
+        this.byServerId.set(result.subscription, state);
+        if (state.lastSeq === undefined && !state.options.includes("initial"))
+            state.lastSeq = result.seq;
+        if (!this.subscriptions.includes(state))
+            this.subscriptions.push(state);
+    }
+    async whenConnected() {
+        if (this.ready)
+            return;
+        if (this.closed)
+            throw new ConnectionLost("the client is closed", -1);
+        await new Promise((resolve, reject) => {
+            const timer = setTimeout(() => {
+                this.connectedWaiters = this.connectedWaiters.filter((waiter) => waiter !== done);
+                reject(new Timeout(`not connected to kvod within ${this.timeout} ms`, -2));
+            }, this.timeout);
+            const done = () => { clearTimeout(timer); resolve(); };
+            this.connectedWaiters.push(done);
+        });
+    }
+    /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. */
+    async call(method, params) {
+        await this.whenConnected();
+        return this.send(method, params);
+    }
+    hello(token) {
+        if (token !== undefined)
+            this.options.token = token;
+        return this.call("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    }
+    async ping() { return (await this.call("ping")); }
+    async get(path) { return (await this.call("get", { path })).value; }
+    async getWithSeq(path) {
+        return (await this.call("get", { path }));
+    }
+    /** `{value, seq, modSeq}`: the value with the seq that last stored the key (null when never set). */
+    async getMeta(path) {
+        return (await this.call("get", { path, meta: true }));
+    }
+    /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
+     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. */
+    async set(path, value, condition = {}) {
+        const conditions = [];
+        if (condition.ifModSeq !== undefined)
+            conditions.push({ modSeq: condition.ifModSeq });
+        if ("ifValue" in condition)
+            conditions.push({ value: condition.ifValue });
+        if (condition.ifAbsent)
+            conditions.push({ absent: true });
+        if (conditions.length > 1)
+            throw new TypeError("give at most one of ifModSeq, ifValue, ifAbsent");
+        return this.seqOf("set", conditions.length === 1 ? { path, value, if: conditions[0] } : { path, value });
+    }
+    /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
+    async insert(path, change) {
+        return this.seqOf("insert", { path, ...change });
+    }
+    async remove(path, change) {
+        return this.seqOf("remove", { path, ...change });
+    }
+    async replace(path, change) {
+        return this.seqOf("replace", { path, ...change });
+    }
+    async union(path, values) { return this.seqOf("union", { path, values }); }
+    async minus(path, values) { return this.seqOf("minus", { path, values }); }
+    async intersect(path, values) { return this.seqOf("intersect", { path, values }); }
+    async setMembers(path, values) { return this.seqOf("setMembers", { path, values }); }
+    /** Applies `{method, params}` ops atomically. */
+    async transaction(ops) { return this.seqOf("transaction", { ops }); }
+    async validate(path, value) {
+        return (await this.call("validate", { path, value })).value;
+    }
+    describe(path) { return this.call("describe", path === undefined ? {} : { path }); }
+    observers(path) { return this.call("observers", path === undefined ? {} : { path }); }
+    stats() { return this.call("stats"); }
+    async seqOf(method, params) {
+        return (await this.call(method, params)).seq;
+    }
+    /** Observes `path` with KVO's options; the subscription resumes by itself after a reconnect. */
+    async subscribe(path, options = {}) {
+        const state = {
+            path, options: options.options ?? ["new"], context: options.context, progress: options.progress,
+            lastSeq: options.since, active: true,
+        };
+        const subscription = new Subscription(this, state);
+        state.subscription = subscription;
+        await this.whenConnected();
+        const result = (await this.send("subscribe", this.subscribeParams(state, options.since), state));
+        subscription.seq = result.seq;
+        return subscription;
+    }
+    async unsubscribe(subscription) {
+        const state = subscription.state;
+        const serverId = state.serverId;
+        state.active = false;
+        this.subscriptions.splice(this.subscriptions.indexOf(state) >>> 0, this.subscriptions.includes(state) ? 1 : 0);
+        if (serverId !== undefined)
+            this.byServerId.delete(serverId);
+        subscription.push(null);
+        if (serverId !== undefined) {
+            try {
+                await this.call("unsubscribe", { subscription: serverId });
+            }
+            catch {
+                // gone with its connection, or already ended
+            }
+        }
+    }
+    close() {
+        this.closed = true;
+        this.transport?.close();
+        for (const state of this.subscriptions)
+            state.subscription.push(null);
+    }
+}
