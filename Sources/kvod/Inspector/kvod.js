@@ -423,23 +423,35 @@ export class Client {
     async getWithSeq(path) {
         return (await this.call("get", { path }));
     }
-    /** `{value, seq, modSeq}`: the value with the seq that last stored the key (null when never set). */
+    /** `{value, seq, modSeq, expires}`: the value with the seq that last stored the key (null when never set) and when
+     * its ttl passes (epoch milliseconds; null without one). */
     async getMeta(path) {
         return (await this.call("get", { path, meta: true }));
     }
     /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
-     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. */
-    async set(path, value, condition = {}) {
+     * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. With
+     * `ttl` (seconds), kvod sets the key to null when it passes, unless a later set moves or clears the deadline. */
+    async set(path, value, options = {}) {
         const conditions = [];
-        if (condition.ifModSeq !== undefined)
-            conditions.push({ modSeq: condition.ifModSeq });
-        if ("ifValue" in condition)
-            conditions.push({ value: condition.ifValue });
-        if (condition.ifAbsent)
+        if (options.ifModSeq !== undefined)
+            conditions.push({ modSeq: options.ifModSeq });
+        if ("ifValue" in options)
+            conditions.push({ value: options.ifValue });
+        if (options.ifAbsent)
             conditions.push({ absent: true });
         if (conditions.length > 1)
             throw new TypeError("give at most one of ifModSeq, ifValue, ifAbsent");
-        return this.seqOf("set", conditions.length === 1 ? { path, value, if: conditions[0] } : { path, value });
+        const params = { path, value };
+        if (conditions.length === 1)
+            params.if = conditions[0];
+        if (options.ttl !== undefined)
+            params.ttl = options.ttl;
+        return this.seqOf("set", params);
+    }
+    /** Registers ops (transaction's format) that kvod runs as one transaction when this connection ends; `[]` cancels.
+     * The registration belongs to the connection: after a reconnection, register again. Resolves with the op count. */
+    async onDisconnect(ops) {
+        return (await this.call("onDisconnect", { ops })).ops;
     }
     /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
     async insert(path, change) {
