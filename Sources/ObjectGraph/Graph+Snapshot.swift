@@ -52,9 +52,8 @@ extension Graph {
         if self.manualBrackets.isEmpty && self.undoLog == nil { self.collectGarbage() }
         let objects = self.objects.values.sorted { $0.id < $1.id }.map { object in
             GraphSnapshot.Object(
-                id: object.id, className: object.objectClass.name, keys: object.keys,
-                values: object.keys.map { object.value(forKey: $0) ?? .null },
-                modSeqs: object.keys.map { object.modSeq(forKey: $0) ?? 0 })
+                id: object.id, className: object.objectClass.name, keys: object.keys, values: object.values,
+                modSeqs: object.modSeqs)
         }
         return GraphSnapshot(
             seq: self.seq, nextObjectID: self.nextObjectID, objects: objects, deadlines: self.allDeadlines())
@@ -143,10 +142,13 @@ public final class GraphRestorer {
     func finish(into graph: Graph) throws(SnapshotError) {
         guard self.restored[.root] != nil else { throw SnapshotError("the snapshot has no root object") }
         for object in self.restored.values {
-            for key in object.keys {
-                var missing: ObjectID?
-                Graph.forEachReferenceIn(object.value(forKey: key) ?? .null) { if self.restored[$0] == nil { missing = $0 } }
-                if let missing { throw SnapshotError("$\(object.id).\(key) refers to $\(missing), which the snapshot lacks") }
+            var dangling: (key: String, missing: ObjectID)?
+            object.forEachValue { key, value in
+                guard dangling == nil else { return }
+                Graph.forEachReferenceIn(value) { if self.restored[$0] == nil { dangling = (key, $0) } }
+            }
+            if let dangling {
+                throw SnapshotError("$\(object.id).\(dangling.key) refers to $\(dangling.missing), which the snapshot lacks")
             }
         }
         if let orphan = self.deadlines.objects.first(where: { self.restored[$0] == nil }) {

@@ -138,9 +138,7 @@ public final class Graph {
             }
             var record = Record(id: id)
             record.keys = object.keys
-            record.values = object.keys.map {
-                self.export(object.value(forKey: $0) ?? .null, seen: &seen, depth: depth + 1)
-            }
+            record.values = object.values.map { self.export($0, seen: &seen, depth: depth + 1) }
             return .record(record)
         }
     }

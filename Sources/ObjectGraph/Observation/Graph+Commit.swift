@@ -84,9 +84,7 @@ extension Graph {
         stack.append(contentsOf: self.deadlines.objects)
         while let id = stack.popLast() {
             guard marked.insert(id).inserted, let object = self.objects[id] else { continue }
-            for key in object.keys {
-                Self.references(in: object.value(forKey: key) ?? .null, into: &stack)
-            }
+            object.forEachValue { _, value in Self.references(in: value, into: &stack) }
         }
         if marked.count == self.objects.count { return }
         self.objects = self.objects.filter { marked.contains($0.key) }
