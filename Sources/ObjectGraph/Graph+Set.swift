@@ -90,12 +90,41 @@ extension Graph {
     public func set(
         _ path: KeyPath, to value: Value, if condition: WriteCondition? = nil, expiresAt: UInt64? = nil
     ) throws(GraphError) -> SetResult {
+        if condition == nil, expiresAt == nil, let seq = self.plainStore(path, value) {
+            return SetResult(seq: seq, storedValue: nil)
+        }
         if let condition { try self.check(condition, at: path) }
         let planned = try self.planSet(path, value, expiresAt: expiresAt)
         let seq = self.commit(mutations: planned.mutations) { self.apply(planned) }
         // What was stored, read back when validation changed the value (so created objects show their ids).
         let stored = planned.storedValue.map { _ in (try? self.get(path)) ?? .null }
         return SetResult(seq: seq, storedValue: stored)
+    }
+
+    /// The fast path of a set nobody observes: a scalar stored under an undeclared key of an existing open object
+    /// reached through existing objects, with no observer of that key (no trigger), no deadline on it, outside any
+    /// bracket or transaction. Exactly what the general path does in that case — take a seq, store value and modSeq —
+    /// without planning, brackets or allocation. Nil when any condition does not hold (the general path then runs and
+    /// reports any error).
+    private func plainStore(_ path: KeyPath, _ value: Value) -> UInt64? {
+        guard value.isPlainScalar, let last = path.keys.last, self.undoLog == nil, self.manualBrackets.isEmpty,
+            var object = self.objects[path.origin]
+        else { return nil }
+        for key in path.keys.dropLast() {
+            guard object.objectClass.isOpen, object.objectClass.property(key) == nil,
+                case .object(let id)? = object.value(forKey: key), let next = self.objects[id]
+            else { return nil }
+            object = next
+        }
+        guard object.objectClass.isOpen, object.objectClass.property(last) == nil, last.utf8.first != UInt8(ascii: "@")
+        else { return nil }
+        let touch = Touch(object: object.id, key: last)
+        guard self.registry.triggerIndex.isEmpty || self.registry.triggerIndex[touch] == nil,
+            self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil
+        else { return nil }
+        self.seq += 1
+        object.setValue(value, forKey: last, modSeq: self.seq)
+        return self.seq
     }
 
     /// Validates a set and describes it: the keys it touches (none under the onChange policy when unchanged, or
