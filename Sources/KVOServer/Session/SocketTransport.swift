@@ -42,28 +42,19 @@ final class SocketTransport: Transport {
     private let settings: SocketTransportSettings
     private(set) var mode: Mode
     private var framer: LineFramer?
-    private var handshake: WebSocketHandshake?
-    private var decoder: WebSocketFrameDecoder?
-    /// Output the session wrote while the upgrade was pending.
-    private var heldOutput: [UInt8] = []
-    private var handshakeStarted = false
-    /// An upgrade request must be complete within `handshakeMilliseconds` of its first byte (else 408).
-    private var handshakeTimer: LoopTimer?
-    static let handshakeMilliseconds: UInt64 = 10_000
-    /// The close frame's code after a protocol error (1002, 1003, 1007).
-    private var failureCode: WebSocketCloseCode?
-    /// The code the peer's close frame carried (echoed in ours).
-    private var peerCloseCode: WebSocketCloseCode?
-    private var sentCloseFrame = false
-    /// True once the upgrade was answered: output goes out as frames. (Not `decoder != nil`: the decoder is being
-    /// mutated while its events run, and they can write and close.)
-    private var isWebSocket = false
-    /// The loop time of the last input (WebSocket keepalive).
-    private var lastInputAt: UInt64 = 0
-    private var pingTimer: LoopTimer?
+    /// What only a WebSocket needs, made when a connection turns out to be one (a TCP connection pays a pointer).
+    private var webSocketState: WebSocketState?
+    private var webSocket: WebSocketState {
+        if let state = self.webSocketState { return state }
+        let state = WebSocketState()
+        self.webSocketState = state
+        return state
+    }
     let remoteAddress: String
     var kind: String { self.mode == .webSocket || self.mode == .handshake ? "websocket" : "tcp" }
     private var lingerTimer: LoopTimer?
+    /// An upgrade request must be complete within this long after its first byte (else 408).
+    static let handshakeMilliseconds: UInt64 = 10_000
 
     /// A transport for `stream`; `webSocketOnly` for `--ws-port`, where a JSON line gets 400.
     init(stream: TCPStream, loop: EventLoop, settings: SocketTransportSettings, webSocketOnly: Bool = false) {
@@ -72,7 +63,7 @@ final class SocketTransport: Transport {
         self.settings = settings
         self.remoteAddress = stream.remoteAddress
         self.mode = webSocketOnly ? .handshake : .detecting
-        if webSocketOnly { self.handshake = WebSocketHandshake() }
+        if webSocketOnly { self.webSocket.handshake = WebSocketHandshake() }
     }
 
     /// Starts reading; messages go to the session as they complete.
@@ -82,10 +73,10 @@ final class SocketTransport: Transport {
         self.stream.onClose = { [unowned self] in
             self.lingerTimer?.close()
             self.lingerTimer = nil
-            self.pingTimer?.close()
-            self.pingTimer = nil
-            self.handshakeTimer?.close()
-            self.handshakeTimer = nil
+            self.webSocketState?.pingTimer?.close()
+            self.webSocketState?.pingTimer = nil
+            self.webSocketState?.handshakeTimer?.close()
+            self.webSocketState?.handshakeTimer = nil
             self.events?.transportClosed()
         }
         self.stream.setNoDelay(true)
@@ -105,7 +96,7 @@ final class SocketTransport: Transport {
         case .detecting:
             if bytes.first == UInt8(ascii: "G") {
                 self.mode = .handshake
-                self.handshake = WebSocketHandshake()
+                self.webSocket.handshake = WebSocketHandshake()
                 self.receiveHandshake(bytes, events)
             } else {
                 self.mode = .lines
@@ -128,9 +119,9 @@ final class SocketTransport: Transport {
     }
 
     private func receiveHandshake(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
-        if !self.handshakeStarted {
+        if !self.webSocket.handshakeStarted {
             // On the WebSocket port a JSON line (or anything but `GET `) is refused at once, not after 8 KiB.
-            self.handshakeStarted = true
+            self.webSocket.handshakeStarted = true
             guard WebSocketHandshake.looksLikeHTTP(bytes) else {
                 self.refuse(status: 400, reason: "expected a WebSocket upgrade (GET)", headers: [], events)
                 return
@@ -138,16 +129,16 @@ final class SocketTransport: Transport {
             if let timer = try? LoopTimer(loop: self.loop) {
                 try? timer.start(afterMilliseconds: Self.handshakeMilliseconds) { [unowned self] in
                     guard self.mode == .handshake, let events = self.events else { return }
-                    self.handshake = nil
+                    self.webSocket.handshake = nil
                     self.refuse(status: 408, reason: "the upgrade request was not complete in time", headers: [], events)
                 }
-                self.handshakeTimer = timer
+                self.webSocket.handshakeTimer = timer
             }
         }
-        guard let outcome = self.handshake?.feed(bytes) else { return }
-        self.handshake = nil
-        self.handshakeTimer?.close()
-        self.handshakeTimer = nil
+        guard let outcome = self.webSocket.handshake?.feed(bytes) else { return }
+        self.webSocket.handshake = nil
+        self.webSocket.handshakeTimer?.close()
+        self.webSocket.handshakeTimer = nil
         switch outcome {
         case .reject(let status, let reason, let headers):
             self.refuse(status: status, reason: reason, headers: headers, events)
@@ -158,13 +149,13 @@ final class SocketTransport: Transport {
             }
             self.stream.write(WebSocketHandshake.acceptResponse(key: request.key))
             self.mode = .webSocket
-            self.isWebSocket = true
-            self.decoder = WebSocketFrameDecoder(maxMessageBytes: self.settings.maxMessageBytes)
-            self.lastInputAt = self.loop.nowMilliseconds
+            self.webSocket.isWebSocket = true
+            self.webSocket.decoder = WebSocketFrameDecoder(maxMessageBytes: self.settings.maxMessageBytes)
+            self.webSocket.lastInputAt = self.loop.nowMilliseconds
             self.startPings()
-            if !self.heldOutput.isEmpty {
-                let held = self.heldOutput
-                self.heldOutput = []
+            if !self.webSocket.heldOutput.isEmpty {
+                let held = self.webSocket.heldOutput
+                self.webSocket.heldOutput = []
                 held.withUnsafeBytes { self.write($0) }
             }
             if !request.leftover.isEmpty { request.leftover.withUnsafeBytes { self.receiveFrames($0, events) } }
@@ -176,26 +167,26 @@ final class SocketTransport: Transport {
         status: Int, reason: String, headers: [WebSocketHandshake.Header], _ events: any TransportEvents
     ) {
         self.mode = .done
-        self.heldOutput = []
+        self.webSocket.heldOutput = []
         self.stream.write(WebSocketHandshake.errorResponse(status: status, reason: reason, extraHeaders: headers))
         events.transportFailed(.protocolError, detail: "\(status) \(reason)")
     }
 
     private func receiveFrames(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
-        self.lastInputAt = self.loop.nowMilliseconds
+        self.webSocket.lastInputAt = self.loop.nowMilliseconds
         do {
-            try self.decoder?.feed(bytes) { event in
+            try self.webSocket.decoder?.feed(bytes) { event in
                 switch event {
                 case .text(let payload):
                     events.transportReceived(payload)
                 case .ping(let payload):
                     var frame: [UInt8] = []
                     WebSocketFrameEncoder.appendPong(payload, to: &frame)
-                    if !self.sentCloseFrame { self.stream.write(frame) }
+                    if !self.webSocket.sentCloseFrame { self.stream.write(frame) }
                 case .pong:
                     break
                 case .close(let code, _):
-                    self.peerCloseCode = code ?? .normal
+                    self.webSocket.peerCloseCode = code ?? .normal
                     events.transportEnded(error: false)
                 }
             }
@@ -204,7 +195,7 @@ final class SocketTransport: Transport {
             if error.code == .messageTooBig {
                 events.transportReceivedTooLong(limit: self.settings.maxMessageBytes)
             } else {
-                self.failureCode = error.code
+                self.webSocket.failureCode = error.code
                 events.transportFailed(.protocolError, detail: error.message)
             }
         }
@@ -217,9 +208,9 @@ final class SocketTransport: Transport {
         case .detecting, .lines:
             _ = self.stream.write(messages)
         case .handshake:
-            self.heldOutput.append(contentsOf: messages)
+            self.webSocket.heldOutput.append(contentsOf: messages)
         case .webSocket, .done:
-            guard self.isWebSocket, !self.sentCloseFrame else { return }
+            guard self.webSocket.isWebSocket, !self.webSocket.sentCloseFrame else { return }
             // One text frame per message: the session's output is whole messages, each ending in a newline.
             var frames: [UInt8] = []
             frames.reserveCapacity(messages.count + 16)
@@ -257,7 +248,7 @@ final class SocketTransport: Transport {
             if self.mode == .handshake {
                 // Closed before the upgrade was answered (too many connections, shutdown): an HTTP answer.
                 self.mode = .done
-                self.heldOutput = []
+                self.webSocket.heldOutput = []
                 self.stream.write(WebSocketHandshake.errorResponse(status: 503, reason: reason.rawValue))
             }
             self.sendCloseFrame(for: reason)
@@ -273,9 +264,9 @@ final class SocketTransport: Transport {
 
     /// On a WebSocket: the close frame, with the peer's code echoed or the code for `reason`.
     private func sendCloseFrame(for reason: CloseReason) {
-        guard self.isWebSocket, !self.sentCloseFrame else { return }
-        self.sentCloseFrame = true
-        let code = self.failureCode ?? self.peerCloseCode ?? Self.closeCode(for: reason)
+        guard let state = self.webSocketState, state.isWebSocket, !state.sentCloseFrame else { return }
+        state.sentCloseFrame = true
+        let code = state.failureCode ?? state.peerCloseCode ?? Self.closeCode(for: reason)
         var frame: [UInt8] = []
         WebSocketFrameEncoder.appendClose(
             code: code.isAllowedOnWire ? code : .normal, reason: reason == .clientClosed ? "" : reason.rawValue,
@@ -301,16 +292,16 @@ final class SocketTransport: Transport {
         guard interval > 0, let timer = try? LoopTimer(loop: self.loop) else { return }
         do {
             try timer.start(afterMilliseconds: interval, repeatMilliseconds: interval) { [unowned self] in
-                let silent = self.loop.nowMilliseconds &- self.lastInputAt
+                let silent = self.loop.nowMilliseconds &- self.webSocket.lastInputAt
                 if silent >= 2 * interval {
                     self.events?.transportEnded(error: true)
-                } else if silent >= interval && !self.sentCloseFrame {
+                } else if silent >= interval && !self.webSocket.sentCloseFrame {
                     var frame: [UInt8] = []
                     WebSocketFrameEncoder.appendPing(Array("kvod".utf8), to: &frame)
                     self.stream.write(frame)
                 }
             }
-            self.pingTimer = timer
+            self.webSocket.pingTimer = timer
         } catch {
             timer.close()
         }
@@ -319,8 +310,8 @@ final class SocketTransport: Transport {
     /// A graceful close waits for queued output to reach the socket, which never happens if the client stopped
     /// reading with its buffers full: after `closeDeadlineMilliseconds` the socket is closed regardless.
     private func armCloseDeadline() {
-        self.pingTimer?.close()
-        self.pingTimer = nil
+        self.webSocketState?.pingTimer?.close()
+        self.webSocketState?.pingTimer = nil
         guard let timer = try? LoopTimer(loop: self.loop) else { return self.stream.close() }
         do {
             try timer.start(afterMilliseconds: Self.closeDeadlineMilliseconds) { [stream = self.stream] in stream.close() }
@@ -354,4 +345,27 @@ final class SocketTransport: Transport {
 
     /// How long a server-initiated close waits for the client to close its end.
     static let lingerMilliseconds: UInt64 = 2000
+}
+
+/// A WebSocket connection's state (SocketTransport). Loop-owned.
+@MainActor
+private final class WebSocketState {
+    var handshake: WebSocketHandshake?
+    var decoder: WebSocketFrameDecoder?
+    /// Output the session wrote while the upgrade was pending.
+    var heldOutput: [UInt8] = []
+    var handshakeStarted = false
+    /// An upgrade request must be complete within `handshakeMilliseconds` of its first byte (else 408).
+    var handshakeTimer: LoopTimer?
+    /// The close frame's code after a protocol error (1002, 1003, 1007).
+    var failureCode: WebSocketCloseCode?
+    /// The code the peer's close frame carried (echoed in ours).
+    var peerCloseCode: WebSocketCloseCode?
+    var sentCloseFrame = false
+    /// True once the upgrade was answered: output goes out as frames. (Not `decoder != nil`: the decoder is being
+    /// mutated while its events run, and they can write and close.)
+    var isWebSocket = false
+    /// The loop time of the last input (WebSocket keepalive).
+    var lastInputAt: UInt64 = 0
+    var pingTimer: LoopTimer?
 }
