@@ -37,6 +37,19 @@ extension Dispatcher {
     }
 
     func set(_ request: RPCRequest, on session: Session) throws {
+        // The common request, `{"path": P, "value": V}` and nothing else, read without the general parameter reader.
+        if case .object(let object)? = request.params, object.count == 2 {
+            let pathFirst = object.keys[0] == "path"
+            if pathFirst ? object.keys[1] == "value" : object.keys[0] == "value" && object.keys[1] == "path",
+                case .string(let text) = object.values[pathFirst ? 0 : 1]
+            {
+                let result = try self.context.graph.set(
+                    self.keyPath(text), to: Value(json: object.values[pathFirst ? 1 : 0]))
+                self.committed(result.seq)
+                self.writeSetResult(result)
+                return
+            }
+        }
         // A `ttl` becomes an absolute `expiresAt`, which is what is applied and journaled.
         let resolved = try MutationRequest.resolvingTTL(
             request.params, nowEpochMilliseconds: self.context.clock.epochMilliseconds)
@@ -48,13 +61,17 @@ extension Dispatcher {
         let expiresAt = try MutationRequest.parseExpiresAt(params["expiresAt"])
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
         let result = try self.context.graph.set(path, to: value, if: condition, expiresAt: expiresAt)
-        let stored = result.storedValue
         self.committed(result.seq, params: expiresAt == nil ? nil : resolved)
+        self.writeSetResult(result)
+    }
+
+    /// `{"seq":N}`, and `"value"` when validation stored something else than was sent (coerced, trimmed, a null
+    /// replacement).
+    private func writeSetResult(_ result: SetResult) {
         self.writeResult {
             $0.append(contentsOf: #"{"seq":"#.utf8)
             JSONWriter.appendInt(Int64(result.seq), to: &$0)
-            if let stored {
-                // Validation stored something else than was sent (coerced, trimmed, a null replacement).
+            if let stored = result.storedValue {
                 $0.append(contentsOf: #","value":"#.utf8)
                 stored.appendJSON(to: &$0)
             }
