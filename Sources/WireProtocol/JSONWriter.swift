@@ -108,7 +108,7 @@ public enum JSONWriter {
                 digits[first] = UInt8(ascii: "0") &+ UInt8(remainder)
                 magnitude = quotient
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[first...]))
         }
     }
 
@@ -133,7 +133,7 @@ public enum JSONWriter {
 
     /// Appends ASCII text known at compile time.
     @inline(__always)
-    static func appendLiteral(_ literal: StaticString, to bytes: inout [UInt8]) {
+    public static func appendLiteral(_ literal: StaticString, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 }

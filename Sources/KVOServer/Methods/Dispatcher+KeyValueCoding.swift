@@ -69,7 +69,7 @@ extension Dispatcher {
     /// replacement).
     private func writeSetResult(_ result: SetResult) {
         self.writeResult {
-            $0.append(contentsOf: #"{"seq":"#.utf8)
+            JSONWriter.appendLiteral(#"{"seq":"#, to: &$0)
             JSONWriter.appendInt(Int64(result.seq), to: &$0)
             if let stored = result.storedValue {
                 $0.append(contentsOf: #","value":"#.utf8)
