@@ -1,5 +1,5 @@
 // The web inspector's files (Inspector/, embedded in the executable at build time), handed to the server as bytes
-// for `--web-port`: the page, its code and style, and the TypeScript client it imports (Inspector/kvod.js, a copy of
+// for `--web-port`: the page, its code and style, and the TypeScript client it imports (Inspector/kvod.js, a link to
 // clients/typescript/dist/index.js). What the page does is Inspector/inspector.js; how it is served, KVOServer's
 // WebServer.swift.
 import KVOServer

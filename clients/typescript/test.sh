@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The TypeScript client's checks: installs Debian's node-typescript (tsc) when missing, checks that dist/ is exactly
 # what tsc makes from src/ (so the committed build cannot go stale), then runs the node:test suites against a real kvod
-# ($KVOD_BIN, default .build/debug/kvod). Also checks that the web inspector's copy of the client
-# (Sources/kvod/Inspector/kvod.js, embedded in kvod) is dist/index.js byte for byte.
+# ($KVOD_BIN, default .build/debug/kvod). Also checks that what the web inspector embeds as its client
+# (Sources/kvod/Inspector/kvod.js, a symbolic link to dist/index.js) is dist/index.js.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # A relative KVOD_BIN (as `make test` passes it) is relative to where this was started, not to this folder.
@@ -23,8 +23,8 @@ if ! diff -r "$fresh" dist >/dev/null; then
 fi
 inspector_copy=../../Sources/kvod/Inspector/kvod.js
 if ! cmp -s dist/index.js "$inspector_copy"; then
-    echo "test.sh: Sources/kvod/Inspector/kvod.js (the web inspector's copy of the client) is not dist/index.js:" \
-        "run 'cp clients/typescript/dist/index.js Sources/kvod/Inspector/kvod.js', rebuild kvod and commit both" >&2
+    echo "test.sh: Sources/kvod/Inspector/kvod.js (what the web inspector embeds) is not dist/index.js: make it" \
+        "the link again ('ln -sf ../../../clients/typescript/dist/index.js Sources/kvod/Inspector/kvod.js')" >&2
     exit 1
 fi
 # Node 20 has the standard WebSocket behind a flag (Node 22 has it by default); NODE_OPTIONS reaches the test files.
