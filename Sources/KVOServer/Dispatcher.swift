@@ -58,7 +58,7 @@ final class Dispatcher {
             var response = self.response
             self.response = []
             response.removeAll(keepingCapacity: true)
-            self.perform(parsed, on: session, into: &response)
+            self.perform(parsed, on: session, into: &response, direct: true)
             if !response.isEmpty {
                 response.append(UInt8(ascii: "\n"))
                 session.enqueue(bytes: response)
@@ -95,7 +95,11 @@ final class Dispatcher {
     /// Performs one parsed request; appends its response object (nothing for a notification) to `response`.
     /// Every request is counted here, once, whatever becomes of it; a committed mutation is counted and reported
     /// to the mutation log (the journal) before its response can leave.
-    private func perform(_ parsed: RPCParsed, on session: Session, into response: inout [UInt8]) {
+    /// With `direct`, a successful response to a request with an integer id goes straight into the session's output
+    /// (a single request: nothing is built in between); otherwise it is appended to `response`.
+    private func perform(
+        _ parsed: RPCParsed, on session: Session, into response: inout [UInt8], direct: Bool = false
+    ) {
         switch parsed {
         case .invalid(let id, let error):
             RPCEncoder.appendError(id: id ?? .null, error: error, to: &response)
@@ -112,6 +116,10 @@ final class Dispatcher {
                     self.committedParams = nil
                 }
                 guard let id = request.id else { return }
+                if direct, case .int(let number) = id {
+                    session.enqueueResponse(id: number, result: self.result)
+                    return
+                }
                 // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
                 RPCEncoder.appendResultPrefix(id: id, to: &response)
                 response.append(contentsOf: self.result)
@@ -168,6 +176,11 @@ final class Dispatcher {
     /// Appends to the current request's result.
     func writeResult(_ write: (inout [UInt8]) -> Void) {
         write(&self.result)
+    }
+
+    /// Writes the result `{"KEY":N}` (`prefix` is `{"KEY":`), without a closure: a mutation's `{"seq":N}`.
+    func writeResult(objectPrefix prefix: StaticString, int value: Int64) {
+        JSONWriter.appendObject(prefix: prefix, int: value, to: &self.result)
     }
 
     /// Queues an initial notification to follow the current response (or batch response).

@@ -59,17 +59,28 @@ struct OutputBuffer: ~Copyable {
         self.count += count
     }
 
-    /// Appends the decimal digits of a non-negative integer.
-    mutating func appendDecimal(_ value: Int) {
-        var digits: [UInt8] = []
-        digits.reserveCapacity(20)
-        var rest = value.magnitude
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+    /// Appends an integer's decimal digits, written in place.
+    @inline(__always)
+    mutating func appendInteger(_ value: Int64) {
+        var magnitude = value.magnitude
+        var digits = 1
+        var rest = magnitude
+        while rest >= 10 {
             rest /= 10
-        } while rest > 0
-        digits.reverse()
-        self.append(digits)
+            digits &+= 1
+        }
+        let sign = value < 0 ? 1 : 0
+        self.reserve(digits &+ sign)
+        let base = self.base.unsafelyUnwrapped + self.count
+        if sign == 1 { base.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self) }
+        var position = sign &+ digits
+        repeat {
+            position &-= 1
+            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
+            base.storeBytes(of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remainder), toByteOffset: position, as: UInt8.self)
+            magnitude = quotient
+        } while magnitude > 0
+        self.count &+= sign &+ digits
     }
 
     /// The bytes, for writing.

@@ -108,7 +108,7 @@ extension Graph {
     /// reports any error).
     private func plainStore(_ path: KeyPath, _ value: Value) -> UInt64? {
         guard value.isPlainScalar, let last = path.keys.last, self.undoLog == nil, self.manualBrackets.isEmpty,
-            var object = self.objects[path.origin]
+            var object = path.origin == .root ? self.rootObject : self.objects[path.origin]
         else { return nil }
         for key in path.keys.dropLast() {
             guard object.objectClass.isOpen, object.objectClass.property(key) == nil,

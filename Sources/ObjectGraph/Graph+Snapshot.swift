@@ -155,6 +155,7 @@ public final class GraphRestorer {
             throw SnapshotError("a deadline refers to $\(orphan), which the snapshot lacks")
         }
         graph.objects = self.restored
+        graph.rootObject = self.restored[.root]!  // checked above
         graph.nextObjectID = self.nextObjectID
         graph.seq = self.seq
         graph.deadlines = self.deadlines

@@ -27,10 +27,15 @@ public final class Graph {
     /// Keys that expire (a `set` with `expiresAt`): a side table, empty unless some key has a deadline.
     @exclusivity(unchecked) var deadlines = DeadlineTable()  // loop-owned, as `objects`
 
+    /// The root object, also in `objects` (most key paths start there: no lookup). Never collected; replaced only
+    /// with the whole object table by a restore.
+    @exclusivity(unchecked) var rootObject: GraphObject
+
     /// Creates a graph whose root is an object of the model's root class, with its defaults.
     public init(model: Model = .open) {
         self.model = model
         let root = GraphObject(id: .root, objectClass: model.root)
+        self.rootObject = root
         self.objects[.root] = root
         self.applyDefaults(to: root, except: [])
         self.allocatedSinceCollection = 0

@@ -112,6 +112,37 @@ public enum JSONWriter {
         }
     }
 
+    /// Appends `{"KEY":N}` (`prefix` is `{"KEY":`) with one copy: the result of every mutation (`{"seq":N}`).
+    public static func appendObject(prefix: StaticString, int value: Int64, to bytes: inout [UInt8]) {
+        let prefixCount = prefix.utf8CodeUnitCount
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: prefixCount + 22) { buffer in
+            guard let base = buffer.baseAddress else { return }
+            base.update(from: prefix.utf8Start, count: prefixCount)
+            var end = prefixCount
+            if value < 0 {
+                base[end] = UInt8(ascii: "-")
+                end += 1
+            }
+            var magnitude = value.magnitude
+            var digits = 1
+            var rest = magnitude
+            while rest >= 10 {
+                rest /= 10
+                digits &+= 1
+            }
+            var position = end &+ digits
+            repeat {
+                position &-= 1
+                let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
+                base[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remainder)
+                magnitude = quotient
+            } while magnitude > 0
+            end &+= digits
+            base[end] = UInt8(ascii: "}")
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: end &+ 1))
+        }
+    }
+
     /// Appends a finite `value` as the shortest text that parses back to exactly the same Double, always with a
     /// `.` or an exponent so that readers see a double (`42.0`, `0.1`, `1e-05`, `1e+20`, `-0.0`, `5e-324`).
     /// Precondition: `value.isFinite` (JSON has no NaN or infinity).

@@ -33,7 +33,7 @@ import WireProtocol
         // "1234" packed little-endian: the first digit in the low byte; the store writes 8 bytes, the count says 4.
         buffer.append(packed: 0x3433_3231, count: 4)
         buffer.append(Array(",".utf8))
-        buffer.appendDecimal(123_456_789_012)
+        buffer.appendInteger(123_456_789_012)
         let big = [UInt8](repeating: UInt8(ascii: "x"), count: 5000)  // past the first capacity: the buffer grows
         buffer.append(big)
         let text = buffer.withBytes { String(decoding: $0, as: UTF8.self) }
@@ -44,7 +44,7 @@ import WireProtocol
         buffer.removeAll()
         let released = buffer.capacity
         #expect(released == 0)
-        buffer.appendDecimal(0)
+        buffer.appendInteger(0)
         let zero = buffer.withBytes { Array($0) }
         #expect(zero == [UInt8(ascii: "0")])
     }

@@ -68,13 +68,15 @@ extension Dispatcher {
     /// `{"seq":N}`, and `"value"` when validation stored something else than was sent (coerced, trimmed, a null
     /// replacement).
     private func writeSetResult(_ result: SetResult) {
+        guard let stored = result.storedValue else {
+            self.writeResult(objectPrefix: #"{"seq":"#, int: Int64(result.seq))
+            return
+        }
         self.writeResult {
             JSONWriter.appendLiteral(#"{"seq":"#, to: &$0)
             JSONWriter.appendInt(Int64(result.seq), to: &$0)
-            if let stored = result.storedValue {
-                $0.append(contentsOf: #","value":"#.utf8)
-                stored.appendJSON(to: &$0)
-            }
+            $0.append(contentsOf: #","value":"#.utf8)
+            stored.appendJSON(to: &$0)
             $0.append(UInt8(ascii: "}"))
         }
     }

@@ -52,7 +52,7 @@ final class NotificationEncoder {
         if subscription.idDigitCount > 0 {
             output.append(packed: subscription.idDigits, count: Int(subscription.idDigitCount))
         } else {
-            output.appendDecimal(subscription.id)
+            output.appendInteger(Int64(subscription.id))
         }
         output.append(subscription.middle)
         // (No closure here: a main-actor closure handed to a nonisolated API gets a runtime isolation check.)

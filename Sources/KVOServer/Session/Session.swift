@@ -94,6 +94,17 @@ final class Session {
         self.outputQueued()
     }
 
+    /// Queues `{"jsonrpc":"2.0","id":ID,"result":RESULT}` and a newline (the common response, written in place).
+    func enqueueResponse(id: Int64, result: [UInt8]) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.output.append(#"{"jsonrpc":"2.0","id":"#)
+        self.output.appendInteger(id)
+        self.output.append(#","result":"#)
+        self.output.append(result)
+        self.output.append("}\n")
+        self.outputQueued()
+    }
+
     /// Queues one change notification (the hot path of fan-out: four memcpys, nothing encoded per subscription;
     /// NotificationEncoder.swift). Counts it in the stats.
     @inline(__always)
