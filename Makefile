@@ -7,7 +7,7 @@ PORT ?= 7070
 FUZZ_SECONDS ?= 60
 SANITIZERS ?= asan tsan valgrind
 
-.PHONY: deps build release run test bench lint-docker container-test fuzz sanitizers clean
+.PHONY: deps build release run test cluster-test bench lint-docker container-test fuzz sanitizers clean
 
 deps:
 	@bash .ci/deps.sh
@@ -33,6 +33,13 @@ test:
 	KVOD_BIN=.build/debug/kvod bash clients/python/run-tests.sh
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
+
+## cluster-test: three kvods and a 3-member etcd on loopback (docs/SCALING.md#tests; installs etcd-server when
+## missing; about 15 s once built, bounded at 240 s).
+cluster-test:
+	@bash .ci/deps.sh
+	$(SWIFT) build --product kvod
+	KVOD_BIN=.build/debug/kvod bash Tests/cluster/run.sh
 
 ## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
 bench: deps

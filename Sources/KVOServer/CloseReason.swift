@@ -23,11 +23,13 @@ public enum CloseReason: String, Sendable, CaseIterable {
     case protocolError = "protocol_error"
     /// The server is shutting down.
     case serverShutdown = "server_shutdown"
+    /// A replication link to a member that stopped being the leader (docs/SCALING.md).
+    case notLeader = "not_leader"
 
     /// Whether the client is told why with a `closing` notice before the close.
     var sendsNotice: Bool {
         switch self {
-        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout: true
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout, .notLeader: true
         case .clientClosed, .ioError, .slowConsumer, .protocolError: false
         }
     }
@@ -36,7 +38,7 @@ public enum CloseReason: String, Sendable, CaseIterable {
     var isLimit: Bool {
         switch self {
         case .lineTooLong, .slowConsumer, .tooManyConnections, .unauthorized, .authTimeout: true
-        case .clientClosed, .ioError, .serverShutdown, .protocolError: false
+        case .clientClosed, .ioError, .serverShutdown, .protocolError, .notLeader: false
         }
     }
 }

@@ -142,6 +142,11 @@ final class Dispatcher {
     /// per-connection limits are checked first (Dispatcher+Access.swift).
     private func call(_ request: RPCRequest, on session: Session) throws {
         try self.authorize(request, on: session)
+        if let cluster = self.context.cluster, Self.clusterWrites.contains(request.method),
+            let refusal = cluster.mutationRefusal(now: self.context.clock.nowMilliseconds)
+        {
+            throw refusal
+        }
         switch request.method {
         case "get": try self.get(request, on: session)
         case "set": try self.set(request, on: session)
@@ -159,11 +164,17 @@ final class Dispatcher {
         case "transaction": try self.transaction(request, on: session)
         case "onDisconnect": try self.onDisconnect(request, on: session)
         case "stats": try self.stats(request, on: session)
+        case "replicate": try self.replicate(request, on: session)
         default:
             let name = request.method.count > 64 ? String(request.method.prefix(64)) + "…" : request.method
             throw RPCError(.methodNotFound, "method not found: \(name)")
         }
     }
+
+    /// The methods a cluster member refuses with 1012 unless it is the leader and can prove its lease.
+    static let clusterWrites: Set<String> = [
+        "set", "insert", "remove", "replace", "union", "minus", "intersect", "setMembers", "transaction", "onDisconnect",
+    ]
 
     // MARK: - Helpers for handlers
 

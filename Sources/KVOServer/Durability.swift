@@ -134,6 +134,18 @@ public final class Durability: MutationLog {
         }
     }
 
+    /// A follower's bootstrap: waits for a background snapshot in flight, then replaces the snapshot and the journal
+    /// with `bytes` (a binary snapshot from the leader, checked here). The graph in memory is not touched: kvod
+    /// restarts on the new directory.
+    public func installSnapshot(_ bytes: [UInt8]) throws(PersistenceError) {
+        _ = try BinarySnapshotCodec.decode(bytes)
+        self.timer?.close()
+        self.timer = nil
+        if let process = self.inFlight { self.settle(process, outcome: process.wait()) }
+        self.failed = true  // nothing more may reach this journal
+        try self.directory.replaceAll(withSnapshot: bytes)
+    }
+
     // MARK: - Background snapshots
 
     /// Rolls the journal at the current seq, carrying the live `onDisconnect` registrations into the new one (no

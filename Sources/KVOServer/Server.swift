@@ -57,8 +57,21 @@ public final class Server {
     /// The journal and snapshots, when kvod runs with a data directory (Durability.swift); told of every committed
     /// mutation.
     public var durability: Durability? {
-        didSet { self.core.context.mutationLog = self.durability }
+        didSet {
+            if let log = self.clusterLog {
+                log.durability = self.durability
+            } else {
+                self.core.context.mutationLog = self.durability
+            }
+        }
     }
+    /// In a cluster (Server+Cluster.swift): the election and replication, and the log that feeds both the journal
+    /// and the followers.
+    var clusterMember: ClusterMember?
+    var clusterLog: ClusterLog?
+    /// Installs a snapshot a follower received from its leader (the bytes of `snapshot.kvs`); kvod writes it to the
+    /// data directory and restarts itself on it. Throws when it cannot.
+    public var onSnapshotReceived: (([UInt8]) throws -> Void)?
     /// The metrics endpoint, when configured.
     var metricsServer: HTTPServer?
     /// The web inspector's port, when configured.
@@ -144,6 +157,7 @@ public final class Server {
         self.webSocketListener = nil
         self.tickTimer?.close()
         self.tickTimer = nil
+        self.clusterMember?.stop()
         self.stopMetrics()
         self.stopWeb()
         sessions.onRemove = { [unowned self, unowned sessions] in

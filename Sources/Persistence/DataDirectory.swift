@@ -188,6 +188,18 @@ public final class DataDirectory {
         self.removeCovered(upTo: snapshot.seq)
     }
 
+    /// Replaces everything with `bytes` (a binary snapshot from a cluster's leader, checked by the caller): the
+    /// journal and every segment go first, then the snapshot is written atomically. A crash in between leaves an
+    /// older snapshot and no journal, which is consistent (the follower asks its leader again from there).
+    public func replaceAll(withSnapshot bytes: [UInt8]) throws(PersistenceError) {
+        try self.journal.reset()
+        for segment in self.segments { unlink(Self.segmentPath(self.path, segment)) }
+        self.segments.removeAll()
+        try Files.syncDirectory(self.path)
+        try Files.replaceAtomically(self.path + "/" + Self.snapshotFile, with: bytes, directory: self.path)
+        unlink(self.path + "/" + Self.legacySnapshotFile)
+    }
+
     private func removeCovered(upTo seq: UInt64) {
         unlink(self.path + "/" + Self.legacySnapshotFile)
         let covered = self.segments.filter { $0 <= seq }

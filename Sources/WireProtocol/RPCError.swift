@@ -36,6 +36,9 @@ public enum RPCErrorCode: Int, Sendable, CaseIterable {
     case resyncRequired = 1010
     /// A conditional write's condition (`if`) did not hold.
     case preconditionFailed = 1011
+    /// A mutation (or a replication link) reached a cluster member that cannot accept it now: a follower, a leader
+    /// that cannot prove its lease, a member during an election (docs/SCALING.md).
+    case notLeader = 1012
 }
 
 /// A JSON-RPC 2.0 error object: `{"code": …, "message": …, "data": …}`. The code and the members of `data` are the

@@ -41,11 +41,27 @@ struct Configuration {
     var wsOrigins: [String] = []
     // The web inspector.
     var webPort: Int?
+    // The cluster (docs/SCALING.md).
+    var clusterEtcd: [EtcdEndpoint] = []
+    var cluster: String?
+    var advertise: String?
+    var clusterLeaseSeconds = 5
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
 
     /// The defaults, as documented.
     static let defaults = Configuration()
+
+    /// How this member joins its cluster; nil without `cluster-etcd`.
+    var clusterConfiguration: ClusterConfiguration? {
+        guard !self.clusterEtcd.isEmpty, let name = self.cluster, let advertise = self.advertise else { return nil }
+        var cluster = ClusterConfiguration(
+            endpoints: self.clusterEtcd, name: name, advertise: advertise, leaseSeconds: self.clusterLeaseSeconds)
+        // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
+        cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }
+            .map { String(decoding: $0.secret, as: UTF8.self) }
+        return cluster
+    }
 
     /// What the server needs.
     var server: ServerConfiguration {
@@ -154,8 +170,44 @@ struct Configuration {
             return origins
         }
         configuration.webPort = try layers.optionalValue("web-port", flag: options.webPort, parse: port)
+        configuration.clusterEtcd = try layers.value(
+            "cluster-etcd", flag: options.clusterEtcd, default: [],
+            show: { $0.isEmpty ? "none" : $0.map(\.description).joined(separator: ",") }
+        ) { raw throws(SettingError) in
+            try SettingParser.string(raw).split(separator: ",").map { text throws(SettingError) in
+                let trimmed = String(text.filter { $0 != " " })
+                guard let endpoint = EtcdEndpoint(parsing: trimmed) else {
+                    throw SettingError(message: "'\(trimmed)' is not an etcd client URL: write http://IP:PORT")
+                }
+                return endpoint
+            }
+        }
+        configuration.cluster = try layers.optionalValue("cluster", flag: options.cluster) { raw throws(SettingError) in
+            let name = try SettingParser.string(raw)
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." })
+            else { throw SettingError(message: "'\(name)': a cluster name is letters, digits, '-', '_' and '.'") }
+            return name
+        }
+        configuration.advertise = try layers.optionalValue("advertise", flag: options.advertise) {
+            raw throws(SettingError) in
+            let address = try SettingParser.string(raw)
+            guard let colon = address.lastIndex(of: ":"), colon != address.startIndex,
+                let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port)
+            else { throw SettingError(message: "'\(address)' is not HOST:PORT") }
+            return address
+        }
+        configuration.clusterLeaseSeconds = try layers.value(
+            "cluster-lease-seconds", flag: options.clusterLeaseSeconds, default: defaults.clusterLeaseSeconds,
+            parse: SettingParser.integer(in: 2...600))
 
         try layers.rejectUnknownFileKeys()
+        if !configuration.clusterEtcd.isEmpty {
+            if configuration.dataDirectory == nil { throw ConfigurationError(message: "cluster-etcd needs data-dir") }
+            if configuration.cluster == nil { throw ConfigurationError(message: "cluster-etcd needs cluster (a name)") }
+            if configuration.advertise == nil {
+                throw ConfigurationError(message: "cluster-etcd needs advertise (HOST:PORT)")
+            }
+        }
         if configuration.empty, let model = configuration.model {
             throw ConfigurationError(message: "empty and model exclude each other (model: \(model))")
         }

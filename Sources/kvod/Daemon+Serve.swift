@@ -21,6 +21,7 @@ extension Daemon {
             var graph = Graph(model: model)
             var directory: DataDirectory?
             var lostRegistrations = OnDisconnectRegistrations()
+            var recovered: (records: [JournalRecord], snapshotSeq: UInt64) = ([], 0)
             if let path = configuration.dataDirectory {
                 let (opened, contents) = try DataDirectory.open(path: path)
                 if contents.tornBytes > 0 {
@@ -36,6 +37,7 @@ extension Daemon {
                         "journal.records": "\(contents.records.count)",
                         "onDisconnect.pending": "\(lostRegistrations.count)"])
                 directory = opened
+                recovered = (contents.records, contents.snapshot?.seq ?? 0)
             }
             FreedMemory.release()  // the decoded snapshot and journal are gone: give their pages back
             let server = Server(configuration: serverConfiguration, graph: graph, loop: loop, logger: logger)
@@ -51,8 +53,26 @@ extension Daemon {
                 durability.onFsync = { seconds in server.recordJournalFsync(seconds: seconds) }
                 try durability.start()
                 server.durability = durability
-                // Issue 13: the registrations of connections open at a crash run now, before clients are accepted.
-                server.runOnDisconnect(ofLostConnections: lostRegistrations)
+                if configuration.clusterConfiguration != nil {
+                    // In a cluster only the leader mutates, and this member does not know yet whether it leads:
+                    // the ops of connections lost in a crash are not run (docs/SCALING.md, phase 2).
+                    if !lostRegistrations.isEmpty {
+                        logger.warning(
+                            "cluster member: not running the onDisconnect ops of connections open at the crash",
+                            metadata: ["onDisconnect.pending": "\(lostRegistrations.count)"])
+                    }
+                    server.onSnapshotReceived = { bytes in
+                        try durability.installSnapshot(bytes)
+                        logger.notice("snapshot from the leader installed: restarting on it")
+                        let error = POSIX.restartSelf()
+                        Self.fail("cannot restart on the leader's snapshot: errno \(error)")
+                        Glibc.exit(1)
+                    }
+                } else {
+                    // Issue 13: the registrations of connections open at a crash run now, before clients are
+                    // accepted.
+                    server.runOnDisconnect(ofLostConnections: lostRegistrations)
+                }
             }
             let address: String
             do {
@@ -71,6 +91,16 @@ extension Daemon {
                     }
                 Self.fail("cannot listen \(server.port != 0 ? "for " : "on ")\(host):\(port): \(error)")
                 return 1
+            }
+            if let cluster = configuration.clusterConfiguration {
+                try server.joinCluster(
+                    cluster, recovered: recovered.records.filter { $0.seq > recovered.snapshotSeq },
+                    baseSeq: recovered.snapshotSeq)
+                logger.info(
+                    "cluster member started",
+                    metadata: ["cluster": "\(cluster.name)", "advertise": "\(cluster.advertise)",
+                        "etcd": "\(cluster.endpoints.map(\.description).joined(separator: ","))",
+                        "lease.seconds": "\(cluster.leaseSeconds)"])
             }
             var signals: [SignalWatcher] = []
             for signal in [SIGTERM, SIGINT] {

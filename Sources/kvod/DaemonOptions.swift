@@ -142,6 +142,27 @@ struct DaemonOptions: ParsableArguments {
             + "the same address; 0 picks a free one.", "web-port", default: "none (no inspector)", valueName: "port"))
     var webPort: String?
 
+    // MARK: - Cluster
+
+    @Option(help: .setting(
+        "Join a cluster coordinated by etcd at these comma-separated client URLs (http://IP:PORT); needs --data-dir, "
+            + "--cluster and --advertise.", "cluster-etcd", default: "none (a single kvod)", valueName: "urls"))
+    var clusterEtcd: String?
+
+    @Option(help: .setting(
+        "The cluster's name (its etcd keys live under /kvod/NAME/).", "cluster", default: "none", valueName: "name"))
+    var cluster: String?
+
+    @Option(help: .setting(
+        "The HOST:PORT other members and clients reach this kvod's port on.", "advertise", default: "none",
+        valueName: "host:port"))
+    var advertise: String?
+
+    @Option(help: .setting(
+        "The etcd lease's TTL: a leader that cannot renew it stops acknowledging mutations before it expires.",
+        "cluster-lease-seconds", default: "\(defaults.clusterLeaseSeconds)", valueName: "seconds"))
+    var clusterLeaseSeconds: String?
+
     // MARK: - Observability
 
     @Option(help: .setting(

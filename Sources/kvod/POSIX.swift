@@ -67,4 +67,18 @@ enum POSIX {
     static func join(_ directory: String, _ path: String) -> String {
         directory.hasSuffix("/") ? directory + path : directory + "/" + path
     }
+
+    /// Replaces this process with a fresh run of the same executable and arguments (a follower restarting on the
+    /// snapshot it received): every descriptor but stdin, stdout and stderr is closed across the exec. Returns only
+    /// when exec failed.
+    static func restartSelf() -> Int32 {
+        for descriptor in 3..<Int32(1024) {
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
+        var arguments: [UnsafeMutablePointer<CChar>?] = CommandLine.arguments.map { strdup($0) }
+        arguments.append(nil)
+        execv("/proc/self/exe", &arguments)
+        return errno
+    }
 }

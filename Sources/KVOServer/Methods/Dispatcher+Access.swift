@@ -27,7 +27,7 @@ extension Dispatcher {
         switch request.method {
         case "hello", "ping", "unsubscribe":
             return
-        case "observers", "stats":
+        case "observers", "stats", "replicate":
             throw Self.unauthorized(
                 "unauthorized: \(request.method) needs an unrestricted token", reason: "restricted token")
         case "transaction", "onDisconnect":

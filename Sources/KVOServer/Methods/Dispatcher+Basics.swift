@@ -39,6 +39,7 @@ extension Dispatcher {
                     $0.append(UInt8(ascii: "]"))
                 }
             }
+            if let cluster = self.context.cluster { self.appendClusterMembers(cluster, to: &$0) }
             $0.append(UInt8(ascii: "}"))
         }
     }

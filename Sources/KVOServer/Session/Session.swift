@@ -26,6 +26,8 @@ final class Session {
     private var transportClosing = false
     /// The client's name from `hello`, for logs.
     var clientName: String?
+    /// A follower's replication link (`replicate`): it receives journal records, not notifications.
+    var isReplica = false
     /// What the session's token allows; nil until a `hello` with a valid token (when access control is on).
     var access: Access?
     /// The key paths the session's token is restricted to; nil: every path (Protocol/README.md#access-control).
@@ -225,7 +227,7 @@ final class Session {
         case .clientClosed:
             self.flush()
             self.closeTransport(.graceful(reason: reason, peerClosed: true))
-        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout:
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout, .notLeader:
             self.flush()
             self.closeTransport(.graceful(reason: reason, peerClosed: false))
         }
@@ -254,7 +256,7 @@ final class Session {
         metadata["close.reason"] = "\(reason.rawValue)"
         let logger = self.context.logger
         switch reason {
-        case .clientClosed, .serverShutdown: logger.debug("connection closed", metadata: metadata)
+        case .clientClosed, .serverShutdown, .notLeader: logger.debug("connection closed", metadata: metadata)
         case .ioError, .protocolError: logger.info("connection closed", metadata: metadata)
         case .slowConsumer: break  // logOutputLimitExceeded logged it, with the figures
         case .lineTooLong, .tooManyConnections, .unauthorized, .authTimeout:

@@ -38,6 +38,9 @@ final class SessionContext {
     let encoder = NotificationEncoder()
     /// Where successful mutations are reported (nil: not journaled).
     var mutationLog: (any MutationLog)?
+    /// In a cluster (`--cluster-etcd`): this member's role, and the leader's replication side (docs/SCALING.md).
+    var cluster: ClusterStatus?
+    var replication: ReplicationSource?
     /// The clock when the server started (uptime).
     let startedAtMilliseconds: UInt64
     /// The open sessions and the ones with output to flush this turn.

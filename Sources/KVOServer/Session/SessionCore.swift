@@ -72,6 +72,8 @@ final class SessionCore {
     /// notified), journaled as the `set` of null it is.
     func expireDueKeys() {
         let graph = self.context.graph
+        // In a cluster only the leader expires keys; followers get its `set`s of null like any other mutation.
+        if let cluster = self.context.cluster, !cluster.acceptsWrites(now: self.context.clock.nowMilliseconds) { return }
         let now = self.context.clock.epochMilliseconds
         guard let next = graph.nextDeadline, next <= now else { return }
         for due in graph.dueExpirations(now: now) {

@@ -1,0 +1,288 @@
+// The election (docs/SCALING.md): a lease granted and kept alive every lease/3, the leader key `/kvod/NAME/leader`
+// polled every 250 ms, a campaign (create the key under our lease if it does not exist) when it is absent, and the
+// role that follows: leader (term = the revision of our put; mutations acknowledged only while the lease is proven),
+// follower of the key's address (a replication link to it), or candidate. A follower that is behind waits in
+// proportion to its lag before campaigning, so that the most up-to-date follower usually wins.
+import Logging
+import UVLoop
+import WireProtocol
+
+/// One cluster member's election and replication link. Loop-owned.
+@MainActor
+final class ClusterMember {
+    let status: ClusterStatus
+    private let etcd: EtcdClient
+    private let loop: EventLoop
+    private let logger: Logger
+    private unowned let server: Server
+    private var configuration: ClusterConfiguration { self.status.configuration }
+    private var timer: LoopTimer?
+    private var lease: Int64?
+    private var leaseMilliseconds: UInt64
+    private var lastRenewalSentAt: UInt64 = 0
+    private var isGranting = false
+    private var isRenewing = false
+    private var isPolling = false
+    private var isCampaigning = false
+    /// When the leader key was first seen absent: the campaign waits until this plus the lag delay.
+    private var absentSince: UInt64?
+    private var link: ReplicationLink?
+    private var linkRetryAt: UInt64 = 0
+    /// Failures are logged once per kind until something succeeds.
+    private var lastEtcdFailure: String?
+    private var isStopped = false
+
+    init(configuration: ClusterConfiguration, server: Server, status: ClusterStatus) {
+        self.status = status
+        self.server = server
+        self.loop = server.loop
+        self.logger = server.logger
+        self.leaseMilliseconds = UInt64(configuration.leaseSeconds) * 1000
+        self.etcd = EtcdClient(
+            endpoints: configuration.endpoints, loop: server.loop,
+            timeoutMilliseconds: min(1000, max(200, UInt64(configuration.leaseSeconds) * 250)))
+    }
+
+    func start() throws(UVError) {
+        let timer = try LoopTimer(loop: self.loop)
+        try timer.start(afterMilliseconds: 0, repeatMilliseconds: 250) { [unowned self] in self.tick() }
+        self.timer = timer
+    }
+
+    /// At shutdown: closes the link, resigns (deletes our key, best effort), stops the timer.
+    func stop() {
+        guard !self.isStopped else { return }
+        self.isStopped = true
+        self.timer?.close()
+        self.timer = nil
+        self.link?.close()
+        self.link = nil
+        self.etcd.cancelAll()
+        if self.status.role == .leader, let lease = self.lease {
+            self.etcd.delete(key: self.configuration.leaderKey, ifLease: lease) { _ in }
+        }
+    }
+
+    // MARK: - The tick
+
+    private func tick() {
+        let now = self.loop.nowMilliseconds
+        if self.lease == nil {
+            if !self.isGranting { self.grant() }
+        } else if !self.isRenewing && now &- self.lastRenewalSentAt >= self.leaseMilliseconds / 3 {
+            self.renew()
+        }
+        if self.lease != nil && !self.isPolling && !self.isCampaigning { self.poll() }
+        self.status.leaseProblem = "lease not renewed for \(now &- self.lastRenewalSentAt) ms (etcd unreachable?)"
+        self.server.core.context.replication?.heartbeat()
+        self.maintainLink(now: now)
+    }
+
+    private func grant() {
+        self.isGranting = true
+        let sentAt = self.loop.nowMilliseconds
+        self.etcd.grantLease(seconds: self.configuration.leaseSeconds) { [weak self] result in
+            guard let self, !self.isStopped else { return }
+            self.isGranting = false
+            switch result {
+            case .success(let granted):
+                self.etcdSucceeded()
+                self.lease = granted.id
+                self.leaseMilliseconds = UInt64(granted.ttl) * 1000
+                self.leaseRenewed(sentAt: sentAt, ttl: granted.ttl)
+                self.logger.info("etcd lease granted", metadata: ["lease": "\(granted.id)", "ttl": "\(granted.ttl)"])
+            case .failure(let error):
+                self.etcdFailed("lease grant", error)
+            }
+        }
+    }
+
+    private func renew() {
+        guard let lease = self.lease else { return }
+        self.isRenewing = true
+        let sentAt = self.loop.nowMilliseconds
+        self.etcd.keepAlive(lease: lease) { [weak self] result in
+            guard let self, !self.isStopped, self.lease == lease else { return }
+            self.isRenewing = false
+            switch result {
+            case .success(let ttl) where ttl > 0:
+                self.etcdSucceeded()
+                self.leaseRenewed(sentAt: sentAt, ttl: ttl)
+            case .success:
+                self.logger.warning("etcd lease expired", metadata: ["lease": "\(lease)"])
+                self.lease = nil
+                self.status.writableUntil = 0
+                if self.status.role == .leader { self.stepDown("lease expired") }
+            case .failure(let error):
+                self.etcdFailed("lease keepalive", error)
+            }
+        }
+    }
+
+    /// A renewal sent at `sentAt` succeeded: the lease lasts at least until `sentAt + ttl`, so a leader may
+    /// acknowledge mutations until that minus the safety margin.
+    private func leaseRenewed(sentAt: UInt64, ttl: Int) {
+        self.lastRenewalSentAt = sentAt
+        let until = sentAt + UInt64(ttl) * 1000
+        self.status.writableUntil = until > self.configuration.safetyMarginMilliseconds
+            ? until - self.configuration.safetyMarginMilliseconds : 0
+    }
+
+    private func poll() {
+        self.isPolling = true
+        self.etcd.read(key: self.configuration.leaderKey) { [weak self] result in
+            guard let self, !self.isStopped else { return }
+            self.isPolling = false
+            switch result {
+            case .success(let record):
+                self.etcdSucceeded()
+                self.observe(record)
+            case .failure(let error):
+                self.etcdFailed("leader key read", error)
+            }
+        }
+    }
+
+    // MARK: - Roles
+
+    /// What the leader key says now.
+    private func observe(_ record: LeaderRecord?) {
+        guard let record else {
+            if self.status.role == .leader { self.stepDown("leader key gone") }
+            if self.status.role == .follower {
+                self.status.update(role: .candidate, term: self.status.term, leader: nil)
+                self.logRole("leader key gone")
+            }
+            let now = self.loop.nowMilliseconds
+            if self.absentSince == nil { self.absentSince = now }
+            if now >= (self.absentSince ?? now) + self.campaignDelayMilliseconds { self.campaign() }
+            return
+        }
+        self.absentSince = nil
+        if record.address == self.configuration.advertise {
+            if record.lease == self.lease {
+                self.becomeLeader(term: record.term)
+            } else if self.status.role == .leader {
+                self.stepDown("the leader key is not under our lease")
+            }
+            // Otherwise the key is from an earlier run of this member: it expires with its lease.
+            return
+        }
+        self.becomeFollower(of: record)
+    }
+
+    /// How long a follower waits after the key vanished: nothing when up to date, else 250 ms plus 10 ms per
+    /// mutation behind, at most 1.5 s (phase 1's approximation of "the highest applied seq wins").
+    private var campaignDelayMilliseconds: UInt64 {
+        let applied = self.server.graph.seq
+        let lag = self.status.leaderSeq > applied ? self.status.leaderSeq - applied : 0
+        return lag == 0 ? 0 : min(1500, 250 + lag * 10)
+    }
+
+    private func campaign() {
+        guard let lease = self.lease, !self.isCampaigning else { return }
+        self.isCampaigning = true
+        self.etcd.createIfAbsent(
+            key: self.configuration.leaderKey, value: self.configuration.advertise, lease: lease
+        ) { [weak self] result in
+            guard let self, !self.isStopped else { return }
+            self.isCampaigning = false
+            switch result {
+            case .success(let outcome):
+                self.etcdSucceeded()
+                if outcome.won, let record = outcome.leader {
+                    self.absentSince = nil
+                    self.becomeLeader(term: record.term)
+                } else if let record = outcome.leader {
+                    self.observe(record)
+                }
+            case .failure(let error):
+                self.etcdFailed("campaign", error)
+            }
+        }
+    }
+
+    private func becomeLeader(term: UInt64) {
+        guard self.status.role != .leader || self.status.term != term else { return }
+        self.closeLink()
+        self.status.update(role: .leader, term: term, leader: self.configuration.advertise)
+        self.status.leaderSeq = self.server.graph.seq
+        self.logRole("won the election")
+    }
+
+    private func becomeFollower(of record: LeaderRecord) {
+        if record.term < self.status.highestTerm {
+            return  // an older leader than one already seen: etcd revisions only grow, so this is a stale read
+        }
+        let wasLeader = self.status.role == .leader
+        guard self.status.update(role: .follower, term: record.term, leader: record.address) else { return }
+        if wasLeader { self.server.core.context.replication?.detachAll() }
+        self.closeLink()
+        self.linkRetryAt = 0
+        self.logRole(wasLeader ? "another member leads" : "following")
+    }
+
+    private func stepDown(_ why: String) {
+        self.server.core.context.replication?.detachAll()
+        self.status.update(role: .candidate, term: self.status.term, leader: nil)
+        self.logRole(why)
+    }
+
+    private func logRole(_ why: String) {
+        self.logger.notice(
+            "cluster role changed",
+            metadata: ["cluster.role": "\(self.status.role.rawValue)", "cluster.term": "\(self.status.term)",
+                "cluster.leader": "\(self.status.leaderAddress ?? "none")", "seq": "\(self.server.graph.seq)",
+                "reason": "\(why)"])
+    }
+
+    // MARK: - The replication link
+
+    private func maintainLink(now: UInt64) {
+        guard self.status.role == .follower, let leader = self.status.leaderAddress else {
+            self.closeLink()
+            return
+        }
+        if let link = self.link {
+            // No line (a heartbeat comes every 250 ms) for 3 s: the link is dead even if TCP has not noticed.
+            if now &- link.lastHeardAt > 3000 { self.linkEnded("no heartbeat for 3 s") }
+            return
+        }
+        guard now >= self.linkRetryAt else { return }
+        let link = ReplicationLink(
+            loop: self.loop, address: leader, term: self.status.term, fromSeq: self.server.graph.seq,
+            token: self.configuration.token)
+        link.onLine = { [unowned self] line in try self.server.handleReplicationLine(line, status: self.status) }
+        link.onEnd = { [unowned self] why in self.linkEnded(why) }
+        self.link = link
+    }
+
+    private func linkEnded(_ why: String) {
+        self.link?.close()
+        self.link = nil
+        self.status.isLinked = false
+        self.linkRetryAt = self.loop.nowMilliseconds + 500
+        self.logger.warning("replication link ended", metadata: ["cluster.leader": "\(self.status.leaderAddress ?? "none")", "reason": "\(why)"])
+    }
+
+    private func closeLink() {
+        self.link?.close()
+        self.link = nil
+        self.status.isLinked = false
+    }
+
+    // MARK: - etcd failures
+
+    private func etcdFailed(_ call: String, _ error: EtcdError) {
+        let kind = "\(call): \(error.description)"
+        guard kind != self.lastEtcdFailure else { return }
+        self.lastEtcdFailure = kind
+        self.logger.warning("etcd call failed", metadata: ["etcd.call": "\(call)", "error": "\(error.description)"])
+    }
+
+    private func etcdSucceeded() {
+        guard self.lastEtcdFailure != nil else { return }
+        self.lastEtcdFailure = nil
+        self.logger.notice("etcd reachable again")
+    }
+}

@@ -1,0 +1,105 @@
+// What a cluster member knows about its role, shared by the election (ClusterMember), the replication link and the
+// dispatcher, which refuses mutations with 1012 whenever this member cannot accept them (docs/SCALING.md).
+import WireProtocol
+
+/// How a member joins its cluster.
+public struct ClusterConfiguration: Sendable {
+    /// etcd's client URLs.
+    public var endpoints: [EtcdEndpoint]
+    /// The cluster's name: its keys live under `/kvod/NAME/`.
+    public var name: String
+    /// The address other members and clients reach this member's kvod port on (`host:port`).
+    public var advertise: String
+    /// The etcd lease's TTL.
+    public var leaseSeconds: Int
+    /// Mutations a leader keeps in memory for followers that reconnect (older ones need a snapshot).
+    public var backlogRecords = 100_000
+    /// The token a follower presents to its leader when access control is on (read-write, unrestricted).
+    public var token: String?
+
+    public init(endpoints: [EtcdEndpoint], name: String, advertise: String, leaseSeconds: Int = 5) {
+        self.endpoints = endpoints
+        self.name = name
+        self.advertise = advertise
+        self.leaseSeconds = leaseSeconds
+    }
+
+    /// The election key.
+    var leaderKey: String { "/kvod/\(self.name)/leader" }
+    /// How long before the lease could expire a leader stops acknowledging mutations: a fifth of the lease, at least
+    /// 500 ms.
+    var safetyMarginMilliseconds: UInt64 { max(500, UInt64(self.leaseSeconds) * 200) }
+}
+
+/// A member's role.
+public enum ClusterRole: String, Sendable {
+    /// No leader known (at start, during an election, or etcd unreachable since the start).
+    case candidate
+    /// Replicates the leader's journal and serves reads.
+    case follower
+    /// Accepts mutations while it can prove its lease.
+    case leader
+}
+
+/// The member's view of the cluster. Loop-owned.
+@MainActor
+final class ClusterStatus {
+    let configuration: ClusterConfiguration
+    private(set) var role = ClusterRole.candidate
+    /// The current leader's term (the etcd revision at which it won); 0 before any is known.
+    private(set) var term: UInt64 = 0
+    /// The highest term seen (from etcd or in a replicated record): records from an older term are refused.
+    private(set) var highestTerm: UInt64 = 0
+    /// The leader's advertised address, when one is known.
+    private(set) var leaderAddress: String?
+    /// As leader: mutations are acknowledged only before this loop time (lease renewal minus the safety margin).
+    var writableUntil: UInt64 = 0
+    /// Why a leader's lease is not proven, for 1012's `data.reason`.
+    var leaseProblem = "lease not granted yet"
+    /// On a follower: the leader's seq as last heard on the replication link (lag = leaderSeq - appliedSeq).
+    var leaderSeq: UInt64 = 0
+    /// Whether the replication link is streaming.
+    var isLinked = false
+
+    init(configuration: ClusterConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Records a role change; returns whether anything changed.
+    @discardableResult
+    func update(role: ClusterRole, term: UInt64, leader: String?) -> Bool {
+        let changed = role != self.role || term != self.term || leader != self.leaderAddress
+        self.role = role
+        self.term = term
+        self.leaderAddress = leader
+        self.observe(term: term)
+        return changed
+    }
+
+    /// Raises the highest term seen.
+    func observe(term: UInt64) {
+        self.highestTerm = max(self.highestTerm, term)
+    }
+
+    /// Whether this member may commit a mutation at loop time `now`.
+    func acceptsWrites(now: UInt64) -> Bool {
+        self.role == .leader && now < self.writableUntil
+    }
+
+    /// The 1012 a mutation gets at `now`, or nil when this member accepts it.
+    func mutationRefusal(now: UInt64) -> RPCError? {
+        if self.acceptsWrites(now: now) { return nil }
+        var data = JSONObject()
+        switch self.role {
+        case .leader:
+            data["reason"] = .string(self.leaseProblem)
+        case .follower:
+            data["reason"] = "follower"
+            if let leader = self.leaderAddress { data["leader"] = .string(leader) }
+        case .candidate:
+            data["reason"] = "election"
+        }
+        data["term"] = .int(Int64(self.term))
+        return RPCError(.notLeader, "not the leader", data: .object(data))
+    }
+}

@@ -1,0 +1,136 @@
+// The follower's side of replication: a TCP connection to the leader's advertised kvod port, `hello` (with the
+// cluster token when access control is on) and `replicate {fromSeq, term}`, then the lines the leader streams
+// (ReplicationSource.swift), each handed to the member. The link ends on any error, on EOF, or when the member
+// closes it (no heartbeat for a while, a new leader); the member opens a new one.
+import UVLoop
+import WireProtocol
+
+/// One replication connection. Loop-owned.
+@MainActor
+final class ReplicationLink {
+    /// The leader's advertised address and term this link was opened for.
+    let address: String
+    let term: UInt64
+    /// Loop time of the last line received (or of the start).
+    private(set) var lastHeardAt: UInt64
+    /// Called with each line from the leader, in order: responses (`id` "hello", "replicate"), records, heartbeats,
+    /// a snapshot. A thrown error ends the link.
+    var onLine: ((JSONObject) throws -> Void)?
+    /// Called once when the link ends (not after `close()`), with why.
+    var onEnd: ((String) -> Void)?
+    private let loop: EventLoop
+    private var stream: TCPStream?
+    private var framer = LineFramer(maxLineBytes: 1 << 30)
+    private var isClosed = false
+
+    /// Connects to `address` (`host:port`) and asks for the records after `fromSeq`.
+    init(loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, token: String?) {
+        self.loop = loop
+        self.address = address
+        self.term = term
+        self.lastHeardAt = loop.nowMilliseconds
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
+            self.endSoon("malformed leader address '\(address)'")
+            return
+        }
+        var host = String(address[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var request: [UInt8] = []
+        if let token {
+            let hello: JSONValue = [
+                "jsonrpc": "2.0", "id": "hello", "method": "hello",
+                "params": ["client": "kvod-follower", "token": .string(token)],
+            ]
+            JSONWriter.append(hello, to: &request)
+            request.append(UInt8(ascii: "\n"))
+        }
+        let replicate: JSONValue = [
+            "jsonrpc": "2.0", "id": "replicate", "method": "replicate",
+            "params": ["fromSeq": .int(Int64(fromSeq)), "term": .int(Int64(term))],
+        ]
+        JSONWriter.append(replicate, to: &request)
+        request.append(UInt8(ascii: "\n"))
+        do {
+            try TCPStream.connect(loop: loop, host: host, port: port) { [weak self] stream, error in
+                guard let stream else {
+                    self?.end("connect to \(address): \(error.map { "\($0)" } ?? "?")")
+                    return
+                }
+                guard let self, !self.isClosed else {
+                    stream.close()
+                    return
+                }
+                self.started(stream, sending: request)
+            }
+        } catch {
+            self.endSoon("connect to \(address): \(error)")
+        }
+    }
+
+    /// Closes the link; `onEnd` is not called.
+    func close() {
+        self.isClosed = true
+        self.stream?.close()
+        self.stream = nil
+        self.onLine = nil
+        self.onEnd = nil
+    }
+
+    private func started(_ stream: TCPStream, sending request: [UInt8]) {
+        self.stream = stream
+        stream.setNoDelay(true)
+        stream.onRead = { [weak self] chunk in self?.received(chunk) }
+        stream.onEnd = { [weak self] error in
+            self?.end(error.map { "link: \($0)" } ?? "the leader closed the link")
+        }
+        stream.write(request)
+        do {
+            try stream.startReading()
+        } catch {
+            self.end("link: \(error)")
+        }
+    }
+
+    private func received(_ chunk: UnsafeRawBufferPointer) {
+        self.lastHeardAt = self.loop.nowMilliseconds
+        var lines: [JSONValue] = []
+        do {
+            try self.framer.feed(chunk) { line throws(WireError) in
+                guard !line.isEmpty else { return }
+                lines.append(try JSONParser.parse(line, maxDepth: 512))
+            }
+        } catch {
+            self.end("unreadable line from the leader: \(error)")
+            return
+        }
+        for line in lines {
+            guard !self.isClosed else { return }
+            guard case .object(let object) = line else {
+                self.end("a line from the leader that is not an object")
+                return
+            }
+            do {
+                try self.onLine?(object)
+            } catch {
+                self.end("\(error)")
+                return
+            }
+        }
+    }
+
+    private func end(_ why: String) {
+        guard !self.isClosed else { return }
+        let onEnd = self.onEnd
+        self.close()
+        onEnd?(why)
+    }
+
+    /// Ends the link from the loop (never from inside init, before the owner has set `onEnd`).
+    private func endSoon(_ why: String) {
+        guard let timer = try? LoopTimer(loop: self.loop) else { return }
+        try? timer.start(afterMilliseconds: 0) { [weak self] in
+            timer.close()
+            self?.end(why)
+        }
+    }
+}

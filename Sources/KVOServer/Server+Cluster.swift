@@ -1,0 +1,96 @@
+// The server as a cluster member (docs/SCALING.md): joining (the status the dispatcher checks, the replication
+// backlog and log, the election), and what a follower does with the lines its leader streams: a record is applied
+// through the same request parsers as crash recovery (MutationRequest.replay), so subscribers are notified as for a
+// local mutation, and journaled with its seq; a record from an older term than one seen is refused (fencing).
+public import Persistence
+public import UVLoop
+import WireProtocol
+
+/// A replication line a follower cannot apply.
+struct ReplicationError: Error, CustomStringConvertible {
+    var description: String
+}
+
+extension Server {
+    /// Joins the cluster: from now on mutations are refused (1012) unless this member is the leader and can prove
+    /// its lease. `recovered` (the journal records loaded at start, after the snapshot at `baseSeq`) seed the
+    /// backlog a follower can resume from.
+    public func joinCluster(
+        _ configuration: ClusterConfiguration, recovered: [JournalRecord], baseSeq: UInt64
+    ) throws(UVError) {
+        let context = self.core.context
+        let status = ClusterStatus(configuration: configuration)
+        let mutations = recovered.filter { record in
+            (try? OnDisconnectRecord(method: record.method, params: record.params)).flatMap { $0 } == nil
+        }
+        let source = ReplicationSource(
+            graph: self.graph, status: status, capacity: configuration.backlogRecords, recovered: mutations,
+            baseSeq: baseSeq)
+        let log = ClusterLog(source: source)
+        log.durability = self.durability
+        self.clusterLog = log
+        context.mutationLog = log
+        context.cluster = status
+        context.replication = source
+        let member = ClusterMember(configuration: configuration, server: self, status: status)
+        self.clusterMember = member
+        try member.start()
+    }
+
+    /// This member's role, for logs and tests.
+    public var clusterRole: ClusterRole? { self.core.context.cluster?.role }
+
+    /// Handles one line from the leader (ReplicationLink); a thrown error ends the link.
+    func handleReplicationLine(_ line: JSONObject, status: ClusterStatus) throws {
+        if let id = line["id"] {
+            if let error = line["error"] { throw ReplicationError(description: "the leader refused \(id): \(error)") }
+            if id == "replicate", case .object(let result)? = line["result"] {
+                status.isLinked = true
+                self.logger.info(
+                    "replicating", metadata: ["cluster.leader": "\(status.leaderAddress ?? "?")",
+                        "cluster.term": "\(result["term"] ?? .null)", "leader.seq": "\(result["seq"] ?? .null)",
+                        "fromSeq": "\(result["fromSeq"] ?? .null)", "snapshot": "\(result["snapshot"] ?? .null)"])
+            }
+            return
+        }
+        guard case .int(let rawTerm)? = line["term"], case .int(let rawSeq)? = line["seq"], rawTerm >= 0, rawSeq >= 0
+        else { throw ReplicationError(description: "a line without term and seq") }
+        let term = UInt64(rawTerm)
+        let seq = UInt64(rawSeq)
+        guard term >= status.highestTerm else {
+            throw ReplicationError(description: "fencing: a record of term \(term), but term \(status.highestTerm) was seen")
+        }
+        status.observe(term: term)
+        status.leaderSeq = max(status.leaderSeq, seq)
+        if case .string(let encoded)? = line["snapshot"] {
+            guard let bytes = Base64.decode(encoded) else { throw ReplicationError(description: "a snapshot that is not base64") }
+            self.logger.notice("bootstrapping from the leader's snapshot", metadata: ["seq": "\(seq)", "bytes": "\(bytes.count)"])
+            guard let install = self.onSnapshotReceived else {
+                throw ReplicationError(description: "the leader sent a snapshot, which this member cannot install")
+            }
+            try install(bytes)
+            return
+        }
+        guard case .string(let method)? = line["method"] else { return }  // a heartbeat
+        try self.applyReplicated(seq: seq, method: method, params: line["params"])
+    }
+
+    /// Applies one replicated mutation at `seq` (skipped when already applied) and journals it.
+    func applyReplicated(seq: UInt64, method: String, params: JSONValue?) throws {
+        let graph = self.graph
+        guard seq > graph.seq else { return }
+        guard seq == graph.seq + 1 else {
+            throw ReplicationError(description: "a gap: record seq \(seq) after applied seq \(graph.seq)")
+        }
+        do {
+            try MutationRequest.replay(method: method, params: params, into: graph)
+        } catch {
+            throw ReplicationError(description: "record seq \(seq) (\(method)) does not apply: \(error)")
+        }
+        guard graph.seq == seq else {
+            throw ReplicationError(description: "record \(method) applied as seq \(graph.seq), shipped as \(seq)")
+        }
+        self.core.context.stats.mutations += 1
+        self.core.context.mutationLog?.committed(seq: seq, method: method, params: params)
+    }
+}
