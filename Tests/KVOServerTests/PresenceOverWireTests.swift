@@ -145,4 +145,27 @@ import WireProtocol
         #expect(after?["value"] == .null && after?["seq"] == 2)
         #expect(restarted.stop() == 0)
     }
+
+    @Test func aRestrictedTokensOnDisconnectOpsAreCheckedOpByOp() throws {
+        let scratch = try ScratchDirectory("presence-tokens")
+        let file = try scratch.write("tokens", "ada read-write presence.ada.**\nviewer read-only presence.**\n")
+        let server = try KVODProcess.start(["--token-file", file])
+        let ada = try Peer(server)
+        _ = try ada.request(1, "hello", #"{"token":"ada"}"#)
+        let refused = try ada.request(
+            2, "onDisconnect",
+            #"{"ops":[{"method":"set","params":{"path":"presence.ada.online","value":null}},{"method":"set","params":{"path":"presence.bob.online","value":null}}]}"#
+        )
+        #expect(refused["error"]?["code"] == 1008)
+        #expect(refused["error"]?["data"]?["op"] == 1 && refused["error"]?["data"]?["path"] == "presence.bob.online")
+        let granted = try ada.request(
+            3, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"presence.ada.online","value":null}}]}"#)
+        #expect(granted["result"]?["ops"] == 1)
+        let viewer = try Peer(server)
+        _ = try viewer.request(1, "hello", #"{"token":"viewer"}"#)
+        let readOnly = try viewer.request(
+            2, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"presence.x","value":null}}]}"#)
+        #expect(readOnly["error"]?["data"]?["reason"] == "read-only token")
+        #expect(server.stop() == 0)
+    }
 }
