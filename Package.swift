@@ -51,8 +51,15 @@ let package = Package(
             name: "KVOServer",
             dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging],
             swiftSettings: strict),
+        // kvoctl's commands, as a library: the kvoctl executable is one line over it, and kvod links it too so that
+        // one binary serves as both in the container image (Sources/kvod/MultiCall.swift, docker/README.md).
+        .target(
+            name: "KVOCtlCommands", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
         .executableTarget(
-            name: "kvod", dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", argumentParser, logging],
+            name: "kvod",
+            dependencies: [
+                "KVOServer", "ModelFile", "Persistence", "WireProtocol", "KVOCtlCommands", argumentParser, logging,
+            ],
             resources: [
                 .embedInCode("default-model.json"),
                 // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied
@@ -60,8 +67,7 @@ let package = Package(
                 .embedInCode("Inspector/index.html"), .embedInCode("Inspector/inspector.js"),
                 .embedInCode("Inspector/inspector.css"), .embedInCode("Inspector/kvod.js"),
             ], swiftSettings: strict),
-        .executableTarget(
-            name: "kvoctl", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+        .executableTarget(name: "kvoctl", dependencies: ["KVOCtlCommands"], swiftSettings: strict),
         // The load generator (Benchmarks/README.md); never part of the test suite.
         .executableTarget(
             name: "kvod-bench", dependencies: ["UVLoop", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",

@@ -1,5 +1,6 @@
-// kvoctl's entry point and routing table. Each subcommand lives in Commands/<Name>.swift; shared connection options
-// in ConnectionOptions.swift; exit statuses in ExitCodes.swift.
+// kvoctl's routing table and its public entry point, `KVOCtlEntry`, which the kvoctl executable calls and kvod calls
+// when it runs as `kvoctl` (the image's multi-call binary, Sources/kvod/MultiCall.swift). Each subcommand lives in
+// Commands/<Name>.swift; shared connection options in ConnectionOptions.swift; exit statuses in ExitCodes.swift.
 
 import ArgumentParser
 #if canImport(Glibc)
@@ -8,8 +9,16 @@ import Glibc
 import Darwin
 #endif
 
+/// Runs kvoctl with the process's arguments and exits: the one public door into this module.
+public enum KVOCtlEntry {
+    /// Parses `CommandLine.arguments` as kvoctl does and runs the command; never returns.
+    public static func main() -> Never {
+        KVOCtl.main()
+        exit(0)
+    }
+}
+
 /// The kvoctl command: a command-line client for kvod.
-@main
 struct KVOCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kvoctl",
