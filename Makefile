@@ -34,7 +34,7 @@ test:
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
-## bench: a quick kvod vs Redis run of every issue-10 figure (two or three minutes once built; Benchmarks/README.md).
+## bench: a quick kvod vs Redis run of every issue-10 figure (about two minutes once built; Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
 

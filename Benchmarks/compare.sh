@@ -8,8 +8,8 @@
 #
 #   bash Benchmarks/compare.sh            full: M in 1 10 100 1000, P×D in 1x1 1x16 16x1, 3 s, 3 alternations,
 #                                         memory of 200,000 items, snapshots of 1,000,000 objects, callgrind
-#   bash Benchmarks/compare.sh --quick    two or three minutes: M in 1 100, P×D in 1x1 1x16, 2 s, 1 alternation,
-#                                         memory of 100,000 items, snapshots of 100,000 objects, no callgrind
+#   bash Benchmarks/compare.sh --quick    about two minutes: M in 1 100, P×D in 1x1 1x16, 2 s, 2 alternations,
+#                                         memory of 200,000 items, snapshots of 200,000 objects, no callgrind
 #   options: --no-fanout --no-sets --no-mixed --no-memory --no-snapshot --no-instructions --objects N
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -35,8 +35,8 @@ OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick)
-            SUBSCRIBERS="1 100"; SHAPES="1x1 1x16"; RUN_SECONDS=2; WARMUP=0.5; ALTERNATIONS=1
-            MEMORY_COUNT=100000; SNAPSHOT_OBJECTS=100000; SNAPSHOT_SECONDS=5; SNAPSHOT_JOURNAL=20000; INSTRUCTIONS=0
+            SUBSCRIBERS="1 100"; SHAPES="1x1 1x16"; RUN_SECONDS=2; WARMUP=0.5; ALTERNATIONS=2
+            MEMORY_COUNT=200000; SNAPSHOT_OBJECTS=200000; SNAPSHOT_SECONDS=5; SNAPSHOT_JOURNAL=20000; INSTRUCTIONS=0
             shift ;;
         --subscribers) SUBSCRIBERS="$2"; shift 2 ;;
         --shapes) SHAPES="$2"; shift 2 ;;

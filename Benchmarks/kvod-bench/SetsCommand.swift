@@ -97,7 +97,9 @@ struct SetsResult {
     var discrepancyCount: Int
     var discrepancies: [String]
 
+    /// Whether the run found no discrepancy.
     var isOK: Bool { self.discrepancyCount == 0 }
+    /// Sets acknowledged per second in the window.
     var setsPerSecond: Double { self.windowSeconds > 0 ? Double(self.sets) / self.windowSeconds : 0 }
 
     /// The `--json` line.
@@ -159,15 +161,19 @@ struct SetsSummarize: ParsableCommand {
 
     /// The members of one `sets --json` line that the summary reads.
     struct Record {
+        /// `kvod` or `redis-set`.
         var target: String
+        /// `C×D`.
         var shape: String
         var setsPerSecond: Double
+        /// Latency percentiles in µs.
         var p50: Double
         var p99: Double
         /// Server CPU µs per set, when the run had --server-pid.
         var cpuPerSet: Double?
         var ok: Bool
 
+        /// Reads a `sets --json` line; nil for anything else.
         init?(_ value: JSONValue) {
             guard value["scenario"]?.stringValue == "sets", let target = value["target"]?.stringValue,
                 let connections = value["connections"]?.intValue, let pipeline = value["pipeline"]?.intValue,

@@ -16,14 +16,18 @@ struct SetsConfiguration {
         var name: String { self == .kvod ? "kvod" : "redis-set" }
     }
 
+    /// The server under test.
     var target: Target
+    /// The server's address and port.
     var host: String
     var port: Int
     /// C: client connections.
     var connections: Int
     /// D: sets in flight per connection.
     var pipeline: Int
+    /// Seconds before the measured window.
     var warmupSeconds: Double
+    /// Seconds of the measured window.
     var seconds: Double
     /// The kvod key path, or the Redis key.
     var key: String
@@ -31,7 +35,7 @@ struct SetsConfiguration {
     var serverPID: Int32?
     /// How long the drain may wait for the last responses.
     var drainTimeoutSeconds: Double = 20
-    /// How long connecting may take.
+    /// How long connecting may take (part of the overall deadline).
     var setupTimeoutSeconds: Double = 60
 
     /// The whole run gives up after this long.
@@ -48,8 +52,11 @@ final class SetsRun {
         case settingUp, warmingUp, measuring, draining, done
     }
 
+    /// What the run does.
     let configuration: SetsConfiguration
+    /// The run's own loop, shut down when `run()` returns.
     let loop: EventLoop
+    /// Writes every connection's output once per loop turn.
     let batcher: OutputBatcher
     private var timers: [LoopTimer] = []
     private(set) var phase = Phase.settingUp
