@@ -41,10 +41,9 @@ cluster-test:
 	$(SWIFT) build --product kvod
 	KVOD_BIN=.build/debug/kvod bash Tests/cluster/run.sh
 
-## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
+## bench: a quick kvod vs Redis run of every issue-10 figure (about two minutes once built; Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
-	python3 Benchmarks/snapshot.py --objects 100000 --seconds 5 --journal 20000
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:

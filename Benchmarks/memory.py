@@ -6,10 +6,11 @@ N objects `{"name":"object I","n":I,"tags":["a","b"]}` under keys `oI` of kvod's
 n ... tags a,b), then, on fresh servers, N short string keys `kI` = `"vI"` (Redis: SET). Loads are pipelined; the
 figure is (RSS after - RSS before) / N. Run it on a quiet machine and compare the two columns, not absolute figures.
 
-    python3 Benchmarks/memory.py [--kvod .build-bench/release/kvod] [--count 200000] [--no-redis]
+    python3 Benchmarks/memory.py [--kvod .build-bench/release/kvod] [--count 200000] [--no-redis] [--json FILE]
 """
 
 import argparse
+import json
 import os
 import re
 import select
@@ -85,6 +86,7 @@ def main():
     parser.add_argument("--kvod", default=".build-bench/release/kvod")
     parser.add_argument("--count", type=int, default=200000)
     parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--json", help="also write the figures to FILE as one JSON object (bytes per item)")
     args = parser.parse_args()
     n = args.count
 
@@ -128,6 +130,12 @@ def main():
             print(f"  {name:22} {kvod_bytes:7.0f}B {redis_rows[index]:7.0f}B {ratio:9.2f}x")
         else:
             print(f"  {name:22} {kvod_bytes:7.0f}B")
+    if args.json:
+        figures = {"count": n, "kvod_per_object": round(rows[0][1]), "kvod_per_key": round(rows[1][1])}
+        if with_redis:
+            figures.update(redis_per_object=round(redis_rows[0]), redis_per_key=round(redis_rows[1]))
+        with open(args.json, "w") as output:
+            json.dump(figures, output)
 
 
 if __name__ == "__main__":

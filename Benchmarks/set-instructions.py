@@ -8,9 +8,11 @@ cost of one set with start-up, connection and shutdown subtracted. callgrind cou
 figure repeats exactly for the same binary whatever else the machine does.
 
     python3 Benchmarks/set-instructions.py [--kvod .build-bench/release/kvod] [--sets 20000] [--path bench.value]
+                                           [--keep DIR] [--json FILE]
 """
 
 import argparse
+import json
 import os
 import re
 import select
@@ -86,6 +88,7 @@ def main():
     parser.add_argument("--sets", type=int, default=20000)
     parser.add_argument("--path", default="bench.value")
     parser.add_argument("--keep", help="a directory for the callgrind files (default: a temporary one)")
+    parser.add_argument("--json", help="also write the figures to FILE as one JSON object")
     args = parser.parse_args()
     out_dir = args.keep or tempfile.mkdtemp(prefix="kvod-set-instructions-")
     os.makedirs(out_dir, exist_ok=True)
@@ -96,6 +99,10 @@ def main():
     print(f"kvod instructions per plain set, nobody observing, 16 in flight: {per_set:,.0f} Ir "
           f"({args.sets:,} sets {big_total:,} Ir minus {small:,} sets {small_total:,} Ir; target <= 5,000)")
     print(f"callgrind files: {out_dir}")
+    if args.json:
+        with open(args.json, "w") as output:
+            json.dump({"sets": args.sets, "small_sets": small, "ir": big_total, "small_ir": small_total,
+                       "per_set": round(per_set)}, output)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ struct KVODBench: ParsableCommand {
             Drives a server over real sockets from one event loop. See Benchmarks/README.md for the scenarios, \
             what the numbers mean and the scripts that run the comparison with Redis.
             """,
-        subcommands: [Fanout.self, Mixed.self, Hold.self, Summarize.self, Codec.self])
+        subcommands: [Fanout.self, Mixed.self, Hold.self, Summarize.self, Codec.self, Sets.self])
 }
 
 /// Where the server is.
