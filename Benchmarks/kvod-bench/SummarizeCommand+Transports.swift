@@ -36,8 +36,8 @@ extension Summarize {
                 cost(costs[0]), cost(costs[1]), ratio(costs[1], costs[0]), counts.map(String.init).joined(separator: "/"),
             ])
         }
-        var text = "kvod over WebSocket against TCP, median per cell (notifications/s: WS/TCP < 1 means WebSocket "
-        text += "delivers less; p99 and server CPU per notification: WS/TCP > 1 means WebSocket is slower, costlier)\n"
+        var text = "kvod over WebSocket against TCP, median per cell. WS/TCP: notifications/s below 1, WebSocket "
+        text += "delivers less;\np99 latency and server CPU time per notification above 1, WebSocket is slower, costlier\n"
         text += Format.table(
             [
                 "M", "P×D", "TCP notif/s", "WS notif/s", "WS/TCP", "TCP p99", "WS p99", "WS/TCP", "TCP CPU/notif",
