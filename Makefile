@@ -34,9 +34,11 @@ test:
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
-## bench: a quick kvod vs Redis comparison and snapshots under load (about two minutes once built; Benchmarks/README.md).
+## bench: a quick kvod vs Redis comparison, WebSocket vs TCP, and snapshots under load (about two minutes once built;
+## Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
+	bash Benchmarks/websocket.sh --quick --no-build
 	python3 Benchmarks/snapshot.py --objects 100000 --seconds 5 --journal 20000
 
 ## lint-docker: hadolint on docker/Dockerfile.

@@ -5,6 +5,8 @@
 #
 #   bash Benchmarks/websocket.sh            M in 1 10 100, 3 s runs, 3 rounds (about 2 minutes once built)
 #   bash Benchmarks/websocket.sh --quick    M in 1 100, 2 s runs, 1 round (about 15 s once built)
+#   bash Benchmarks/websocket.sh --callgrind   instead: kvod's instructions per notification on each transport
+#                                              (callgrind, fixed workloads that repeat exactly; a few minutes)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -14,6 +16,7 @@ RUN_SECONDS=3
 WARMUP=1
 ROUNDS=3
 BUILD=1
+CALLGRIND=0
 OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -25,8 +28,9 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
+        --callgrind) CALLGRIND=1; shift ;;
         --no-pin) NO_PIN=1; shift ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
@@ -43,6 +47,11 @@ trap 'exit 130' INT TERM
 
 [ "$BUILD" = 1 ] && build_release
 [ -x "$KVOD_BIN" ] && [ -x "$BENCH_BIN" ] || die "missing $KVOD_BIN or $BENCH_BIN (run without --no-build)"
+
+if [ "$CALLGRIND" = 1 ]; then
+    source "$(dirname "${BASH_SOURCE[0]}")/websocket-callgrind.sh"
+    exit 0
+fi
 
 # kvod on CPU 0, the load generator on CPU 1 (when the machine has two), as in compare.sh.
 start_kvod "$OUT/kvod.stdout" $(pin 0)
