@@ -11,7 +11,9 @@ kvod and this harness share CPU 0; each client runs alone on CPU 1 (when the mac
 client sends `set` and waits for the response, for --seconds after a short warm-up. Notifications: the client
 subscribes to one key, then this harness (a raw socket, 512 sets per write, up to 4096 in flight) sends
 --notifications sets of it; the client's rate is measured from the first notification it hands to the application to
-the last, and it checks that the seqs follow one another with none missing. Clients are alternated, in reverse order
+the last, and it checks that the seqs follow one another with none missing. Each figure comes with the client
+process's CPU time per round trip or notification (all its threads), which other load on the machine disturbs far
+less than the rates. Clients are alternated, in reverse order
 on even rounds, and the medians are printed. Standard library only (the WebSocket rows need the `websockets`
 package, as the Python client's extra does, and are skipped without it); everything on 127.0.0.1, stopped at exit.
 """
@@ -58,10 +60,11 @@ def raw_round_trips(address, seconds):
     count = 0
     warmup_end = time.perf_counter() + 0.3
     start = end = None
+    cpu_start = 0.0
     while True:
         now = time.perf_counter()
         if start is None and now >= warmup_end:
-            start, count = now, 0
+            start, count, cpu_start = now, 0, time.process_time()
         elif start is not None and now - start >= seconds:
             end = now
             break
@@ -77,8 +80,9 @@ def raw_round_trips(address, seconds):
         if "result" not in response:
             raise RuntimeError(f"error response {line!r}")
         count += 1
+    cpu = time.process_time() - cpu_start
     sock.close()
-    return count / (end - start)
+    return count / (end - start), cpu / count * 1e6
 
 
 def raw_notifications(address, count):
@@ -94,6 +98,7 @@ def raw_notifications(address, count):
     print("ready", flush=True)
     received = 0
     first = last = 0.0
+    cpu_first = 0.0
     while received < count:
         data = sock.recv(1 << 16)
         if not data:
@@ -110,10 +115,11 @@ def raw_notifications(address, count):
             next_seq = seq + 1
             received += 1
             if received == 1:
-                first = time.perf_counter()
+                first, cpu_first = time.perf_counter(), time.process_time()
         last = time.perf_counter()
+    cpu = time.process_time() - cpu_first
     sock.close()
-    return (received - 1) / (last - first), received
+    return (received - 1) / (last - first), cpu / (received - 1) * 1e6, received
 
 
 def client_round_trips(address, transport, seconds):
@@ -145,12 +151,13 @@ def asyncio_round_trips(address, transport, seconds):
             while time.perf_counter() < warmup_end:
                 await client.set(RTT_KEY, value)
                 value += 1
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             done = 0
             while time.perf_counter() - start < seconds:
                 await client.set(RTT_KEY, done)
                 done += 1
-            return done / (time.perf_counter() - start)
+            cpu = time.process_time() - cpu_start
+            return done / (time.perf_counter() - start), cpu / done * 1e6
         finally:
             await client.close()
     return asyncio.run(main())
@@ -180,21 +187,24 @@ def timed_loop(call, seconds):
     while time.perf_counter() < warmup_end:
         call(value)
         value += 1
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     done = 0
     while time.perf_counter() - start < seconds:
         call(done)
         done += 1
-    return done / (time.perf_counter() - start)
+    cpu = time.process_time() - cpu_start
+    return done / (time.perf_counter() - start), cpu / done * 1e6
 
 
 class SeqChecker:
-    """Counts notifications, checks that their seqs follow one another and times the first to the last."""
+    """Counts notifications, checks that their seqs follow one another and times the first to the last (wall clock
+    and this process's CPU time, all threads)."""
 
     def __init__(self):
         self.count = 0
         self.next_seq = None
         self.first = self.last = 0.0
+        self.cpu_first = self.cpu_last = 0.0
 
     def received(self, seq):
         if self.next_seq is not None and seq != self.next_seq:
@@ -203,11 +213,12 @@ class SeqChecker:
         self.count += 1
         self.last = time.perf_counter()
         if self.count == 1:
-            self.first = self.last
+            self.first, self.cpu_first = self.last, time.process_time()
         return self.count
 
     def result(self):
-        return (self.count - 1) / (self.last - self.first), self.count
+        cpu = time.process_time() - self.cpu_first
+        return (self.count - 1) / (self.last - self.first), cpu / (self.count - 1) * 1e6, self.count
 
 
 def run_worker(args):
@@ -215,15 +226,16 @@ def run_worker(args):
     _, transport = CLIENTS[args.worker]
     kind = args.worker.split("/")[0]
     if args.mode == "rtt":
-        rate = {"raw": lambda: raw_round_trips(args.address, args.seconds),
-                "python": lambda: client_round_trips(args.address, transport, args.seconds),
-                "python-asyncio": lambda: asyncio_round_trips(args.address, transport, args.seconds)}[kind]()
-        print(json.dumps({"rate": rate}), flush=True)
+        rate, cpu = {"raw": lambda: raw_round_trips(args.address, args.seconds),
+                     "python": lambda: client_round_trips(args.address, transport, args.seconds),
+                     "python-asyncio": lambda: asyncio_round_trips(args.address, transport, args.seconds)}[kind]()
+        print(json.dumps({"rate": rate, "cpu_us": cpu}), flush=True)
     else:
-        rate, received = {"raw": lambda: raw_notifications(args.address, args.count),
-                          "python": lambda: client_notifications(args.address, transport, args.count),
-                          "python-asyncio": lambda: asyncio_notifications(args.address, transport, args.count)}[kind]()
-        print(json.dumps({"rate": rate, "received": received}), flush=True)
+        rate, cpu, received = {
+            "raw": lambda: raw_notifications(args.address, args.count),
+            "python": lambda: client_notifications(args.address, transport, args.count),
+            "python-asyncio": lambda: asyncio_notifications(args.address, transport, args.count)}[kind]()
+        print(json.dumps({"rate": rate, "cpu_us": cpu, "received": received}), flush=True)
 
 
 # MARK: - The harness (with kvod, on CPU 0)
@@ -380,7 +392,7 @@ def main():
         os.sched_setaffinity(0, {0})  # this harness (the producer) shares CPU 0 with kvod
     kvod, address = start_kvod(binary, pinned)
     log(f"kvod pid {kvod.pid} at {address}")
-    results = {name: {"rtt": [], "notify": [], "feed": []} for name in names}
+    results = {name: {"rtt": [], "rtt_cpu": [], "notify": [], "notify_cpu": [], "feed": []} for name in names}
     records = []
     failed = False
     try:
@@ -396,6 +408,7 @@ def main():
                         failed = True
                         continue
                     results[name][mode].append(result["rate"])
+                    results[name][mode + "_cpu"].append(result["cpu_us"])
                     if mode == "notify":
                         results[name]["feed"].append(result["feed"])
                     records.append({"client": name, "mode": mode, "round": round_number, **result})
@@ -412,19 +425,24 @@ def main():
 
     median = lambda values: statistics.median(values) if values else None
     ratio = lambda value, base: f"{value / base:.2f}×" if value and base else "-"
-    raw_rtt, raw_notify = median(results["raw"]["rtt"]), median(results["raw"]["notify"])
+    cpu_text = lambda value: "-" if value is None else f"{value:.1f} µs" if value < 100 else f"{value:.0f} µs"
+    keys = ("rtt", "rtt_cpu", "notify", "notify_cpu", "feed")
+    raw = {key: median(results["raw"][key]) for key in keys}
     rows = []
     for name in names:
-        rtt, notify, feed = (median(results[name][key]) for key in ("rtt", "notify", "feed"))
-        rows.append([name, rate_text(rtt), ratio(rtt, raw_rtt), rate_text(notify), ratio(notify, raw_notify),
-                     rate_text(feed), f"{len(results[name]['rtt'])}/{len(results[name]['notify'])}"])
+        rtt, rtt_cpu, notify, notify_cpu, feed = (median(results[name][key]) for key in keys)
+        rows.append([name, rate_text(rtt), ratio(rtt, raw["rtt"]), cpu_text(rtt_cpu), ratio(rtt_cpu, raw["rtt_cpu"]),
+                     rate_text(notify), ratio(notify, raw["notify"]), cpu_text(notify_cpu),
+                     ratio(notify_cpu, raw["notify_cpu"]), rate_text(feed),
+                     f"{len(results[name]['rtt'])}/{len(results[name]['notify'])}"])
     print(f"\nclient libraries against kvod, {os.cpu_count()} CPUs, {args.rounds} round(s), "
           f"{args.seconds:g} s of round trips, {args.notifications} notifications per run, "
           f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, load average {os.getloadavg()[0]:.1f}")
-    print("medians; vs raw: the ratio to a raw Python socket that parses every message with json.loads; feed: the "
-          "rate at which the harness's sets were acknowledged while the client received")
-    print(table(["client", "round trips/s", "vs raw", "notifications/s", "vs raw", "feed sets/s", "runs"], rows,
-                args.markdown))
+    print("medians; vs raw: the ratio to a raw Python socket that parses every message with json.loads (rates: below 1 "
+          "is slower; CPU: the client process's CPU time per round trip or notification, above 1 is costlier);\n"
+          "feed: the rate at which the harness's sets were acknowledged while the client received")
+    print(table(["client", "round trips/s", "vs raw", "CPU/round trip", "vs raw", "notifications/s", "vs raw",
+                 "CPU/notification", "vs raw", "feed sets/s", "runs"], rows, args.markdown))
     if failed:
         print("SOME RUNS FAILED (see above); they are left out of the medians", file=sys.stderr)
         sys.exit(2)
