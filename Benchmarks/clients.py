@@ -5,7 +5,8 @@ TypeScript client in Node (TCP, and WebSocket with --experimental-websocket), al
 its ratio to the raw socket. Benchmarks/README.md and docs/PERFORMANCE.md#websocket-and-the-client-libraries.
 
     python3 Benchmarks/clients.py [--quick] [--rounds 3] [--seconds 2] [--notifications 50000] [--only raw,node]
-                                  [--kvod PATH] [--no-pin] [--json FILE]
+                                  [--kvod PATH] [--no-pin] [--markdown] [--json FILE]
+    python3 Benchmarks/clients.py --summarize FILE... [--markdown]     (the table of earlier --json runs together)
 
 kvod and this harness share CPU 0; each client runs alone on CPU 1 (when the machine has two). Round trips: the
 client sends `set` and waits for the response, for --seconds after a short warm-up. Notifications: the client
@@ -343,6 +344,35 @@ def table(header, rows, markdown):
     return "\n".join([render(header), render(["-" * width for width in widths])] + [render(row) for row in rows])
 
 
+def report(records, markdown):
+    """The table of medians and ratios to the raw socket, from run records (as written by --json)."""
+    names = list(dict.fromkeys(record["client"] for record in records))
+    results = {name: {"rtt": [], "rtt_cpu": [], "notify": [], "notify_cpu": [], "feed": []} for name in names}
+    for record in records:
+        entry = results[record["client"]]
+        entry[record["mode"]].append(record["rate"])
+        entry[record["mode"] + "_cpu"].append(record["cpu_us"])
+        if record["mode"] == "notify":
+            entry["feed"].append(record["feed"])
+    median = lambda values: statistics.median(values) if values else None
+    ratio = lambda value, base: f"{value / base:.2f}×" if value and base else "-"
+    cpu_text = lambda value: "-" if value is None else f"{value:.1f} µs" if value < 100 else f"{value:.0f} µs"
+    keys = ("rtt", "rtt_cpu", "notify", "notify_cpu", "feed")
+    raw = {key: median(results.get("raw", {}).get(key, [])) for key in keys}
+    rows = []
+    for name in sorted(names, key=lambda name: list(CLIENTS).index(name) if name in CLIENTS else len(CLIENTS)):
+        rtt, rtt_cpu, notify, notify_cpu, feed = (median(results[name][key]) for key in keys)
+        rows.append([name, rate_text(rtt), ratio(rtt, raw["rtt"]), cpu_text(rtt_cpu), ratio(rtt_cpu, raw["rtt_cpu"]),
+                     rate_text(notify), ratio(notify, raw["notify"]), cpu_text(notify_cpu),
+                     ratio(notify_cpu, raw["notify_cpu"]), rate_text(feed),
+                     f"{len(results[name]['rtt'])}/{len(results[name]['notify'])}"])
+    legend = ("medians; vs raw: the ratio to a raw Python socket that parses every message with json.loads (rates: "
+              "below 1 is slower; CPU: the client process's CPU time per round trip or notification, above 1 is "
+              "costlier);\nfeed: the rate at which the harness's sets were acknowledged while the client received\n")
+    return legend + table(["client", "round trips/s", "vs raw", "CPU/round trip", "vs raw", "notifications/s",
+                           "vs raw", "CPU/notification", "vs raw", "feed sets/s", "runs"], rows, markdown)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 round, 1 s of round trips, 20000 notifications")
@@ -354,6 +384,8 @@ def main():
     parser.add_argument("--no-pin", action="store_true", help="do not pin kvod and the clients to CPUs 0 and 1")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--json", default="", help="also write every run as JSON lines to this file")
+    parser.add_argument("--summarize", nargs="+", metavar="FILE",
+                        help="measure nothing: print the table of the runs in these --json files together")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
@@ -361,6 +393,12 @@ def main():
     args = parser.parse_args()
     if args.worker:
         return run_worker(args)
+    if args.summarize:
+        records = []
+        for path in args.summarize:
+            with open(path) as file:
+                records.extend(json.loads(line) for line in file if line.strip())
+        return print(report(records, args.markdown))
     if args.quick:
         args.rounds, args.seconds, args.notifications = 1, 1.0, 20000
     if not 1 <= args.rounds <= 20 or args.seconds <= 0 or args.notifications < 2:
@@ -392,7 +430,6 @@ def main():
         os.sched_setaffinity(0, {0})  # this harness (the producer) shares CPU 0 with kvod
     kvod, address = start_kvod(binary, pinned)
     log(f"kvod pid {kvod.pid} at {address}")
-    results = {name: {"rtt": [], "rtt_cpu": [], "notify": [], "notify_cpu": [], "feed": []} for name in names}
     records = []
     failed = False
     try:
@@ -407,10 +444,6 @@ def main():
                     if result is None:
                         failed = True
                         continue
-                    results[name][mode].append(result["rate"])
-                    results[name][mode + "_cpu"].append(result["cpu_us"])
-                    if mode == "notify":
-                        results[name]["feed"].append(result["feed"])
                     records.append({"client": name, "mode": mode, "round": round_number, **result})
     finally:
         kvod.terminate()
@@ -423,26 +456,10 @@ def main():
             for record in records:
                 file.write(json.dumps(record) + "\n")
 
-    median = lambda values: statistics.median(values) if values else None
-    ratio = lambda value, base: f"{value / base:.2f}×" if value and base else "-"
-    cpu_text = lambda value: "-" if value is None else f"{value:.1f} µs" if value < 100 else f"{value:.0f} µs"
-    keys = ("rtt", "rtt_cpu", "notify", "notify_cpu", "feed")
-    raw = {key: median(results["raw"][key]) for key in keys}
-    rows = []
-    for name in names:
-        rtt, rtt_cpu, notify, notify_cpu, feed = (median(results[name][key]) for key in keys)
-        rows.append([name, rate_text(rtt), ratio(rtt, raw["rtt"]), cpu_text(rtt_cpu), ratio(rtt_cpu, raw["rtt_cpu"]),
-                     rate_text(notify), ratio(notify, raw["notify"]), cpu_text(notify_cpu),
-                     ratio(notify_cpu, raw["notify_cpu"]), rate_text(feed),
-                     f"{len(results[name]['rtt'])}/{len(results[name]['notify'])}"])
     print(f"\nclient libraries against kvod, {os.cpu_count()} CPUs, {args.rounds} round(s), "
           f"{args.seconds:g} s of round trips, {args.notifications} notifications per run, "
           f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, load average {os.getloadavg()[0]:.1f}")
-    print("medians; vs raw: the ratio to a raw Python socket that parses every message with json.loads (rates: below 1 "
-          "is slower; CPU: the client process's CPU time per round trip or notification, above 1 is costlier);\n"
-          "feed: the rate at which the harness's sets were acknowledged while the client received")
-    print(table(["client", "round trips/s", "vs raw", "CPU/round trip", "vs raw", "notifications/s", "vs raw",
-                 "CPU/notification", "vs raw", "feed sets/s", "runs"], rows, args.markdown))
+    print(report(records, args.markdown))
     if failed:
         print("SOME RUNS FAILED (see above); they are left out of the medians", file=sys.stderr)
         sys.exit(2)
