@@ -33,11 +33,13 @@ extension Summarize {
             rows.append([
                 "\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)", rate(rates[0]), rate(rates[1]),
                 ratio(rates[1], rates[0]), latency(p99s[0]), latency(p99s[1]), ratio(p99s[1], p99s[0]),
-                cost(costs[0]), cost(costs[1]), ratio(costs[1], costs[0]), counts.map(String.init).joined(separator: "/"),
+                cost(costs[0]), cost(costs[1]), ratio(costs[1], costs[0]),
+                counts.map(String.init).joined(separator: "/"),
             ])
         }
         var text = "kvod over WebSocket against TCP, median per cell. WS/TCP: notifications/s below 1, WebSocket "
-        text += "delivers less;\np99 latency and server CPU time per notification above 1, WebSocket is slower, costlier\n"
+        text += "delivers less;\np99 latency and server CPU time per notification above 1, WebSocket is slower, "
+        text += "costlier\n"
         text += Format.table(
             [
                 "M", "P×D", "TCP notif/s", "WS notif/s", "WS/TCP", "TCP p99", "WS p99", "WS/TCP", "TCP CPU/notif",

@@ -42,8 +42,10 @@ struct Summarize: ParsableCommand {
                 if record.ok {
                     runs.append(record)
                 } else {
+                    let transport = record.transport == "tcp" ? "" : "/\(record.transport)"
                     failed.append(
-                        "\(record.target)\(record.transport == "tcp" ? "" : "/\(record.transport)") M=\(record.subscribers) P×D=\(record.publishers)×\(record.pipeline)")
+                        "\(record.target)\(transport) M=\(record.subscribers) "
+                            + "P×D=\(record.publishers)×\(record.pipeline)")
                 }
             }
         }

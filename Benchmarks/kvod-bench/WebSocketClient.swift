@@ -102,7 +102,8 @@ struct WebSocketClient {
         while start < lines.count {
             var end = start
             while end < lines.count && lines[end] != 0x0A { end += 1 }
-            Self.appendMaskedFrame(opcode: 0x1, payload: UnsafeRawBufferPointer(rebasing: lines[start..<end]), to: &output)
+            let payload = UnsafeRawBufferPointer(rebasing: lines[start..<end])
+            Self.appendMaskedFrame(opcode: 0x1, payload: payload, to: &output)
             start = end + 1
         }
     }
@@ -119,7 +120,9 @@ struct WebSocketClient {
             output.append(UInt8(truncatingIfNeeded: length))
         } else {
             output.append(0x80 | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { output.append(UInt8(truncatingIfNeeded: length >> shift)) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                output.append(UInt8(truncatingIfNeeded: length >> shift))
+            }
         }
         output.append(contentsOf: Self.maskKey)
         let start = output.count
@@ -168,7 +171,11 @@ struct WebSocketClientDecoder {
             if let remaining = self.remaining {
                 let take = min(remaining, count - position)
                 let piece = UnsafeRawBufferPointer(rebasing: chunk[position..<position + take])
-                if self.opcode >= 0x8 { self.control.append(contentsOf: piece) } else { lines.append(contentsOf: piece) }
+                if self.opcode >= 0x8 {
+                    self.control.append(contentsOf: piece)
+                } else {
+                    lines.append(contentsOf: piece)
+                }
                 position += take
                 self.remaining = remaining - take
                 if remaining == take, let outcome = self.finishFrame(lines: &lines, replies: &replies) {
