@@ -41,9 +41,11 @@ cluster-test:
 	$(SWIFT) build --product kvod
 	KVOD_BIN=.build/debug/kvod bash Tests/cluster/run.sh
 
-## bench: a quick kvod vs Redis run of every issue-10 figure (about two minutes once built; Benchmarks/README.md).
+## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP (about two minutes once built;
+## Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
+	bash Benchmarks/websocket.sh --quick --no-build
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:

@@ -1,6 +1,7 @@
 // The client side of one benchmark socket: an output buffer that collects every request of a loop turn and goes to
 // the socket in one write just before the loop polls (as a server should batch its output), and a dialer that opens
-// many connections with a bounded number of connects in flight. Protocol parsing lives with the scenarios.
+// many connections with a bounded number of connects in flight. Protocol parsing lives with the scenarios; over
+// WebSocket (WebSocketClient.swift) this type frames each request line and hands the scenario lines again.
 
 import UVLoop
 
@@ -13,44 +14,103 @@ final class BenchConnection {
     /// Requests appended this turn, not yet written.
     private var output: [UInt8] = []
     private var isQueued = false
+    /// WebSocket only: the protocol state, the request lines before framing, the lines decoded from frames, the
+    /// pongs to send, and the scenario's handlers.
+    private var webSocket: WebSocketClient?
+    private var unframed: [UInt8] = []
+    private var decoded: [UInt8] = []
+    private var replies: [UInt8] = []
+    private var onBytes: (@MainActor (UnsafeRawBufferPointer) -> Void)?
+    private var onEnd: (@MainActor (String) -> Void)?
 
     /// Wraps a connected stream and starts reading: every chunk goes to `onBytes`; the end of the stream (EOF or an
-    /// error) goes to `onEnd` with a description.
+    /// error) goes to `onEnd` with a description. Over `.websocket` the upgrade request goes out at once, requests
+    /// are held until it is accepted, and `onBytes` gets the frames' messages as lines (each ended by `\n`).
     init(
-        stream: TCPStream, batcher: OutputBatcher, onBytes: @escaping @MainActor (UnsafeRawBufferPointer) -> Void,
-        onEnd: @escaping @MainActor (String) -> Void
+        stream: TCPStream, batcher: OutputBatcher, transport: BenchTransport = .tcp,
+        onBytes: @escaping @MainActor (UnsafeRawBufferPointer) -> Void, onEnd: @escaping @MainActor (String) -> Void
     ) throws(UVError) {
         self.stream = stream
         self.batcher = batcher
         self.output.reserveCapacity(4096)
         stream.setNoDelay(true)
-        stream.onRead = onBytes
         stream.onEnd = { error in onEnd(error.map { "\($0)" } ?? "the server closed the connection") }
+        switch transport {
+        case .tcp:
+            stream.onRead = onBytes
+        case .websocket:
+            self.webSocket = WebSocketClient()
+            self.onBytes = onBytes
+            self.onEnd = onEnd
+            self.decoded.reserveCapacity(65536)
+            stream.onRead = { [unowned self] chunk in self.receiveWebSocket(chunk) }
+            stream.write(WebSocketClient.upgradeRequest(authority: stream.remoteAddress))
+        }
         try stream.startReading()
     }
 
     /// Appends one request to this turn's output; it is written when the loop is about to poll.
     @inline(__always)
     func send(_ write: (inout [UInt8]) -> Void) {
-        write(&self.output)
+        if self.webSocket != nil {
+            self.unframed.removeAll(keepingCapacity: true)
+            write(&self.unframed)
+            self.unframed.withUnsafeBytes { WebSocketClient.appendFrames(lines: $0, to: &self.output) }
+        } else {
+            write(&self.output)
+        }
         if !self.isQueued {
             self.isQueued = true
             self.batcher.queue(self)
         }
     }
 
-    /// Writes the collected output in one call (what the socket does not take at once, libuv queues).
+    /// Writes the collected output in one call (what the socket does not take at once, libuv queues). Over
+    /// WebSocket, output waits for the upgrade's answer (RFC 6455 §4.1).
     func flush() {
         self.isQueued = false
-        guard !self.output.isEmpty else { return }
+        guard !self.output.isEmpty, self.webSocket?.isOpen ?? true else { return }
         self.output.withUnsafeBytes { _ = self.stream.write($0) }
         self.output.removeAll(keepingCapacity: self.output.capacity <= 1 << 20)
     }
 
-    /// Closes the socket; pending output is dropped.
+    /// Closes the socket; pending output is dropped. An open WebSocket says goodbye with a close frame first.
     func close() {
         self.output.removeAll()
+        if self.webSocket?.isOpen == true {
+            var frame: [UInt8] = []
+            let code: [UInt8] = [0x03, 0xE8]  // 1000, normal closure
+            code.withUnsafeBytes { WebSocketClient.appendMaskedFrame(opcode: 0x8, payload: $0, to: &frame) }
+            self.stream.write(frame)
+        }
         self.stream.close()
+    }
+
+    /// WebSocket input: the upgrade's answer, then frames, whose messages go to the scenario as lines.
+    private func receiveWebSocket(_ chunk: UnsafeRawBufferPointer) {
+        guard let outcome = self.webSocket?.receive(chunk, lines: &self.decoded, replies: &self.replies) else { return }
+        if !self.replies.isEmpty {
+            self.output.append(contentsOf: self.replies)
+            self.replies.removeAll(keepingCapacity: true)
+        }
+        switch outcome {
+        case .none, .opened:
+            // Held requests (and pongs) go out with this turn's output.
+            if !self.output.isEmpty && !self.isQueued && self.webSocket?.isOpen == true {
+                self.isQueued = true
+                self.batcher.queue(self)
+            }
+        case .closed(let code):
+            self.onEnd?("the server sent a close frame (code \(code.map { "\($0)" } ?? "none"))")
+            return
+        case .failed(let message):
+            self.onEnd?("WebSocket: \(message)")
+            return
+        }
+        if !self.decoded.isEmpty, let onBytes = self.onBytes {
+            self.decoded.withUnsafeBytes { onBytes($0) }
+            self.decoded.removeAll(keepingCapacity: self.decoded.capacity <= 1 << 20)
+        }
     }
 }
 

@@ -25,6 +25,9 @@ struct Fanout: ParsableCommand {
     @Option(help: "With --target redis: publish (PUBLISH to a channel) or set (SET + keyspace notifications).")
     var redisCommand: String = "publish"
 
+    @Option(help: "With --target kvod: tcp (JSON lines) or websocket (an upgrade on kvod's port, one frame a message).")
+    var transport: BenchTransport = .tcp
+
     @Option(help: "Subscriber counts, comma-separated.")
     var subscribers: String = "1,10,100,1000"
 
@@ -55,6 +58,9 @@ struct Fanout: ParsableCommand {
     func validate() throws {
         guard self.target == "kvod" || self.target == "redis" else {
             throw ValidationError("--target must be kvod or redis")
+        }
+        guard self.transport == .tcp || self.target == "kvod" else {
+            throw ValidationError("--transport websocket needs --target kvod")
         }
         guard Target.RedisCommand(rawValue: self.redisCommand) != nil else {
             throw ValidationError("--redis-command must be publish or set")
@@ -89,9 +95,10 @@ struct Fanout: ParsableCommand {
         for subscriberCount in try parseList(self.subscribers, name: "--subscribers") {
             for (publisherCount, depth) in try self.resolvedShapes() {
                 let configuration = FanoutConfiguration(
-                    target: target, host: self.server.host, port: self.server.port, subscribers: subscriberCount,
-                    publishers: publisherCount, pipeline: depth, warmupSeconds: self.warmup, seconds: self.seconds,
-                    mutationLimit: self.mutationLimit, key: self.key, serverPID: self.server.serverPID)
+                    target: target, host: self.server.host, port: self.server.port, transport: self.transport,
+                    subscribers: subscriberCount, publishers: publisherCount, pipeline: depth,
+                    warmupSeconds: self.warmup, seconds: self.seconds, mutationLimit: self.mutationLimit, key: self.key,
+                    serverPID: self.server.serverPID)
                 let result = try MainActor.assumeIsolated {
                     // ArgumentParser calls run() on the main thread, which is the loop's thread.
                     try FanoutRun(configuration: configuration).run()
@@ -100,7 +107,7 @@ struct Fanout: ParsableCommand {
                 if self.json {
                     emit(JSONWriter.encodeString(result.json) + "\n")
                 } else if !result.isOK {
-                    printError("\(target.name) M=\(subscriberCount) P×D=\(publisherCount)×\(depth): FAILED")
+                    printError("\(result.targetLabel) M=\(subscriberCount) P×D=\(publisherCount)×\(depth): FAILED")
                 }
                 for message in result.discrepancies { printError("  discrepancy: \(message)") }
             }
@@ -114,3 +121,5 @@ struct Fanout: ParsableCommand {
         }
     }
 }
+
+extension BenchTransport: ExpressibleByArgument {}

@@ -8,6 +8,8 @@ struct FanoutConfiguration {
     /// The server's address and port.
     var host: String
     var port: Int
+    /// How every connection talks to the server: JSON lines over TCP, or WebSocket (kvod only).
+    var transport: BenchTransport = .tcp
     /// M: subscriber connections.
     var subscribers: Int
     /// P: publisher connections.

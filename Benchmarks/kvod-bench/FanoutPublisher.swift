@@ -41,7 +41,7 @@ final class FanoutPublisher {
     func attach(_ stream: TCPStream, batcher: OutputBatcher) throws(UVError) {
         let target = self.run.configuration.target
         self.connection = try BenchConnection(
-            stream: stream, batcher: batcher,
+            stream: stream, batcher: batcher, transport: self.run.configuration.transport,
             onBytes: { [unowned self] chunk in
                 if target == .kvod { self.readKVOD(chunk) } else { self.readRedis(chunk) }
             },

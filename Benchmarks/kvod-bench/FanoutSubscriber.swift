@@ -56,7 +56,7 @@ final class FanoutSubscriber {
     /// Starts reading `stream` and sends the subscribe request.
     func attach(_ stream: TCPStream, batcher: OutputBatcher) throws(UVError) {
         let connection = try BenchConnection(
-            stream: stream, batcher: batcher,
+            stream: stream, batcher: batcher, transport: self.run.configuration.transport,
             onBytes: { [unowned self] chunk in self.read(chunk) },
             onEnd: { [unowned self] reason in self.run.connectionEnded("subscriber \(self.index)", reason) })
         self.connection = connection

@@ -27,6 +27,11 @@ struct FanoutResult {
         self.windowSeconds > 0 ? Double(self.notifications) / self.windowSeconds : 0
     }
 
+    /// The target's name, with "/ws" over WebSocket: the first column of the table.
+    var targetLabel: String {
+        self.configuration.target.name + (self.configuration.transport == .websocket ? "/ws" : "")
+    }
+
     /// How the latency was measured.
     var latencyMethod: String {
         self.configuration.target == .redis(.set) ? "in-order-match" : "embedded-timestamp"
@@ -38,6 +43,7 @@ struct FanoutResult {
         var object: JSONObject = [
             "scenario": "fanout",
             "target": .string(configuration.target.name),
+            "transport": .string(configuration.transport.rawValue),
             "subscribers": .int(Int64(configuration.subscribers)),
             "publishers": .int(Int64(configuration.publishers)),
             "pipeline": .int(Int64(configuration.pipeline)),
@@ -69,7 +75,7 @@ struct FanoutResult {
     var tableRow: [String] {
         let configuration = self.configuration
         return [
-            configuration.target.name, "\(configuration.subscribers)",
+            self.targetLabel, "\(configuration.subscribers)",
             "\(configuration.publishers)×\(configuration.pipeline)", Format.rate(self.mutationsPerSecond),
             Format.rate(self.notificationsPerSecond), Format.latency(self.latency.p50),
             Format.latency(self.latency.p99), Format.latency(self.latency.p999), Format.latency(self.latency.maximum),

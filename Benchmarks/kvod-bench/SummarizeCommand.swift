@@ -1,5 +1,6 @@
 // `kvod-bench summarize`: reads the JSON lines of fan-out runs (kvod, redis-publish, redis-set, alternated by
-// Benchmarks/compare.sh), takes per-cell medians and prints kvod/Redis ratios of notifications/s and p99 latency.
+// Benchmarks/compare.sh), takes per-cell medians and prints kvod/Redis ratios of notifications/s and p99 latency;
+// with --transports, kvod over WebSocket against kvod over TCP instead (SummarizeCommand+Transports.swift).
 
 import ArgumentParser
 import WireProtocol
@@ -26,6 +27,9 @@ struct Summarize: ParsableCommand {
     @Flag(help: "Print Markdown tables.")
     var markdown = false
 
+    @Flag(help: "Compare kvod over WebSocket with kvod over TCP (Benchmarks/websocket.sh) instead of with Redis.")
+    var transports = false
+
     func run() throws {
         var runs: [FanoutRecord] = []
         var failed: [String] = []
@@ -38,16 +42,22 @@ struct Summarize: ParsableCommand {
                 if record.ok {
                     runs.append(record)
                 } else {
+                    let transport = record.transport == "tcp" ? "" : "/\(record.transport)"
                     failed.append(
-                        "\(record.target) M=\(record.subscribers) P×D=\(record.publishers)×\(record.pipeline)")
+                        "\(record.target)\(transport) M=\(record.subscribers) "
+                            + "P×D=\(record.publishers)×\(record.pipeline)")
                 }
             }
         }
-        emit(Self.report(runs, failed: failed, markdown: self.markdown))
+        if self.transports {
+            emit(Self.transportReport(runs, failed: failed, markdown: self.markdown))
+        } else {
+            emit(Self.report(runs.filter { $0.transport == "tcp" }, failed: failed, markdown: self.markdown))
+        }
         if !failed.isEmpty { throw ExitCode(2) }
     }
 
-    /// The two ratio tables.
+    /// The ratio tables against Redis (TCP runs only).
     static func report(_ runs: [FanoutRecord], failed: [String], markdown: Bool) -> String {
         var cells: [FanoutCell] = []
         for run in runs where !cells.contains(run.cell) { cells.append(run.cell) }
@@ -55,10 +65,7 @@ struct Summarize: ParsableCommand {
         let targets = ["kvod", "redis-publish", "redis-set"]
 
         func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double?) -> Double? {
-            let values = runs.filter { $0.cell == cell && $0.target == target }.compactMap(value).sorted()
-            guard !values.isEmpty else { return nil }
-            let middle = values.count / 2
-            return values.count % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2
+            Self.median(runs.filter { $0.cell == cell && $0.target == target }.compactMap(value))
         }
         func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
             guard let numerator, let denominator, denominator > 0 else { return "-" }
@@ -112,6 +119,16 @@ struct Summarize: ParsableCommand {
     }
 }
 
+extension Summarize {
+    /// The median of `values`, or nil when there are none.
+    static func median(_ values: [Double]) -> Double? {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return nil }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+}
+
 /// The cell of the matrix a run belongs to.
 struct FanoutCell: Equatable {
     var subscribers: Int
@@ -122,6 +139,8 @@ struct FanoutCell: Equatable {
 /// The members of a `fanout --json` line that the summary reads.
 struct FanoutRecord {
     var target: String
+    /// "tcp" or "websocket" ("tcp" for lines written before the member existed).
+    var transport: String
     var subscribers: Int
     var publishers: Int
     var pipeline: Int
@@ -143,6 +162,7 @@ struct FanoutRecord {
             let p99 = value["latency_us"]?["p99"]?.doubleValue, let ok = value["ok"]?.boolValue
         else { return nil }
         self.target = target
+        self.transport = value["transport"]?.stringValue ?? "tcp"
         self.subscribers = Int(subscribers)
         self.publishers = Int(publishers)
         self.pipeline = Int(pipeline)
