@@ -4,6 +4,9 @@
 // `--ws-port` only the upgrade is accepted. The frames are the pure WebSocket module's; this type owns the socket's
 // ending: the half-close after the last output, the lingering close after a server-initiated one, the deadline for a
 // client that never reads, and for WebSocket the close frame, pings to idle peers and the handshake's HTTP errors.
+#if canImport(Glibc)
+import Glibc
+#endif
 import UVLoop
 import WebSocket
 import WireProtocol
@@ -210,18 +213,20 @@ final class SocketTransport: Transport {
         case .handshake:
             self.webSocket.heldOutput.append(contentsOf: messages)
         case .webSocket, .done:
-            guard self.webSocket.isWebSocket, !self.webSocket.sentCloseFrame else { return }
-            // One text frame per message: the session's output is whole messages, each ending in a newline.
-            var frames: [UInt8] = []
-            frames.reserveCapacity(messages.count + 16)
+            guard let state = self.webSocketState, state.isWebSocket, !state.sentCloseFrame,
+                let base = messages.baseAddress
+            else { return }
+            // One text frame per message: the session's output is whole messages, each ending in a newline (found
+            // with memchr), framed into a buffer the connection keeps, written once.
+            state.frames.removeAll(keepingCapacity: state.frames.capacity <= 64 << 10)
+            let count = messages.count
             var start = 0
-            while start < messages.count {
-                let end = messages[start...].firstIndex(of: UInt8(ascii: "\n")) ?? messages.count
-                let payload = UnsafeRawBufferPointer(rebasing: messages[start..<end])
-                WebSocketFrameEncoder.appendText(payload, to: &frames)
+            while start < count {
+                let end = memchr(base + start, 0x0A, count - start).map { UnsafeRawPointer($0) - base } ?? count
+                state.frames.appendTextFrame(UnsafeRawBufferPointer(start: base + start, count: end - start))
                 start = end + 1
             }
-            self.stream.write(frames)
+            state.frames.withBytes { _ = self.stream.write($0) }
         }
     }
 
@@ -368,4 +373,22 @@ private final class WebSocketState {
     /// The loop time of the last input (WebSocket keepalive).
     var lastInputAt: UInt64 = 0
     var pingTimer: LoopTimer?
+    /// The frames of one flush (reused; a large one is given back at the next flush).
+    var frames = OutputBuffer()
+}
+
+extension OutputBuffer {
+    /// Appends an unmasked, unfragmented text frame (RFC 6455 §5.2): the header, then the payload.
+    fileprivate mutating func appendTextFrame(_ payload: UnsafeRawBufferPointer) {
+        let length = payload.count
+        if length < 126 {
+            self.append(packed: 0x81 | UInt64(length) << 8, count: 2)
+        } else if length <= 0xFFFF {
+            self.append(packed: 0x81 | 126 << 8 | UInt64(length >> 8) << 16 | UInt64(length & 0xFF) << 24, count: 4)
+        } else {
+            self.append(packed: 0x81 | 127 << 8, count: 2)
+            self.append(packed: UInt64(length).byteSwapped, count: 8)
+        }
+        self.append(payload)
+    }
 }
