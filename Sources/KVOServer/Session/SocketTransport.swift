@@ -222,7 +222,9 @@ final class SocketTransport: Transport {
             let count = messages.count
             var start = 0
             while start < count {
-                let end = memchr(base + start, 0x0A, count - start).map { UnsafeRawPointer($0) - base } ?? count
+                // (No closure here: one formed in a main-actor method is checked for its isolation on every call.)
+                var end = count
+                if let newline = memchr(base + start, 0x0A, count - start) { end = UnsafeRawPointer(newline) - base }
                 state.frames.appendTextFrame(UnsafeRawBufferPointer(start: base + start, count: end - start))
                 start = end + 1
             }
@@ -373,8 +375,9 @@ private final class WebSocketState {
     /// The loop time of the last input (WebSocket keepalive).
     var lastInputAt: UInt64 = 0
     var pingTimer: LoopTimer?
-    /// The frames of one flush (reused; a large one is given back at the next flush).
-    var frames = OutputBuffer()
+    /// The frames of one flush (reused; a large one is given back at the next flush). Loop-owned, never accessed
+    /// re-entrantly: unchecked exclusivity.
+    @exclusivity(unchecked) var frames = OutputBuffer()
 }
 
 extension OutputBuffer {
