@@ -83,7 +83,8 @@ let package = Package(
         .testTarget(
             name: "KVOServerTests",
             dependencies: [
-                "KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", "Persistence", "UVLoop", logging,
+                "KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", "ModelFile", "Persistence", "UVLoop",
+                logging,
             ]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.

@@ -1,27 +1,28 @@
-// To-many mutations, collection operators and transactions over the wire, with exact notification contents.
-import TestSupport
+// To-many mutations, collection operators and transactions as JSON-RPC messages, with exact notification contents;
+// in process (InProcessServer.swift), on an empty open root or kvod's default model.
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct CollectionOverWireTests {
+@MainActor
+@Suite struct CollectionOverWireTests {
     @Test func orderedMutationsWithAllOptions() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"list","value":["a","b","c"]}"#)
         _ = try peer.request(2, "subscribe", #"{"path":"list","options":["new","old","prior"]}"#)
-        try peer.send(Peer.requestText(3, "insert", #"{"path":"list","indexes":[1,4],"values":["x","y"]}"#))
+        peer.send(Peer.requestText(3, "insert", #"{"path":"list","indexes":[1,4],"values":["x","y"]}"#))
         #expect(try peer.receive(3) == [
             .json(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":1,"path":"list","kind":"insertion","indexes":[1,4],"prior":true,"seq":2}}"#),
             .json(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":1,"path":"list","kind":"insertion","indexes":[1,4],"new":["x","y"],"seq":2}}"#),
             .json(#"{"jsonrpc":"2.0","id":3,"result":{"seq":2}}"#),
         ])
-        try peer.send(Peer.requestText(4, "remove", #"{"path":"list","indexes":[2,0]}"#))
+        peer.send(Peer.requestText(4, "remove", #"{"path":"list","indexes":[2,0]}"#))
         #expect(try peer.receive(3) == [
             .json(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":1,"path":"list","kind":"removal","indexes":[0,2],"old":["a","b"],"prior":true,"seq":3}}"#),
             .json(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":1,"path":"list","kind":"removal","indexes":[0,2],"old":["a","b"],"seq":3}}"#),
             .json(#"{"jsonrpc":"2.0","id":4,"result":{"seq":3}}"#),
         ])
-        try peer.send(Peer.requestText(5, "replace", #"{"path":"list","index":0,"value":"X"}"#))
+        peer.send(Peer.requestText(5, "replace", #"{"path":"list","index":0,"value":"X"}"#))
         #expect(try peer.receive(3)[1] == .json(
             #"{"jsonrpc":"2.0","method":"change","params":{"subscription":1,"path":"list","kind":"replacement","indexes":[0],"new":["X"],"old":["x"],"seq":4}}"#))
         #expect(try peer.request(6, "get", #"{"path":"list"}"#)["result"]?["value"] == .json(#"["X","c","y"]"#))
@@ -37,8 +38,8 @@ import WireProtocol
     }
 
     @Test func objectsInCollectionsAreAddressableAndOperatorsWork() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"team","value":{"members":[{"name":"Ada","salary":100},{"name":"Grace","salary":200}]}}"#)
         #expect(try peer.request(2, "get", #"{"path":"team.members.name"}"#)["result"]?["value"] == .json(#"["Ada","Grace"]"#))
         #expect(try peer.request(3, "get", #"{"path":"team.members.@sum.salary"}"#)["result"]?["value"] == 300)
@@ -51,9 +52,9 @@ import WireProtocol
         }
         _ = try peer.request(7, "subscribe", #"{"path":"team.members.@count","options":["new","old"]}"#)
         _ = try peer.request(8, "subscribe", #"{"path":"$\#(adaID).salary","options":["new"]}"#)
-        try peer.send(Peer.requestText(9, "set", #"{"path":"$\#(adaID).salary","value":150}"#))
+        peer.send(Peer.requestText(9, "set", #"{"path":"$\#(adaID).salary","value":150}"#))
         #expect(try peer.receive(2)[0]["params"]?["new"] == 150)
-        try peer.send(Peer.requestText(10, "insert", #"{"path":"team.members","value":{"$ref":\#(adaID)}}"#))
+        peer.send(Peer.requestText(10, "insert", #"{"path":"team.members","value":{"$ref":\#(adaID)}}"#))
         let notes = try peer.receive(2)
         #expect(notes[0]["params"]?["kind"] == "setting")
         #expect(notes[0]["params"]?["old"] == 2 && notes[0]["params"]?["new"] == 3)
@@ -64,23 +65,23 @@ import WireProtocol
 
     @Test func setsNotifyOnlyActualMembers() throws {
         // Sets are declared in a model; the default model's department has a set of strings `tags`.
-        let server = try KVODProcess.start(defaultModel: true)
-        let peer = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let peer = server.peer()
         _ = try peer.request(1, "subscribe", #"{"path":"department.tags","options":["new","old"]}"#)
-        try peer.send(Peer.requestText(2, "union", #"{"path":"department.tags","values":["a","b","a"]}"#))
+        peer.send(Peer.requestText(2, "union", #"{"path":"department.tags","values":["a","b","a"]}"#))
         #expect(try peer.receive(2)[0]["params"] == .json(#"{"subscription":1,"path":"department.tags","kind":"insertion","new":["a","b"],"seq":1}"#))
-        try peer.send(Peer.requestText(3, "remove", #"{"path":"department.tags","values":["a","z"]}"#))
+        peer.send(Peer.requestText(3, "remove", #"{"path":"department.tags","values":["a","z"]}"#))
         #expect(try peer.receive(2)[0]["params"] == .json(#"{"subscription":1,"path":"department.tags","kind":"removal","old":["a"],"seq":2}"#))
-        try peer.send(Peer.requestText(4, "setMembers", #"{"path":"department.tags","values":["b","c"]}"#))
+        peer.send(Peer.requestText(4, "setMembers", #"{"path":"department.tags","values":["b","c"]}"#))
         #expect(try peer.receive(2)[0]["params"] == .json(#"{"subscription":1,"path":"department.tags","kind":"replacement","new":["c"],"old":[],"seq":3}"#))
         #expect(try peer.request(5, "insert", #"{"path":"department.tags","index":0,"value":"x"}"#)["error"]?["code"] == 1005)
     }
 
     @Test func totalSalaryFollowsEmployees() throws {
-        let server = try KVODProcess.start(defaultModel: true)
-        let peer = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let peer = server.peer()
         _ = try peer.request(1, "subscribe", #"{"path":"department.totalSalary","options":["new","old","prior"]}"#)
-        try peer.send(Peer.requestText(2, "insert", #"{"path":"department.employees","value":{"name":"Ada","salary":100}}"#))
+        peer.send(Peer.requestText(2, "insert", #"{"path":"department.employees","value":{"name":"Ada","salary":100}}"#))
         let first = try peer.receive(3)
         #expect(first[0]["params"]?["prior"] == true && first[0]["params"]?["old"] == 0)
         #expect(first[1]["params"]?["new"] == 100.0)
@@ -89,9 +90,9 @@ import WireProtocol
             Issue.record("no employee id")
             return
         }
-        try peer.send(Peer.requestText(4, "set", #"{"path":"$\#(adaID).salary","value":120}"#))
+        peer.send(Peer.requestText(4, "set", #"{"path":"$\#(adaID).salary","value":120}"#))
         #expect(try peer.receive(3)[1]["params"]?["new"] == 120.0)
-        try peer.send(Peer.requestText(5, "remove", #"{"path":"department.employees","index":0}"#))
+        peer.send(Peer.requestText(5, "remove", #"{"path":"department.employees","index":0}"#))
         #expect(try peer.receive(3)[1]["params"]?["new"] == 0)
         // A removed employee no longer affects the total.
         #expect(try peer.request(6, "set", #"{"path":"$\#(adaID).salary","value":999}"#)["result"] != nil)
@@ -99,13 +100,13 @@ import WireProtocol
     }
 
     @Test func transactionsAreAtomicWithOneSeq() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"a","value":1}"#)
         _ = try peer.request(2, "subscribe", #"{"path":"a","options":["new","old","prior"],"context":"A"}"#)
         _ = try peer.request(3, "subscribe", #"{"path":"list","options":["new","prior"],"context":"L"}"#)
         let ops = #"[{"method":"set","params":{"path":"list","value":[]}},{"method":"insert","params":{"path":"list","value":1}},{"method":"set","params":{"path":"a","value":2}},{"method":"set","params":{"path":"a","value":3}}]"#
-        try peer.send(Peer.requestText(4, "transaction", #"{"ops":\#(ops)}"#))
+        peer.send(Peer.requestText(4, "transaction", #"{"ops":\#(ops)}"#))
         let messages = try peer.receive(5)
         #expect(messages.prefix(4).map { "\($0["params"]?["context"]?.stringValue ?? ""):\($0["params"]?["prior"] == true)" } == [
             "L:true", "A:true", "A:false", "L:false",

@@ -1,16 +1,18 @@
-// Conditional writes over the wire (Protocol/methods.md#set): modSeqs from `get` with `meta`, `if` on set, collection
-// mutations and transaction ops, error 1011 with the current value and modSeq, two writers racing on a
-// read-modify-write without losing an update, modSeqs surviving a restart, and kvoctl's flags.
+// Conditional writes (Protocol/methods.md#set): modSeqs from `get` with `meta`, `if` on set, collection mutations and
+// transaction ops, error 1011 with the current value and modSeq, two writers racing on a read-modify-write without
+// losing an update — in process (InProcessServer.swift); modSeqs surviving a restart and kvoctl's flags against a
+// live kvod.
 import Foundation
 import KVOClient
 import TestSupport
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct ConditionalWriteTests {
+@MainActor
+@Suite struct ConditionalWriteTests {
     @Test func twoWritersRacingOnModSeqLoseNoUpdate() throws {
-        let server = try KVODProcess.start()
-        let writers = [try Peer(server), try Peer(server)]
+        let server = InProcessServer()
+        let writers = [server.peer(), server.peer()]
         _ = try writers[0].request(1, "set", #"{"path":"counter","value":0}"#)
         var id = 10
         var increments = 0
@@ -43,8 +45,8 @@ import WireProtocol
     }
 
     @Test func metaConditionsAndAtomicRefusals() throws {
-        let server = try KVODProcess.start(defaultModel: true)
-        let peer = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let peer = server.peer()
         // modSeq: the seq that last stored the key; null when never set or computed.
         #expect(try peer.request(1, "get", #"{"path":"note","meta":true}"#)["result"] == .json(#"{"value":null,"seq":0,"modSeq":null,"expires":null}"#))
         #expect(try peer.request(2, "get", #"{"path":"person.fullName","meta":true}"#)["result"]?["modSeq"] == .null)
@@ -78,7 +80,10 @@ import WireProtocol
         }
         #expect(try peer.request(30, "get", #"{"path":"note","meta":"yes"}"#)["error"]?["code"] == -32602)
     }
+}
 
+/// Conditional writes at the process level: across a restart, and from kvoctl.
+@Suite(.serialized) struct ConditionalWriteOverWireTests {
     @Test func modSeqsSurviveARestart() throws {
         let directory = DurabilityTests.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,10 +1,12 @@
-// Bad input over real sockets: each gets its documented error (Protocol/errors.md), the connection stays usable,
-// and nothing a client sends disturbs another client.
+// Bad input: each gets its documented error (Protocol/errors.md), the connection stays usable, and nothing a client
+// sends disturbs another client. What the dispatcher answers is tested in process (InProcessServer.swift); what the
+// line framing does (the line limit, CRLF and blank lines) against a live kvod over a real socket.
 import TestSupport
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct ErrorTests {
+@MainActor
+@Suite struct ErrorTests {
     static let cases: [(line: String, code: Int64, id: JSONValue)] = [
         ("not json", -32700, .null),
         (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"path":"a"}"#, -32700, .null),
@@ -36,12 +38,12 @@ import WireProtocol
     ]
 
     @Test func eachBadInputGetsItsErrorAndTheConnectionStaysOpen() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"scalar","value":5}"#)
         _ = try peer.request(2, "set", #"{"path":"list","value":[1,2]}"#)
         for (line, code, id) in Self.cases {
-            try peer.send(line)
+            peer.send(line)
             let response = try peer.receive()
             #expect(response["error"]?["code"] == .int(code), "for \(line): \(response)")
             #expect(response["id"] == id, "for \(line): \(response)")
@@ -52,8 +54,8 @@ import WireProtocol
     }
 
     @Test func errorDataNamesThePath() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"person.age","value":30}"#)
         let error = try peer.request(2, "set", #"{"path":"person.age.years","value":1}"#)["error"]
         #expect(error?["code"] == 1005)
@@ -61,22 +63,53 @@ import WireProtocol
     }
 
     @Test func notificationsWithoutIdGetNoResponseButTakeEffect() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
-        try peer.send(#"{"jsonrpc":"2.0","method":"set","params":{"path":"quiet","value":1}}"#)
-        try peer.send(#"{"jsonrpc":"2.0","method":"nope"}"#)
-        try peer.send(#"[{"jsonrpc":"2.0","method":"ping"},{"jsonrpc":"2.0","method":"ping"}]"#)
+        let server = InProcessServer()
+        let peer = server.peer()
+        peer.send(#"{"jsonrpc":"2.0","method":"set","params":{"path":"quiet","value":1}}"#)
+        peer.send(#"{"jsonrpc":"2.0","method":"nope"}"#)
+        peer.send(#"[{"jsonrpc":"2.0","method":"ping"},{"jsonrpc":"2.0","method":"ping"}]"#)
         #expect(try peer.request(1, "get", #"{"path":"quiet"}"#)["result"] == .json(#"{"value":1,"seq":1}"#))
     }
 
     @Test func paramsByPosition() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         #expect(try peer.request(1, "set", #"["a.b",[1,"two",3.5,null,true]]"#)["result"]?["seq"] == 1)
         #expect(try peer.request(2, "get", #"["a.b"]"#)["result"]?["value"] == .json(#"[1,"two",3.5,null,true]"#))
         #expect(try peer.request(3, "get", #"["a","b"]"#)["error"]?["code"] == -32602)
     }
 
+    @Test func deepNestingAndHugeNumbersAreRejected() throws {
+        let server = InProcessServer()
+        let peer = server.peer()
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        peer.send(#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"path":"d","value":"# + deep + "}}")
+        #expect(try peer.receive()["error"]?["code"] == -32700)
+        #expect(try peer.request(2, "set", #"{"path":"big","value":123456789012345678901234567890}"#)["result"]?["seq"] == 1)
+        #expect(try peer.request(3, "get", #"{"path":"big"}"#)["result"]?["value"]?.doubleValue == 1.2345678901234568e29)
+        #expect(try peer.request(4, "set", #"{"path":"max","value":9223372036854775807}"#)["result"]?["seq"] == 2)
+        #expect(try peer.request(5, "get", #"{"path":"max"}"#)["result"]?["value"] == .int(.max))
+    }
+
+    @Test func invalidUTF8IsAParseErrorAndUnicodeRoundTrips() throws {
+        let server = InProcessServer()
+        let peer = server.peer()
+        var bytes = Array(#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"path":"s","value":""#.utf8)
+        bytes += [0xC0, 0xAF]
+        bytes += Array(#""}}"#.utf8)
+        peer.send(bytes: bytes)
+        #expect(try peer.receive()["error"]?["code"] == -32700)
+        let text = "naïve 日本 🎉 \"quoted\" \\ \u{01}"
+        let encoded = JSONWriter.encodeString(.string(text))
+        _ = try peer.request(2, "set", #"{"path":"s","value":\#(encoded)}"#)
+        #expect(try peer.request(3, "get", #"{"path":"s"}"#)["result"]?["value"] == .string(text))
+        _ = try peer.request(4, "set", #"{"path":"e","value":"\ud83c\udf89\u00e9"}"#)
+        #expect(try peer.request(5, "get", #"{"path":"e"}"#)["result"]?["value"] == "🎉é")
+    }
+}
+
+/// The line framing of the TCP transport, against a live kvod.
+@Suite(.serialized) struct ErrorOverWireTests {
     @Test func aLineOverTheLimitIsRefusedAndClosed() throws {
         let server = try KVODProcess.start(["--max-line-bytes", "4096"])
         let bystander = try Peer(server)
@@ -91,34 +124,6 @@ import WireProtocol
         // The oversized set never happened, and the other client is unaffected.
         try bystander.expectQuiet()
         #expect(try bystander.request(2, "get", #"{"path":"x"}"#)["result"]?["value"] == .null)
-    }
-
-    @Test func deepNestingAndHugeNumbersAreRejected() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
-        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
-        try peer.send(#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"path":"d","value":"# + deep + "}}")
-        #expect(try peer.receive()["error"]?["code"] == -32700)
-        #expect(try peer.request(2, "set", #"{"path":"big","value":123456789012345678901234567890}"#)["result"]?["seq"] == 1)
-        #expect(try peer.request(3, "get", #"{"path":"big"}"#)["result"]?["value"]?.doubleValue == 1.2345678901234568e29)
-        #expect(try peer.request(4, "set", #"{"path":"max","value":9223372036854775807}"#)["result"]?["seq"] == 2)
-        #expect(try peer.request(5, "get", #"{"path":"max"}"#)["result"]?["value"] == .int(.max))
-    }
-
-    @Test func invalidUTF8IsAParseErrorAndUnicodeRoundTrips() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
-        var bytes = Array(#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"path":"s","value":""#.utf8)
-        bytes += [0xC0, 0xAF]
-        bytes += Array(#""}}"#.utf8) + [0x0A]
-        try peer.client.connection.send(bytes)
-        #expect(try peer.receive()["error"]?["code"] == -32700)
-        let text = "naïve 日本 🎉 \"quoted\" \\ \u{01}"
-        let encoded = JSONWriter.encodeString(.string(text))
-        _ = try peer.request(2, "set", #"{"path":"s","value":\#(encoded)}"#)
-        #expect(try peer.request(3, "get", #"{"path":"s"}"#)["result"]?["value"] == .string(text))
-        _ = try peer.request(4, "set", #"{"path":"e","value":"\ud83c\udf89\u00e9"}"#)
-        #expect(try peer.request(5, "get", #"{"path":"e"}"#)["result"]?["value"] == "🎉é")
     }
 
     @Test func crlfLinesAndBlankLinesAreTolerated() throws {

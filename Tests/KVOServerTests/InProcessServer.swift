@@ -1,9 +1,13 @@
 // The session core without sockets (Sources/KVOServer/Session/): a SessionCore on a ManualClock, sessions on
 // RecordingTransports, a recording mutation log. Tests send messages, run the loop turn's flush by hand and read
-// exactly what each transport was given, in order.
+// exactly what each transport was given, in order. `InProcessPeer` speaks Peer's vocabulary (request, send,
+// receive, expectQuiet), so a dispatcher test reads the same in process as against a live kvod.
+import Foundation
 @testable import KVOServer
 import Logging
+import ModelFile
 import ObjectGraph
+import Testing
 import WireProtocol
 
 /// A transport that keeps what it is given.
@@ -41,7 +45,11 @@ final class RecordingTransport: Transport {
 
     /// Sends one message from the peer.
     func send(_ text: String) {
-        let bytes = Array(text.utf8)
+        self.send(bytes: Array(text.utf8))
+    }
+
+    /// Sends one message from the peer, byte for byte (invalid UTF-8 included).
+    func send(bytes: [UInt8]) {
         self.events?.transportRead(byteCount: bytes.count)
         bytes.withUnsafeBytes { self.events?.transportReceived($0) }
     }
@@ -95,10 +103,10 @@ final class InProcessServer {
     let log = RecordingMutationLog()
     var context: SessionContext { self.core.context }
 
-    /// A core on `graph` (default: a new one of `model`).
+    /// A core on `graph` (default: a new one of `model`). The history's default capacity is kvod's (`--history`).
     init(
         model: Model = .open, graph: Graph? = nil, limits: Limits = Limits(), accessControl: AccessControl = AccessControl(),
-        historyCapacity: Int = 1000
+        historyCapacity: Int = 10_000
     ) {
         self.graph = graph ?? Graph(model: model)
         var logger = Logger(label: "test")
@@ -116,9 +124,43 @@ final class InProcessServer {
         return (self.core.open(transport), transport)
     }
 
+    /// A new session seen as a stream of messages, like a `Peer` of a live kvod.
+    func peer() -> InProcessPeer {
+        let (session, transport) = self.connect()
+        return InProcessPeer(server: self, session: session, transport: transport)
+    }
+
     /// The end of a loop turn: the journal, then every session's output.
     func flush() {
         self.core.flush()
+    }
+
+    /// Lets `milliseconds` pass as the server's 250 ms timer would: a tick (then a flush) every 250 ms of it.
+    func advance(milliseconds: UInt64) {
+        var left = milliseconds
+        while left > 0 {
+            let step = min(left, 250)
+            self.clock.advance(milliseconds: step)
+            left -= step
+            self.core.tick()
+            self.flush()
+        }
+    }
+
+    /// kvod's embedded default model (Sources/kvod/default-model.json), loaded as kvod loads it without `--model`.
+    static func defaultModel() throws -> Model {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources/kvod/default-model.json").standardizedFileURL
+        return try Self.model(Array(try Data(contentsOf: file)), fileName: "default-model.json")
+    }
+
+    /// The model of a model file's text (docs/MODEL.md), as `kvod --model FILE` loads it.
+    static func model(_ text: String, fileName: String = "model.json") throws -> Model {
+        try Self.model(Array(text.utf8), fileName: fileName)
+    }
+
+    private static func model(_ bytes: [UInt8], fileName: String) throws -> Model {
+        try ModelFile.load(bytes, fileName: fileName)
     }
 
     /// Sends `{"jsonrpc":"2.0","id":ID,"method":M,"params":P}`, ends the turn and returns what the transport got.
@@ -132,5 +174,71 @@ final class InProcessServer {
 
     static func requestText(_ id: Int, _ method: String, _ params: String? = nil) -> String {
         #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)""# + (params.map { #","params":\#($0)"# } ?? "") + "}"
+    }
+}
+
+/// One session of an `InProcessServer`, seen as a stream of messages: Peer's vocabulary without a socket. Each `send`
+/// is one message and one loop turn (the core's flush); `receive` returns what the session was given, in order, and
+/// throws when nothing is queued (in process nothing arrives later by itself: advance the server's clock for that).
+@MainActor
+final class InProcessPeer {
+    let server: InProcessServer
+    let session: Session
+    let transport: RecordingTransport
+    /// Messages the transport was given that no `receive` returned yet.
+    private var queued: [JSONValue] = []
+
+    init(server: InProcessServer, session: Session, transport: RecordingTransport) {
+        self.server = server
+        self.session = session
+        self.transport = transport
+    }
+
+    /// Nothing was queued for the session when a message was expected.
+    struct NothingReceived: Error, CustomStringConvertible {
+        var description: String { "no message queued for this session" }
+    }
+
+    /// Sends one message verbatim, then ends the loop turn.
+    func send(_ text: String) {
+        self.transport.send(text)
+        self.server.flush()
+    }
+
+    /// Sends one message byte for byte (invalid UTF-8 included), then ends the loop turn.
+    func send(bytes: [UInt8]) {
+        self.transport.send(bytes: bytes)
+        self.server.flush()
+    }
+
+    /// The next message.
+    func receive() throws -> JSONValue {
+        self.queued += try self.transport.takeMessages()
+        guard !self.queued.isEmpty else { throw NothingReceived() }
+        return self.queued.removeFirst()
+    }
+
+    /// The next `count` messages.
+    func receive(_ count: Int) throws -> [JSONValue] {
+        try (0..<count).map { _ in try self.receive() }
+    }
+
+    /// Sends a request and returns the next message (which must be its response when nothing else is pending).
+    func request(_ id: Int, _ method: String, _ params: String? = nil) throws -> JSONValue {
+        self.send(InProcessServer.requestText(id, method, params))
+        return try self.receive()
+    }
+
+    /// Proves nothing else is queued for this session: a ping's response must be the very next message.
+    func expectQuiet(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        self.send(InProcessServer.requestText(999_999, "ping"))
+        let next = try self.receive()
+        #expect(next["id"] == .int(999_999), "unexpected message: \(next)", sourceLocation: sourceLocation)
+    }
+
+    /// The client goes away: the session ends and its transport reports the connection closed.
+    func close() {
+        self.session.transportEnded(error: false)
+        self.transport.finishClosing()
     }
 }

@@ -1,13 +1,13 @@
-// Key-value coding as Cocoa does it, over the wire (Protocol/README.md#key-paths-through-collections): a key path
+// Key-value coding as Cocoa does it, through the protocol (Protocol/README.md#key-paths-through-collections): a key path
 // through a set relationship answers a set (distinct members); an unknown collection operator, an operator missing its
 // key path, an undefined key behind a typed to-many relationship are 1001, and `@sum`/`@avg` over values that are not
-// numbers 1005 — at `get` and at `subscribe` alike; `@sum.self` and friends apply to the elements themselves.
-import Foundation
-import TestSupport
+// numbers 1005 — at `get` and at `subscribe` alike; `@sum.self` and friends apply to the elements themselves. In process
+// (InProcessServer.swift), on a model file loaded as `kvod --model` loads it.
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct KVCFidelityTests {
+@MainActor
+@Suite struct KVCFidelityTests {
     static let model = """
         {"root": "Store", "classes": {
           "Store": {"properties": {
@@ -19,22 +19,20 @@ import WireProtocol
           "Item": {"properties": {"amount": {"type": "double"}, "name": {"type": "string"}}}}}
         """
 
-    static func start() throws -> (KVODProcess, Peer, ScratchDirectory) {
-        let scratch = try ScratchDirectory("fidelity")
-        let file = try scratch.write("store.json", Self.model)
-        let server = try KVODProcess.start(["--model", file])
-        return (server, try Peer(server), scratch)
+    static func start() throws -> (InProcessServer, InProcessPeer) {
+        let server = try InProcessServer(model: InProcessServer.model(Self.model, fileName: "store.json"))
+        return (server, server.peer())
     }
 
     /// The error code of `get` and of `subscribe` on `path`.
-    static func codes(_ peer: Peer, _ path: String, id: Int) throws -> (get: JSONValue?, subscribe: JSONValue?) {
+    static func codes(_ peer: InProcessPeer, _ path: String, id: Int) throws -> (get: JSONValue?, subscribe: JSONValue?) {
         let get = try peer.request(id, "get", #"{"path":"\#(path)"}"#)
         let subscribe = try peer.request(id + 1, "subscribe", #"{"path":"\#(path)","options":["new"]}"#)
         return (get["error"]?["code"], subscribe["error"]?["code"])
     }
 
     @Test func aPathThroughASetRelationshipAnswersASet() throws {
-        let (_, peer, _) = try Self.start()
+        let (_, peer) = try Self.start()
         for (id, name) in [(1, "b"), (2, "a"), (3, "b"), (4, "c"), (5, "a")] {
             _ = try peer.request(id, "union", #"{"path":"tags","values":[{"name":"\#(name)"}]}"#)
         }
@@ -52,7 +50,7 @@ import WireProtocol
     }
 
     @Test func unknownOperatorsMissingKeyPathsAndUndefinedKeysAreErrorsAtGetAndSubscribe() throws {
-        let (_, peer, _) = try Self.start()
+        let (_, peer) = try Self.start()
         // Even while the collections are empty, and with members in them.
         for round in 0..<2 {
             let base = round * 100
@@ -71,7 +69,7 @@ import WireProtocol
     }
 
     @Test func operatorsOnTheElementsThemselves() throws {
-        let (_, peer, _) = try Self.start()
+        let (_, peer) = try Self.start()
         _ = try peer.request(1, "set", #"{"path":"numbers","value":[1,2,3.5,2]}"#)
         _ = try peer.request(2, "set", #"{"path":"words","value":["b","a","b"]}"#)
         let expectations: [(String, JSONValue)] = [

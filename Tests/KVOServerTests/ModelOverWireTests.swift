@@ -1,20 +1,22 @@
-// The model layer over the wire, on kvod's embedded default model (the seeds' classes): dependent keys with exact
-// ordering, validation results and errors, undefined and read-only keys, describe, observers, --model errors.
+// The model layer as JSON-RPC messages, on kvod's embedded default model (the seeds' classes), in process
+// (InProcessServer.swift): dependent keys with exact ordering, validation results and errors, undefined and read-only
+// keys, describe, observers. `--model` (a file served, a bad one stopping kvod) against a live kvod.
 import Foundation
 import TestSupport
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct ModelOverWireTests {
+@MainActor
+@Suite struct ModelOverWireTests {
     @Test func labColorChainOrderingAndValues() throws {
-        let server = try KVODProcess.start(defaultModel: true)
-        let watcher = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let watcher = server.peer()
         let keys = ["lComponent", "redComponent", "greenComponent", "blueComponent", "color"]
         for (index, key) in keys.enumerated() {
             _ = try watcher.request(index + 1, "subscribe", #"{"path":"labColor.\#(key)","options":["prior","old","new"],"context":"\#(key)"}"#)
         }
         let before = try watcher.request(10, "get", #"{"path":"labColor.color"}"#)["result"]?["value"]
-        let setter = try Peer(server)
+        let setter = server.peer()
         #expect(try setter.request(1, "set", #"{"path":"labColor.lComponent","value":80}"#)["result"] == .json(#"{"seq":1,"value":80.0}"#))
         let notes = try watcher.receive(10)
         let order = notes.map { "\($0["params"]?["context"]?.stringValue ?? "?"):\($0["params"]?["prior"] == true ? "will" : "did")" }
@@ -31,15 +33,15 @@ import WireProtocol
     }
 
     @Test func fullNameAndAccountNesting() throws {
-        let server = try KVODProcess.start(defaultModel: true)
-        let peer = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let peer = server.peer()
         _ = try peer.request(1, "subscribe", #"{"path":"person.fullName","options":["new"]}"#)
-        try peer.send(Peer.requestText(2, "set", #"{"path":"person.firstName","value":"Ada"}"#))
+        peer.send(Peer.requestText(2, "set", #"{"path":"person.firstName","value":"Ada"}"#))
         let messages = try peer.receive(2)
         #expect(messages[0]["params"]?["new"] == " Ada" || messages[0]["params"]?["new"] == "Ada ")
         _ = try peer.request(3, "subscribe", #"{"path":"account.openingBalance","options":["prior","new"],"context":"balance"}"#)
         _ = try peer.request(4, "subscribe", #"{"path":"account.itemChanged","options":["prior","new"],"context":"items"}"#)
-        try peer.send(Peer.requestText(5, "set", #"{"path":"account.openingBalance","value":100.0}"#))
+        peer.send(Peer.requestText(5, "set", #"{"path":"account.openingBalance","value":100.0}"#))
         let nested = try peer.receive(5)
         #expect(nested.prefix(4).map { "\($0["params"]?["context"]?.stringValue ?? ""):\($0["params"]?["prior"] == true)" } == [
             "balance:true", "items:true", "items:false", "balance:false",
@@ -52,8 +54,8 @@ import WireProtocol
     }
 
     @Test func validationCoercionAndErrors() throws {
-        let server = try KVODProcess.start(defaultModel: true)
-        let peer = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let peer = server.peer()
         #expect(try peer.request(1, "set", #"{"path":"contact.name","value":"  Ada  "}"#)["result"] == .json(#"{"seq":1,"value":"Ada"}"#))
         #expect(try peer.request(2, "get", #"{"path":"contact.name"}"#)["result"]?["value"] == "Ada")
         #expect(try peer.request(3, "validate", #"{"path":"contact.name","value":" Grace "}"#)["result"] == .json(#"{"value":"Grace"}"#))
@@ -76,8 +78,8 @@ import WireProtocol
     }
 
     @Test func describeAndObservers() throws {
-        let server = try KVODProcess.start(defaultModel: true)
-        let peer = try Peer(server)
+        let server = try InProcessServer(model: InProcessServer.defaultModel())
+        let peer = server.peer()
         _ = try peer.request(1, "hello", #"{"client":"describer"}"#)
         let model = try peer.request(2, "describe")["result"]
         #expect(model?["root"]?.stringValue != nil)
@@ -97,7 +99,10 @@ import WireProtocol
         #expect(observers?.first?["self"] == true)
         #expect(observers?.first?["subscriptions"] == .json(#"[{"subscription":1,"path":"labColor.color","options":["new","prior"],"context":{"view":1}}]"#))
     }
+}
 
+/// `kvod --model FILE`: the command line, against a live kvod.
+@Suite(.serialized) struct ModelFileOverWireTests {
     @Test func aModelFileIsServedAndABadOneStopsKvod() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kvod-model-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -1,12 +1,14 @@
-// The ordering guarantees of Protocol/README.md#ordering-guarantees, each against a live kvod over real sockets.
+// The ordering guarantees of Protocol/README.md#ordering-guarantees: what the dispatcher queues for each session, in
+// process (InProcessServer.swift); a connection closing under its subscriptions against a live kvod over real sockets.
 import TestSupport
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct OrderingTests {
+@MainActor
+@Suite struct OrderingTests {
     @Test func seqIncrementsPerMutationAndFailuresUseNone() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         #expect(try peer.request(1, "get", #"{"path":"x"}"#)["result"]?["seq"] == 0)
         #expect(try peer.request(2, "set", #"{"path":"x","value":5}"#)["result"] == .json(#"{"seq":1}"#))
         #expect(try peer.request(3, "set", #"{"path":"x.y","value":1}"#)["error"]?["code"] == 1005)
@@ -16,10 +18,10 @@ import WireProtocol
     }
 
     @Test func notificationsComeBeforeTheSettersResponse() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "subscribe", #"{"path":"balance","options":["new","old","prior"]}"#)
-        try peer.send(Peer.requestText(2, "set", #"{"path":"balance","value":10}"#))
+        peer.send(Peer.requestText(2, "set", #"{"path":"balance","value":10}"#))
         let messages = try peer.receive(3)
         #expect(messages[0] == .json(
             #"{"jsonrpc":"2.0","method":"change","params":{"subscription":1,"path":"balance","kind":"setting","old":null,"prior":true,"seq":1}}"#))
@@ -29,16 +31,16 @@ import WireProtocol
     }
 
     @Test func everyConnectionSeesMutationOrder() throws {
-        let server = try KVODProcess.start()
-        let watchers = try (0..<5).map { _ in try Peer(server) }
+        let server = InProcessServer()
+        let watchers = (0..<5).map { _ in server.peer() }
         for (index, watcher) in watchers.enumerated() {
             _ = try watcher.request(index, "subscribe", #"{"path":"counter","options":["new"]}"#)
         }
-        let setter = try Peer(server)
+        let setter = server.peer()
         // Pipelined: all sets in one go, the responses read afterwards.
         let count = 200
         for index in 1...count {
-            try setter.send(Peer.requestText(index, "set", #"{"path":"counter","value":\#(index)}"#))
+            setter.send(Peer.requestText(index, "set", #"{"path":"counter","value":\#(index)}"#))
         }
         let responses = try setter.receive(count)
         #expect(responses.map { $0["result"]?["seq"] } == (1...count).map { .int(Int64($0)) })
@@ -51,12 +53,12 @@ import WireProtocol
     }
 
     @Test func severalSubscriptionsNestLikeBracketsOnOneConnection() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         for id in 1...3 {
             _ = try peer.request(id, "subscribe", #"{"path":"k","options":["prior"],"context":"s\#(id)"}"#)
         }
-        try peer.send(Peer.requestText(9, "set", #"{"path":"k","value":1}"#))
+        peer.send(Peer.requestText(9, "set", #"{"path":"k","value":1}"#))
         let messages = try peer.receive(7)
         let order = messages.prefix(6).map { message -> String in
             let params = message["params"]
@@ -67,10 +69,10 @@ import WireProtocol
     }
 
     @Test func initialNotificationFollowsTheResponseAtOnce() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"name","value":"Savings"}"#)
-        try peer.send(Peer.requestText(2, "subscribe", #"{"path":"name","options":["initial","new","old"]}"#))
+        peer.send(Peer.requestText(2, "subscribe", #"{"path":"name","options":["initial","new","old"]}"#))
         let messages = try peer.receive(2)
         #expect(messages[0] == .json(#"{"jsonrpc":"2.0","id":2,"result":{"subscription":1,"seq":1}}"#))
         #expect(messages[1] == .json(
@@ -79,14 +81,14 @@ import WireProtocol
     }
 
     @Test func initialNotificationsFollowTheBatchResponse() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         let batch = "[" + [
             Peer.requestText(1, "subscribe", #"{"path":"a","options":["initial","new"]}"#),
             Peer.requestText(2, "set", #"{"path":"a","value":1}"#),
             Peer.requestText(3, "subscribe", #"{"path":"b","options":["initial","new"]}"#),
         ].joined(separator: ",") + "]"
-        try peer.send(batch)
+        peer.send(batch)
         let messages = try peer.receive(4)
         // The set's notification is queued before the batch response (notifications before responses) ...
         #expect(messages[0]["params"]?["seq"] == 1)
@@ -102,9 +104,9 @@ import WireProtocol
     }
 
     @Test func unsubscribeIsImmediateAndOwnedByItsConnection() throws {
-        let server = try KVODProcess.start()
-        let owner = try Peer(server)
-        let other = try Peer(server)
+        let server = InProcessServer()
+        let owner = server.peer()
+        let other = server.peer()
         let subscription = try owner.request(1, "subscribe", #"{"path":"x","options":["new"]}"#)["result"]?["subscription"]
         #expect(subscription == 1)
         #expect(try other.request(1, "unsubscribe", #"{"subscription":1}"#)["error"]?["code"] == 1007)
@@ -113,7 +115,10 @@ import WireProtocol
         _ = try other.request(2, "set", #"{"path":"x","value":1}"#)
         try owner.expectQuiet()
     }
+}
 
+/// A client that goes away: kvod notices the socket's close on a later loop turn, then exits cleanly.
+@Suite(.serialized) struct OrderingOverWireTests {
     @Test func closingAConnectionRemovesItsSubscriptionsAndSparesOthers() throws {
         let server = try KVODProcess.start()
         let leaving = try Peer(server)

@@ -1,14 +1,15 @@
-// Resumable subscriptions against a live kvod: `since` replays what a subscription would have received (same shapes,
-// order and seqs) and then continues live with no gap and no duplicate; 1010 when the history cannot say; progress.
-import TestSupport
+// Resumable subscriptions, in process (InProcessServer.swift): `since` replays what a subscription would have received
+// (same shapes, order and seqs) and then continues live with no gap and no duplicate; 1010 when the history cannot
+// say; progress on the server's clock. Resuming across a restart: DurabilityTests and the Python clients' tests.
 import Testing
 import WireProtocol
 
-@Suite(.serialized) struct ResumeTests {
+@MainActor
+@Suite struct ResumeTests {
     @Test func resumingReplaysTheGapThenContinuesLive() throws {
-        let server = try KVODProcess.start()
-        let first = try Peer(server)
-        let setter = try Peer(server)
+        let server = InProcessServer()
+        let first = server.peer()
+        let setter = server.peer()
         _ = try first.request(1, "subscribe", #"{"path":"x","options":["new","old","prior"],"context":"c"}"#)
         for value in 1...3 { _ = try setter.request(value, "set", #"{"path":"x","value":\#(value)}"#) }
         let seen = try first.receive(6)
@@ -16,8 +17,8 @@ import WireProtocol
         #expect(lastSeen == 3)
         first.close()
         for value in 4...6 { _ = try setter.request(value, "set", #"{"path":"x","value":\#(value)}"#) }
-        let again = try Peer(server)
-        try again.send(Peer.requestText(1, "subscribe", #"{"path":"x","options":["new","old","prior"],"context":"c","since":3}"#))
+        let again = server.peer()
+        again.send(Peer.requestText(1, "subscribe", #"{"path":"x","options":["new","old","prior"],"context":"c","since":3}"#))
         let response = try again.receive()
         #expect(response["result"]?["seq"] == 6)
         let subscription = response["result"]?["subscription"]
@@ -33,20 +34,20 @@ import WireProtocol
     }
 
     @Test func replayIsShapedByTheNewOptions() throws {
-        let server = try KVODProcess.start()
-        let watcher = try Peer(server)
+        let server = InProcessServer()
+        let watcher = server.peer()
         _ = try watcher.request(1, "subscribe", #"{"path":"list","options":["new"]}"#)
         _ = try watcher.request(2, "set", #"{"path":"list","value":[1]}"#)
         _ = try watcher.request(3, "insert", #"{"path":"list","value":2}"#)
-        let resumed = try Peer(server)
-        try resumed.send(Peer.requestText(1, "subscribe", #"{"path":"list","options":["old"],"since":1}"#))
+        let resumed = server.peer()
+        resumed.send(Peer.requestText(1, "subscribe", #"{"path":"list","options":["old"],"since":1}"#))
         let messages = try resumed.receive(2)
         #expect(messages[1]["params"] == .json(#"{"subscription":2,"path":"list","kind":"insertion","indexes":[1],"seq":2}"#))
     }
 
     @Test func tooOldOrUnknownHistoryIsResyncRequired() throws {
-        let server = try KVODProcess.start(["--history", "4"])
-        let peer = try Peer(server)
+        let server = InProcessServer(historyCapacity: 4)
+        let peer = server.peer()
         _ = try peer.request(1, "subscribe", #"{"path":"y","options":["new"]}"#)
         for value in 1...10 { _ = try peer.request(10 + value, "set", #"{"path":"y","value":\#(value)}"#) }
         _ = try peer.receive(10)
@@ -55,7 +56,7 @@ import WireProtocol
         let oldest = error?["data"]?["oldest"]?.intValue ?? 0
         #expect(oldest == 6, "the history keeps the last 4 changes (7 to 10)")
         // Resuming from the oldest available works (on another connection: the replay follows the response).
-        let resumer = try Peer(server)
+        let resumer = server.peer()
         let ok = try resumer.request(3, "subscribe", #"{"path":"y","options":["new"],"since":\#(oldest)}"#)
         #expect(ok["result"] != nil)
         #expect(try resumer.receive(Int(10 - oldest)).map { $0["params"]?["new"] } == (Int(oldest) + 1...10).map { .int(Int64($0)) })
@@ -67,11 +68,12 @@ import WireProtocol
     }
 
     @Test func progressNotificationsKeepTheResumePointFresh() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         _ = try peer.request(1, "set", #"{"path":"z","value":1}"#)
         let subscription = try peer.request(2, "subscribe", #"{"path":"z","progress":1}"#)["result"]?["subscription"]
-        let progress = try peer.receive(timeout: .seconds(5))
+        server.advance(milliseconds: 1250)  // a second without a change, seen at the next 250 ms tick
+        let progress = try peer.receive()
         #expect(progress == .json(#"{"jsonrpc":"2.0","method":"progress","params":{"subscription":\#(subscription?.intValue ?? 0),"seq":1}}"#))
         #expect(try peer.request(3, "subscribe", #"{"path":"z","progress":0}"#)["error"]?["code"] == -32602)
     }

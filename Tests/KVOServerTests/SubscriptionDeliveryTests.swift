@@ -1,19 +1,19 @@
-// How a subscription's notifications are assembled (Subscription.swift): the path as the client spelled it, the id's
-// packed digits, and the connection's OutputBuffer underneath.
+// How a subscription's notifications are assembled (Subscription.swift): the path as the client spelled it (in process,
+// InProcessServer.swift), the id's packed digits, and the connection's OutputBuffer underneath.
 @testable import KVOServer
-import TestSupport
 import Testing
 import WireProtocol
 
+@MainActor
 @Suite struct SubscriptionDeliveryTests {
     @Test func aPathKeepsTheClientsSpellingInNotificationsAndObservers() throws {
-        let server = try KVODProcess.start()
-        let peer = try Peer(server)
+        let server = InProcessServer()
+        let peer = server.peer()
         #expect(try peer.request(1, "set", #"{"path":"p","value":{"name":"a"}}"#)["result"] != nil)
         // `$01.name` parses to the same path as `$1.name`; each subscription still says what its client wrote.
         let spelled = try peer.request(2, "subscribe", #"{"path":"$01.name"}"#)["result"]?["subscription"]
         let canonical = try peer.request(3, "subscribe", #"{"path":"$1.name","context":"c"}"#)["result"]?["subscription"]
-        try peer.send(Peer.requestText(4, "set", #"{"path":"p.name","value":"b"}"#))
+        peer.send(Peer.requestText(4, "set", #"{"path":"p.name","value":"b"}"#))
         let messages = try peer.receive(3)
         #expect(messages[0]["params"]?["subscription"] == canonical)
         #expect(messages[0]["params"]?["path"] == "$1.name")
