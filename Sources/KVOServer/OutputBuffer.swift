@@ -2,6 +2,8 @@
 // (`Array.append(contentsOf:)` costs about 50 instructions a call before copying a byte, and fan-out appends four
 // runs per notification.) Loop-owned, never copied.
 
+import WireProtocol
+
 /// Bytes waiting for the socket.
 struct OutputBuffer: ~Copyable {
     private var base: UnsafeMutableRawPointer?
@@ -62,25 +64,8 @@ struct OutputBuffer: ~Copyable {
     /// Appends an integer's decimal digits, written in place.
     @inline(__always)
     mutating func appendInteger(_ value: Int64) {
-        var magnitude = value.magnitude
-        var digits = 1
-        var rest = magnitude
-        while rest >= 10 {
-            rest /= 10
-            digits &+= 1
-        }
-        let sign = value < 0 ? 1 : 0
-        self.reserve(digits &+ sign)
-        let base = self.base.unsafelyUnwrapped + self.count
-        if sign == 1 { base.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self) }
-        var position = sign &+ digits
-        repeat {
-            position &-= 1
-            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
-            base.storeBytes(of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remainder), toByteOffset: position, as: UInt8.self)
-            magnitude = quotient
-        } while magnitude > 0
-        self.count &+= sign &+ digits
+        self.reserve(20)
+        self.count &+= JSONWriter.writeDecimal(value, to: self.base.unsafelyUnwrapped + self.count)
     }
 
     /// The bytes, for writing.

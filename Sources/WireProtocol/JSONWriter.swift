@@ -118,29 +118,34 @@ public enum JSONWriter {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: prefixCount + 22) { buffer in
             guard let base = buffer.baseAddress else { return }
             base.update(from: prefix.utf8Start, count: prefixCount)
-            var end = prefixCount
-            if value < 0 {
-                base[end] = UInt8(ascii: "-")
-                end += 1
-            }
-            var magnitude = value.magnitude
-            var digits = 1
-            var rest = magnitude
-            while rest >= 10 {
-                rest /= 10
-                digits &+= 1
-            }
-            var position = end &+ digits
-            repeat {
-                position &-= 1
-                let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
-                base[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remainder)
-                magnitude = quotient
-            } while magnitude > 0
-            end &+= digits
+            let end = prefixCount + Self.writeDecimal(value, to: UnsafeMutableRawPointer(base + prefixCount))
             base[end] = UInt8(ascii: "}")
             bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: end &+ 1))
         }
+    }
+
+    /// Writes `value`'s decimal digits (and its minus sign) at `destination`, which has room for 20 bytes; returns how
+    /// many it wrote. The one digit writer of the paths that write into memory they own (results, output buffers).
+    @inline(__always)
+    public static func writeDecimal(_ value: Int64, to destination: UnsafeMutableRawPointer) -> Int {
+        var magnitude = value.magnitude
+        var digits = 1
+        var rest = magnitude
+        while rest >= 10 {
+            rest /= 10
+            digits &+= 1
+        }
+        let sign = value < 0 ? 1 : 0
+        if sign == 1 { destination.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self) }
+        var position = sign &+ digits
+        repeat {
+            position &-= 1
+            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
+            destination.storeBytes(
+                of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remainder), toByteOffset: position, as: UInt8.self)
+            magnitude = quotient
+        } while magnitude > 0
+        return sign &+ digits
     }
 
     /// Appends a finite `value` as the shortest text that parses back to exactly the same Double, always with a

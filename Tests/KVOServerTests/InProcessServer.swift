@@ -173,7 +173,7 @@ final class InProcessServer {
     }
 
     static func requestText(_ id: Int, _ method: String, _ params: String? = nil) -> String {
-        #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)""# + (params.map { #","params":\#($0)"# } ?? "") + "}"
+        Peer.requestText(id, method, params)
     }
 }
 
