@@ -11,15 +11,20 @@ public enum RPCEncoder {
         bytes.append(UInt8(ascii: "}"))
     }
 
+    /// A response's text before its id, and between its id and its result (also written by the server's output
+    /// buffer, which puts responses with integer ids straight into a connection's output).
+    public static let responseStart: StaticString = #"{"jsonrpc":"2.0","id":"#
+    public static let resultStart: StaticString = #","result":"#
+
     /// Appends `{"jsonrpc":"2.0","id":ID,"result":`: the caller appends the result and the closing `}`.
     public static func appendResultPrefix(id: JSONValue?, to bytes: inout [UInt8]) {
-        JSONWriter.appendLiteral(#"{"jsonrpc":"2.0","id":"#, to: &bytes)
+        JSONWriter.appendLiteral(Self.responseStart, to: &bytes)
         if case .int(let number)? = id {
             JSONWriter.appendInt(number, to: &bytes)  // the common id, without the general writer
         } else {
             JSONWriter.append(id ?? .null, to: &bytes)
         }
-        JSONWriter.appendLiteral(#","result":"#, to: &bytes)
+        JSONWriter.appendLiteral(Self.resultStart, to: &bytes)
     }
 
     /// Appends `{"jsonrpc":"2.0","id":ID,"result":RESULT}`.

@@ -99,9 +99,9 @@ final class Session {
     /// Queues `{"jsonrpc":"2.0","id":ID,"result":RESULT}` and a newline (the common response, written in place).
     func enqueueResponse(id: Int64, result: [UInt8]) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
-        self.output.append(#"{"jsonrpc":"2.0","id":"#)
+        self.output.append(RPCEncoder.responseStart)
         self.output.appendInteger(id)
-        self.output.append(#","result":"#)
+        self.output.append(RPCEncoder.resultStart)
         self.output.append(result)
         self.output.append("}\n")
         self.outputQueued()
