@@ -89,8 +89,10 @@ final class Sessions {
 
     var count: Int { self.byID.count }
     var isEmpty: Bool { self.byID.isEmpty }
-    /// The open sessions in id order.
+    /// The open sessions in id order (for people: `observers`).
     var all: [Session] { self.byID.values.sorted { $0.id < $1.id } }
+    /// The open sessions in no particular order (the once-a-second housekeeping): no sort.
+    var unordered: [Session] { Array(self.byID.values) }
 
     /// The id for the next session.
     func takeID() -> Int {

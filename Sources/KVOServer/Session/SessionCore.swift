@@ -59,7 +59,7 @@ final class SessionCore {
         let authDeadline =
             context.accessControl.isEnabled && context.limits.authTimeoutSeconds > 0
             ? UInt64(context.limits.authTimeoutSeconds) * 1000 : nil
-        for session in context.sessions.all where session.closeReason == nil {
+        for session in context.sessions.unordered where session.closeReason == nil {
             if let authDeadline, session.access == nil, now &- session.openedAtMilliseconds >= authDeadline {
                 session.close(.authTimeout)
                 continue
@@ -104,6 +104,6 @@ final class SessionCore {
 
     /// Closes every session (`server_shutdown` when the server stops).
     func closeAll(_ reason: CloseReason) {
-        for session in self.context.sessions.all { session.close(reason) }
+        for session in self.context.sessions.all { session.close(reason) }  // in id order: onDisconnect ops run as sessions were opened
     }
 }

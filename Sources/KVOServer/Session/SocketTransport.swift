@@ -54,7 +54,8 @@ final class SocketTransport: Transport {
         return state
     }
     let remoteAddress: String
-    var kind: String { self.mode == .webSocket || self.mode == .handshake ? "websocket" : "tcp" }
+    /// A connection that asked for an upgrade is a WebSocket one, also after its handshake was refused (logs).
+    var kind: String { self.webSocketState == nil ? "tcp" : "websocket" }
     private var lingerTimer: LoopTimer?
     /// An upgrade request must be complete within this long after its first byte (else 408).
     static let handshakeMilliseconds: UInt64 = 10_000
