@@ -13,8 +13,8 @@ public enum RPCEncoder {
 
     /// A response's text before its id, and between its id and its result (also written by the server's output
     /// buffer, which puts responses with integer ids straight into a connection's output).
-    public static let responseStart: StaticString = #"{"jsonrpc":"2.0","id":"#
-    public static let resultStart: StaticString = #","result":"#
+    @inlinable public static var responseStart: StaticString { #"{"jsonrpc":"2.0","id":"# }
+    @inlinable public static var resultStart: StaticString { #","result":"# }
 
     /// Appends `{"jsonrpc":"2.0","id":ID,"result":`: the caller appends the result and the closing `}`.
     public static func appendResultPrefix(id: JSONValue?, to bytes: inout [UInt8]) {
