@@ -6,8 +6,8 @@ Checks, in order: `kvoctl set` given a follower's address first reaches the lead
 the leader its 1012 names); `kvoctl get` reads from a follower; `kvoctl cluster` prints every member's role, term, seq
 and lag (table and JSON) and exits 0; a bad address list is a usage error (64); the Python client and a `kvoctl
 watch`, given a follower first, write through the leader and subscribe; SIGKILL of the leader: the Python client's
-next write succeeds on the new leader within the lease + 4 s, its subscription and the watch go on with every seq
-once, in order; the TypeScript client (dist/, under node) does the same through the next failover; two etcd members
+next write succeeds on the new leader within the lease + 4 s, its subscription goes on with every seq once, in order,
+and so does the watch, stopped (SIGSTOP) through the failover and the next writes, from the member it moves to; the TypeScript client (dist/, under node) does the same through the next failover; two etcd members
 killed: `kvoctl cluster` exits 3 (no writable leader) and `kvoctl set` gives up after --failover-wait with exit 2.
 Every member keeps one plain subscriber of the watched paths, so its history can replay them (a member records a
 path's history only once someone subscribed to it there). Standard library only; exits 0 when every check passed.
@@ -173,7 +173,11 @@ def main():
         check([c.new for c in got] == list(range(1, 7)) and [c.seq for c in got] == first,
               "the Python subscription sees the 6 writes")
 
-        # SIGKILL the leader: the next write succeeds on the new leader; the subscription and the watch go on.
+        # SIGKILL the leader: the next write succeeds on the new leader; the subscription and the watch go on. The
+        # watch is stopped (SIGSTOP) through the failover and the next writes, so it misses them and must have them
+        # replayed by the member it moves to.
+        wait_for("the watch to print the 6th write", lambda: len(watch.lines) >= 1, 10)
+        watch.process.send_signal(signal.SIGSTOP)
         connections = python.connections
         killed_at = time.monotonic()
         cluster.kvods[leader].send_signal(signal.SIGKILL)
@@ -196,13 +200,15 @@ def main():
             raise AssertionError(f"a notification delivered twice: {extra}")
         except kvod.Timeout:
             pass
+        watch.process.send_signal(signal.SIGCONT)
         wait_for("the watch to print 5 changes", lambda: len(watch.lines) >= 5, 10)
         time.sleep(0.3)  # anything printed twice would come now
         stderr = watch.stop()
         printed = [(line["new"], line["seq"]) for line in watch.lines]
         watch = None
         check(printed == list(zip(range(6, 11), first[5:] + second)) and "resuming after seq" in stderr,
-              f"kvoctl watch moved to another member and went on with every seq once ({printed}; {stderr.strip()})")
+              f"kvoctl watch, stopped through the failover, moved to another member, which replayed what it missed: "
+              f"every seq once ({printed}; {stderr.strip()})")
         python.close()
 
         # The TypeScript client through the next failover (the two members left).
