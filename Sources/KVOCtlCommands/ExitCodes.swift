@@ -27,10 +27,10 @@ enum KVOCtlExitCode {
         EXIT STATUS:
           0   success
           1   unexpected local failure (e.g. reading stdin)
-          2   the server answered with an error ("kvoctl: error CODE: MESSAGE DATA"); also a mutation
-              still refused with 1012 "not the leader" after --failover-wait
-          3   cannot connect to kvod (to any of the addresses), or the connection was lost;
-              for `kvoctl cluster`: no member is a leader that accepts mutations
+          2   the server answered with an error ("kvoctl: error CODE: MESSAGE DATA"),
+              1012 "not the leader" included, once --failover-wait has passed
+          3   cannot connect to kvod (to any address), or the connection was lost;
+              kvoctl cluster: no member is a leader that accepts mutations
           4   timed out waiting for kvod
           5   kvod sent something that is not kvod's protocol
           64  usage error

@@ -37,12 +37,11 @@ struct KVOCtl: ParsableCommand {
               kvoctl describe labColor
               KVOD_TOKEN=s3cret kvoctl stats
               printf 'get person.name\\nping\\n' | kvoctl -
-              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # a cluster: follows the leader
+              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # on the leader
               kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070
 
-            CLUSTERS:
-              --host (or --connect, or KVOD_HOST) may list several members: HOST[:PORT],HOST[:PORT],... kvoctl \
-            connects to the first that answers. A mutation refused with 1012 "not the leader" is sent again to \
+            CLUSTERS: --host (or --connect, or KVOD_HOST) may list several members, \
+            HOST[:PORT],HOST[:PORT],... kvoctl connects to the first that answers. A mutation refused with 1012 "not the leader" is sent again to \
             the leader the refusal names, or, during an election, again after a pause, for up to --failover-wait \
             seconds (default 10). A watch given several addresses moves to another member when its connection \
             drops and resumes after the last seq it printed (the seqs are the same on every member).
