@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The cluster test (docs/SCALING.md#tests): installs Debian's etcd-server when `etcd` is missing, then runs
-# cluster_test.py, which starts a 3-member etcd and three kvods on loopback in a temporary directory and kills them
-# all at the end. KVOD_BIN (default .build/debug/kvod). Bounded: the whole run is stopped after 240 s.
+# The cluster tests (docs/SCALING.md#tests): installs Debian's etcd-server when `etcd` is missing, then runs
+# cluster_test.py (roles, replication, failover, etcd outage) and failover_test.py (--sync-replicas 1: SIGKILL under
+# load, SIGSTOP partition, one etcd member down), each of which starts a 3-member etcd and three kvods on loopback in
+# a temporary directory and kills them all at the end. KVOD_BIN (default .build/debug/kvod). Bounded: each test is
+# stopped after 120 s.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/../.."
@@ -13,4 +15,9 @@ if ! command -v etcd >/dev/null; then
     DEBIAN_FRONTEND=noninteractive timeout 300 $sudo apt-get install -y -qq etcd-server >/dev/null \
         || { echo "cluster: cannot install etcd-server" >&2; exit 2; }
 fi
-exec timeout -k 10 240 python3 "$here/cluster_test.py" "$@"
+status=0
+for test in cluster_test.py failover_test.py; do
+    echo "cluster: $test" >&2
+    timeout -k 10 120 python3 "$here/$test" "$@" || status=1
+done
+exit $status
