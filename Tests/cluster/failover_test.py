@@ -11,6 +11,7 @@
    stopped, the followers return and elect one of them, which writes the same seqs in its term; the old leader,
    continued, acknowledges none of its tail, discards it through a snapshot bootstrap, and the three converge.
 3. Kill one etcd member: the leader and its term stay, writes and reads go on.
+4. SIGTERM the leader: it resigns, and a follower leads in less than the lease.
 Standard library only; uses cluster_test.py's helpers. Exits 0 when every check passed.
 """
 import os, shutil, signal, sys, tempfile, threading, time
@@ -300,6 +301,15 @@ def main():
                 wait_for(f"{name} at the leader's seq",
                          lambda: cluster.hello(name)["appliedSeq"] == hello["appliedSeq"], 5)
         check(True, "reads on the followers reach the leader's seq")
+
+        # 4. SIGTERM of the leader: it resigns (revokes its lease), so a follower leads well within the lease.
+        stopped_at = time.monotonic()
+        cluster.kvods[leader].send_signal(signal.SIGTERM)
+        cluster.kvods[leader].wait(10)
+        resigned = leader
+        leader = wait_leader(cluster, {resigned}, LEASE + 8)
+        took = time.monotonic() - stopped_at
+        check(took < LEASE, f"{leader} leads {took:.2f} s after {resigned} was stopped cleanly (lease {LEASE} s)")
         ok = True
     except AssertionError as failure:
         log(f"FAIL: {failure}")

@@ -40,6 +40,10 @@ final class ClusterMember {
     /// Failures are logged once per kind until something succeeds.
     private var lastEtcdFailure: String?
     private var isStopped = false
+    /// At shutdown: the lease revocation in flight, and what to do when it is over.
+    private var isResigning = false
+    private var onResigned: (@MainActor () -> Void)?
+    private var resignTimer: LoopTimer?
 
     init(configuration: ClusterConfiguration, server: Server, status: ClusterStatus) {
         self.status = status
@@ -58,7 +62,8 @@ final class ClusterMember {
         self.timer = timer
     }
 
-    /// At shutdown: closes the link, resigns (deletes our key, best effort), stops the timer.
+    /// At shutdown: closes the link, resigns (revokes the lease, which deletes the leader key if it is ours and our
+    /// member key at once; best effort), stops the timer.
     func stop() {
         guard !self.isStopped else { return }
         self.isStopped = true
@@ -67,10 +72,27 @@ final class ClusterMember {
         self.link?.close()
         self.link = nil
         self.etcd.cancelAll()
-        if self.status.role == .leader, let lease = self.lease {
-            self.etcd.delete(key: self.configuration.leaderKey, ifLease: lease) { _ in }
-        }
-        if self.lease != nil { self.etcd.delete(key: self.configuration.memberKey) { _ in } }
+        guard let lease = self.lease else { return }
+        self.isResigning = true
+        self.etcd.revoke(lease: lease) { [weak self] _ in self?.resigned() }
+    }
+
+    /// Calls `done` once the resignation (ClusterMember.stop) reached etcd or failed, or after a second at most.
+    func whenResigned(_ done: @escaping @MainActor () -> Void) {
+        guard self.isResigning else { return done() }
+        self.onResigned = done
+        guard let timer = try? LoopTimer(loop: self.loop) else { return self.resigned() }
+        self.resignTimer = timer
+        try? timer.start(afterMilliseconds: 1000) { [weak self] in self?.resigned() }
+    }
+
+    private func resigned() {
+        self.resignTimer?.close()
+        self.resignTimer = nil
+        self.isResigning = false
+        let done = self.onResigned
+        self.onResigned = nil
+        done?()
     }
 
     // MARK: - The tick

@@ -1,5 +1,5 @@
 // etcd v3 through its JSON gateway (etcd 3.4: POST /v3/lease/grant, /v3/lease/keepalive, /v3/kv/txn, /v3/kv/range,
-// /v3/kv/put, /v3/kv/deleterange; keys and values in base64, 64-bit numbers as strings). Each call tries the
+// /v3/lease/revoke, /v3/kv/put; keys and values in base64, 64-bit numbers as strings). Each call tries the
 // endpoints in turn, starting with the last one that answered, until one answers or all have failed. Only what the
 // election and the members' positions need.
 import UVLoop
@@ -162,18 +162,9 @@ final class EtcdClient {
         }
     }
 
-    /// Deletes `key` (best effort; a member's published position at shutdown).
-    func delete(key: String, _ done: @escaping @MainActor (Result<Void, EtcdError>) -> Void) {
-        self.call("/v3/kv/deleterange", ["key": .string(Base64.encode(Array(key.utf8)))]) { done($0.map { _ in () }) }
-    }
-
-    /// Deletes `key` if it still belongs to `lease` (a leader resigning).
-    func delete(key: String, ifLease lease: Int64, _ done: @escaping @MainActor (Result<Void, EtcdError>) -> Void) {
-        let encodedKey = JSONValue.string(Base64.encode(Array(key.utf8)))
-        let compare: JSONValue = .object(["key": encodedKey, "target": "LEASE", "result": "EQUAL", "lease": .string(String(lease))])
-        let delete: JSONValue = .object(["request_delete_range": .object(["key": encodedKey])])
-        let body: JSONObject = ["compare": .array([compare]), "success": .array([delete]), "failure": .array([])]
-        self.call("/v3/kv/txn", body) { done($0.map { _ in () }) }
+    /// Revokes lease `id`: every key attached to it (the leader key, a member key) is deleted at once.
+    func revoke(lease id: Int64, _ done: @escaping @MainActor (Result<Void, EtcdError>) -> Void) {
+        self.call("/v3/lease/revoke", ["ID": .string(String(id))]) { done($0.map { _ in () }) }
     }
 
     // MARK: - Transport
