@@ -206,6 +206,10 @@ struct Configuration {
             parse: SettingParser.integer(in: 0...16))
 
         try layers.rejectUnknownFileKeys()
+        if configuration.syncReplicas > 0 && configuration.clusterEtcd.isEmpty {
+            // Without a cluster nothing could acknowledge: refused rather than silently asynchronous.
+            throw ConfigurationError(message: "sync-replicas needs cluster-etcd")
+        }
         if !configuration.clusterEtcd.isEmpty {
             if configuration.dataDirectory == nil { throw ConfigurationError(message: "cluster-etcd needs data-dir") }
             if configuration.cluster == nil { throw ConfigurationError(message: "cluster-etcd needs cluster (a name)") }
