@@ -17,7 +17,7 @@ final class Session {
     /// True while the session is on the flush list.
     @exclusivity(unchecked) private var isFlushPending = false
     /// True while the session's output waits for sync replicas (on Sessions.held).
-    private var isHeld = false
+    @exclusivity(unchecked) private var isHeld = false
     /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other).
     /// An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a dictionary
     /// entry would cost more memory than the subscription.
@@ -32,7 +32,7 @@ final class Session {
     var isReplica = false
     /// The seq of the last mutation this session made: with `--sync-replicas` its output waits until followers have
     /// it (Sessions.releasedSeq).
-    var heldUntilSeq: UInt64 = 0
+    @exclusivity(unchecked) var heldUntilSeq: UInt64 = 0  // loop-owned; on every mutation and flush
     /// What the session's token allows; nil until a `hello` with a valid token (when access control is on).
     var access: Access?
     /// The key paths the session's token is restricted to; nil: every path (Protocol/README.md#access-control).

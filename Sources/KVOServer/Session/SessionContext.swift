@@ -120,7 +120,7 @@ final class Sessions {
 
     /// The highest seq enough followers have journaled (`--sync-replicas`): the output of a session whose last
     /// mutation is above it waits (Session.flush). `.max`, the default, holds nothing.
-    var releasedSeq = UInt64.max
+    @exclusivity(unchecked) private(set) var releasedSeq = UInt64.max  // loop-owned; read on every flush
     /// Sessions whose output waits for `releasedSeq`, with the loop time each began to wait, oldest first.
     private(set) var held: [(session: Session, since: UInt64)] = []
 
