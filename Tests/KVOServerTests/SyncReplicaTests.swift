@@ -1,6 +1,7 @@
-// The two pieces of cluster phase 2 that live outside etcd and sockets (docs/SCALING.md): the session core holding a
-// session's output for `--sync-replicas` (Sessions.releasedSeq, Session.flush), driven in process; and the term
-// history a returning member compares with its leader's (TermHistory), on a scratch directory. The cluster as a
+// The pieces of cluster phase 2 that live outside etcd and sockets (docs/SCALING.md): the session core holding a
+// session's output for `--sync-replicas` (Sessions.releasedSeq, Session.flush), driven in process; the order the
+// election prefers (ClusterMember.Position); and the term history a returning member compares with its leader's
+// (TermHistory), on a scratch directory. The cluster as a
 // whole is tested by Tests/cluster/failover_test.py.
 @testable import KVOServer
 import Foundation
@@ -87,7 +88,21 @@ import WireProtocol
         #expect(try server.request(peer, 1, "ack", #"{"seq":1}"#)[0]["error"]?["code"] == -32602)
     }
 
-    // MARK: - The term history
+    // MARK: - The election's order and the term history
+
+    @Test func aLaterLastTermBeatsAHigherSeqAndTiesGoToTheSmallerAddress() throws {
+        typealias Position = ClusterMember.Position
+        let oldLeaderTail = Position(seq: 105, term: 3)
+        let newLeader = Position(seq: 101, term: 9)
+        #expect(newLeader.isAhead(of: oldLeaderTail, address: "b:1", otherAddress: "a:1"))
+        #expect(!oldLeaderTail.isAhead(of: newLeader, address: "a:1", otherAddress: "b:1"))
+        #expect(Position(seq: 7, term: 3).isAhead(of: Position(seq: 6, term: 3), address: "z:1", otherAddress: "a:1"))
+        let tie = Position(seq: 7, term: 3)
+        #expect(tie.isAhead(of: tie, address: "10.0.0.1:7070", otherAddress: "10.0.0.2:7070"))
+        #expect(!tie.isAhead(of: tie, address: "10.0.0.2:7070", otherAddress: "10.0.0.1:7070"))
+        #expect(Position(json: tie.json) == tie)
+        #expect(Position(json: #"{"seq":-1,"term":2}"#) == nil && Position(json: "garbage") == nil)
+    }
 
     @Test func theTermOfASeqIsTheLastEntryAtOrBeforeIt() throws {
         let history = TermHistory(directory: nil, snapshotSeq: 0)
