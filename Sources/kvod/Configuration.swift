@@ -46,6 +46,7 @@ struct Configuration {
     var cluster: String?
     var advertise: String?
     var clusterLeaseSeconds = 5
+    var syncReplicas = 0
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
 
@@ -57,6 +58,7 @@ struct Configuration {
         guard !self.clusterEtcd.isEmpty, let name = self.cluster, let advertise = self.advertise else { return nil }
         var cluster = ClusterConfiguration(
             endpoints: self.clusterEtcd, name: name, advertise: advertise, leaseSeconds: self.clusterLeaseSeconds)
+        cluster.syncReplicas = self.syncReplicas
         // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
         cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }
             .map { String(decoding: $0.secret, as: UTF8.self) }
@@ -199,8 +201,15 @@ struct Configuration {
         configuration.clusterLeaseSeconds = try layers.value(
             "cluster-lease-seconds", flag: options.clusterLeaseSeconds, default: defaults.clusterLeaseSeconds,
             parse: SettingParser.integer(in: 2...600))
+        configuration.syncReplicas = try layers.value(
+            "sync-replicas", flag: options.syncReplicas, default: defaults.syncReplicas,
+            parse: SettingParser.integer(in: 0...16))
 
         try layers.rejectUnknownFileKeys()
+        if configuration.syncReplicas > 0 && configuration.clusterEtcd.isEmpty {
+            // Without a cluster nothing could acknowledge: refused rather than silently asynchronous.
+            throw ConfigurationError(message: "sync-replicas needs cluster-etcd")
+        }
         if !configuration.clusterEtcd.isEmpty {
             if configuration.dataDirectory == nil { throw ConfigurationError(message: "cluster-etcd needs data-dir") }
             if configuration.cluster == nil { throw ConfigurationError(message: "cluster-etcd needs cluster (a name)") }
