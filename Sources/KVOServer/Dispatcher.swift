@@ -167,6 +167,7 @@ final class Dispatcher {
         case "stats": try self.stats(request, on: session)
         case "replicate": try self.replicate(request, on: session)
         case "ack": try self.acknowledge(request, on: session)
+        case "record": try self.recordPath(request, on: session)
         default:
             let name = request.method.count > 64 ? String(request.method.prefix(64)) + "…" : request.method
             throw RPCError(.methodNotFound, "method not found: \(name)")

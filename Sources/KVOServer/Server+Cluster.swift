@@ -36,6 +36,7 @@ extension Server {
         context.mutationLog = log
         context.cluster = status
         context.replication = source
+        self.recordClusterWide(status: status, source: source)
         let member = ClusterMember(configuration: configuration, server: self, status: status)
         self.clusterMember = member
         log.afterJournal = { [unowned member] in member.afterJournal() }
@@ -56,6 +57,7 @@ extension Server {
                     "replicating", metadata: ["cluster.leader": "\(status.leaderAddress ?? "?")",
                         "cluster.term": "\(result["term"] ?? .null)", "leader.seq": "\(result["seq"] ?? .null)",
                         "fromSeq": "\(result["fromSeq"] ?? .null)", "snapshot": "\(result["snapshot"] ?? .null)"])
+                self.requestRecordingOfRecordedPaths()
             }
             return
         }
@@ -78,6 +80,7 @@ extension Server {
             try install(bytes)
             return
         }
+        if case .string(let path)? = line["record"] { return try self.recordReplicated(path) }
         guard case .string(let method)? = line["method"] else { return }  // a heartbeat
         var recordTerm = term
         if case .int(let raw)? = line["recordTerm"], raw >= 0, raw <= rawTerm { recordTerm = UInt64(raw) }

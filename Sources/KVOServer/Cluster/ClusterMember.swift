@@ -35,7 +35,7 @@ final class ClusterMember {
     /// On a follower: a line came from the leader since the last ack (every heartbeat gets one: a sign of life).
     private var ackDue = false
     private var lastAckedSeq: UInt64 = 0
-    private var link: ReplicationLink?
+    private(set) var link: ReplicationLink?
     private var linkRetryAt: UInt64 = 0
     /// Failures are logged once per kind until something succeeds.
     private var lastEtcdFailure: String?

@@ -80,6 +80,20 @@ final class ReplicationLink {
         stream.write(line)
     }
 
+    /// Asks the leader to record `paths` cluster-wide (Cluster/RecordedPaths.swift): one JSON-RPC notification
+    /// `{"jsonrpc":"2.0","method":"record","params":{"path":P}}` per path. Dropped before the link is connected
+    /// (the member sends its paths again once the leader answered `replicate`).
+    func requestRecording(_ paths: [String]) {
+        guard let stream = self.stream, !self.isClosed, !paths.isEmpty else { return }
+        var lines: [UInt8] = []
+        for path in paths {
+            lines.append(contentsOf: #"{"jsonrpc":"2.0","method":"record","params":{"path":"#.utf8)
+            JSONWriter.appendString(path, to: &lines)
+            lines.append(contentsOf: "}}\n".utf8)
+        }
+        stream.write(lines)
+    }
+
     /// Closes the link; `onEnd` is not called.
     func close() {
         self.isClosed = true

@@ -5,6 +5,8 @@
 // With `--sync-replicas N` it also counts the followers' acks (`ack` notifications, sent after their journal write)
 // and releases the held responses (Sessions.releasedSeq) up to the seq N followers have, while the lease is proven;
 // responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
+// Recorded paths (Cluster/RecordedPaths.swift): a catch-up starts with a `{term, seq, record}` line per path the
+// leader records, and each recorder the leader starts later is announced in the stream at its seq.
 import ObjectGraph
 import Persistence
 import WireProtocol
@@ -30,6 +32,8 @@ final class ReplicationSource {
     /// A follower counts towards `--sync-replicas` while it acknowledged within this time (it acks every
     /// heartbeat, every 250 ms).
     private static let liveAckMilliseconds: UInt64 = 2000
+    /// The key paths this member's history records, announced at the start of each catch-up (RecordedPaths.swift).
+    var recordedPaths: () -> [KeyPath] = { [] }
 
     init(
         graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64,
@@ -104,6 +108,7 @@ final class ReplicationSource {
                 output.append(contentsOf: "}\n".utf8)
             }
             let start = Int(from - self.baseSeq)
+            self.appendRecordedPaths(at: from, to: &output)
             for entry in self.records[start...] {
                 Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)
             }
@@ -113,6 +118,35 @@ final class ReplicationSource {
             self.acks[session.id] = (bootstraps ? 0 : from, self.clock.nowMilliseconds)
         }
         self.countLiveReplicas()
+    }
+
+    // MARK: - Recorded paths
+
+    /// Announces on every link that this member started recording `keyPath` now: the followers start too, at this
+    /// point of the stream.
+    func announceRecording(_ keyPath: KeyPath) {
+        guard !self.replicas.isEmpty else { return }
+        var line: [UInt8] = []
+        Self.appendRecord(keyPath, seq: self.graph.seq, term: self.status.term, to: &line)
+        for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+    }
+
+    /// A catch-up's first lines: a record line at `seq` (where the follower is then) for every recorded path.
+    private func appendRecordedPaths(at seq: UInt64, to output: inout [UInt8]) {
+        for keyPath in self.recordedPaths() {
+            Self.appendRecord(keyPath, seq: seq, term: self.status.term, to: &output)
+        }
+    }
+
+    /// `{"term":T,"seq":N,"record":PATH}` and a newline: start recording PATH after applying seq N.
+    static func appendRecord(_ keyPath: KeyPath, seq: UInt64, term: UInt64, to line: inout [UInt8]) {
+        line.append(contentsOf: #"{"term":"#.utf8)
+        JSONWriter.appendInt(Int64(term), to: &line)
+        line.append(contentsOf: #","seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &line)
+        line.append(contentsOf: #","record":"#.utf8)
+        JSONWriter.appendString(keyPath.description, to: &line)
+        line.append(contentsOf: "}\n".utf8)
     }
 
     // MARK: - Sync replicas

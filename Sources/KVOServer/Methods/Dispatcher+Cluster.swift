@@ -1,6 +1,6 @@
 // The cluster's methods and members (docs/SCALING.md, Protocol/methods.md#replicate): `replicate`, which turns a
-// session into a follower's replication link, and the role members of `hello`'s result. Mutations are refused with
-// 1012 in Dispatcher.call.
+// session into a follower's replication link, `ack` and `record` on such a link, and the role members of `hello`'s
+// result. Mutations are refused with 1012 in Dispatcher.call.
 import WireProtocol
 
 extension Dispatcher {
@@ -56,6 +56,19 @@ extension Dispatcher {
             throw RPCError.badParams("ack: 'seq' must be an integer of at least 0")
         }
         source.acknowledged(UInt64(seq), by: session)
+    }
+
+    /// `record {path}` (a notification, on a replication link only): the follower started recording `path`
+    /// (Cluster/RecordedPaths.swift); the leader starts too, unless it records it already, and announces it to every
+    /// follower with a `{term, seq, record}` line at its seq.
+    func recordPath(_ request: RPCRequest, on session: Session) throws {
+        guard session.isReplica, let source = self.context.replication else {
+            throw RPCError.badParams("record: only on a replication link")
+        }
+        let params = Params(request.params, names: ["path"], method: "record")
+        try params.rejectUnknown()
+        let path = try self.keyPath(try params.string("path"))
+        if self.context.subscriptions.history.record(path) { source.announceRecording(path) }
     }
 
     private static func term(_ value: JSONValue?, name: String) throws -> UInt64? {

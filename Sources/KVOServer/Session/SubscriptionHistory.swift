@@ -5,6 +5,9 @@
 // it), until its entries have all left the ring and too many idle recorders exist. `subscribe` with `since: S`
 // replays the path's entries after S, shaped by the new subscription's options — possible when the recorder has
 // been recording since S or earlier and none of its entries after S has left the ring; otherwise 1010.
+// In a cluster recorders are cluster-wide (Cluster/RecordedPaths.swift): a recorder started by a subscription here is
+// announced (`onRecorderStarted`), and the members start one for each path announced to them (`record`), so a client
+// can resume on any member. Such recorders have no subscriber: they count as idle, which bounds them.
 import ObjectGraph
 
 /// Loop-owned.
@@ -47,6 +50,9 @@ final class SubscriptionHistory {
     /// Idle recorders (no subscribers, no entries) kept before the least recently used go.
     private let maxIdleRecorders: Int
 
+    /// Called when a subscription here started a recorder (not for `record`): a cluster member announces the path.
+    var onRecorderStarted: ((KeyPath) -> Void)?
+
     init(capacity: Int, graph: Graph) {
         self.capacity = capacity
         self.graph = graph
@@ -59,9 +65,37 @@ final class SubscriptionHistory {
     /// Notes a new subscription to `keyPath`, starting a recorder for it when there is none.
     func subscribed(_ keyPath: KeyPath) {
         guard self.isEnabled else { return }
+        let isNew = self.recorders[keyPath] == nil
         let recorder = self.recorder(for: keyPath)
         recorder.subscribers += 1
         self.touch(recorder)
+        if isNew { self.onRecorderStarted?(keyPath) }
+    }
+
+    /// Starts recording `keyPath` from the current seq without a subscriber (another cluster member recorded it),
+    /// unless it is recorded already. Returns whether a recorder started: false also when the history is off or the
+    /// path cannot be observed. The least recently used idle recorders beyond the limit go, as after `unsubscribed`.
+    @discardableResult
+    func record(_ keyPath: KeyPath) -> Bool {
+        guard self.isEnabled else { return false }
+        if let existing = self.recorders[keyPath] {
+            self.touch(existing)
+            return false
+        }
+        guard (try? self.graph.checkObservable(keyPath)) != nil else { return false }
+        let recorder = self.recorder(for: keyPath)
+        guard recorder.observer != nil else {
+            self.recorders[keyPath] = nil
+            return false
+        }
+        self.touch(recorder)
+        self.dropIdleRecorders()
+        return true
+    }
+
+    /// Every recorded key path, the most recently used first.
+    var recordedPaths: [KeyPath] {
+        self.recorders.values.sorted { $0.lastUsed > $1.lastUsed }.map(\.keyPath)
     }
 
     /// Notes that a subscription to `keyPath` ended.

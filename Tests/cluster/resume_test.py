@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Resuming on another member (docs/SCALING.md#clients, Protocol/README.md#resuming), on loopback with
+cluster_test.py's harness: a 3-member etcd and three kvods.
+
+Recorders are cluster-wide, so a subscription resumes with `since` on a member where nobody ever subscribed its path.
+Checks, each with its own path: a subscriber on follower A sees the leader's writes, disconnects, more writes follow;
+it resubscribes on follower B with `since` = its last seq: B replays exactly the missed changes (same values and
+seqs, no gap, no duplicate), then live ones. The same moving from follower A to the leader. A subscriber on the
+leader, more writes after it left, the leader SIGKILLed: on the new leader (which recorded the path only as a
+follower) and on the other survivor, a `since` resubscription replays every missed change, those of the old leader
+and the new one's, then live ones. Standard library only; exits 0 when every check passed.
+"""
+import os, shutil, signal, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_test import LEASE, Client, Cluster, check, log, wait_for  # noqa: E402
+
+
+def notifications(client, count, timeout=5.0):
+    """The next `count` change notifications (those already read during calls first), as (new, seq) pairs."""
+    deadline = time.monotonic() + timeout
+    while len(client.notifications) < count and time.monotonic() < deadline:
+        client.notifications.append(client.read_line(max(0.05, deadline - time.monotonic())))
+    taken, client.notifications = client.notifications[:count], client.notifications[count:]
+    assert all(n.get("method") == "change" for n in taken), f"not only changes: {taken}"
+    return [(n["params"]["new"], n["params"]["seq"]) for n in taken]
+
+
+def nothing_more(client, wait=0.5):
+    """True when nothing else arrives within `wait` seconds (a duplicate would)."""
+    if client.notifications:
+        return False
+    try:
+        line = client.read_line(wait)
+    except (TimeoutError, OSError):
+        return True
+    client.notifications.append(line)
+    return False
+
+
+def write(port, path, values):
+    """Sets `path` to each value on the leader at `port`; returns [(value, seq)]."""
+    client = Client(port)
+    try:
+        written = []
+        for v in values:
+            answer = client.call("set", {"path": path, "value": v})
+            assert "result" in answer, answer
+            written.append((v, answer["result"]["seq"]))
+        return written
+    finally:
+        client.close()
+
+
+def applied(cluster, names, seq):
+    return all(cluster.hello(n)["appliedSeq"] >= seq for n in names)
+
+
+def move(cluster, leader, path, start, to, check_name, also_live_on=None):
+    """Subscribes on `start`, sees 3 writes, disconnects, 3 more writes; resubscribes on `to` with `since`."""
+    port = cluster.kvod_ports
+    subscriber = Client(port[start])
+    answer = subscriber.call("subscribe", {"path": path, "options": ["new"]})
+    assert "result" in answer, answer
+    first = write(port[leader], path, [1, 2, 3])
+    got = notifications(subscriber, 3)
+    check(got == first, f"{check_name}: the subscriber on {start} sees the writes {first}")
+    since = got[-1][1]
+    subscriber.close()
+    missed = write(port[leader], path, [4, 5, 6])
+    wait_for(f"{to} at seq {missed[-1][1]}", lambda: applied(cluster, [to], missed[-1][1]), 10)
+    observers = Client(port[to]).call("observers", {"path": path})["result"]
+    check(not any(c.get("subscriptions") for c in observers["connections"]),
+          f"{check_name}: nobody subscribed {path} on {to}")
+    resumed = Client(port[to])
+    answer = resumed.call("subscribe", {"path": path, "options": ["new"], "since": since})
+    check("result" in answer, f"{check_name}: subscribe on {to} with since {since} succeeds ({answer})")
+    replayed = notifications(resumed, 3)
+    check(replayed == missed, f"{check_name}: {to} replays exactly the missed changes {missed} ({replayed})")
+    live = write(port[leader], path, [7])
+    check(notifications(resumed, 1) == live and nothing_more(resumed),
+          f"{check_name}: then the live change {live}, and nothing twice")
+    resumed.close()
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="kvod-resume-")
+    cluster = Cluster(root)
+    ok = False
+    try:
+        for name in cluster.etcd_names:
+            cluster.start_etcd(name)
+        wait_for("etcd quorum", cluster.etcd_healthy, 20)
+        members = ["k0", "k1", "k2"]
+        for name in members:
+            cluster.start_kvod(name)
+        leader = wait_for("one writable leader", cluster.leader, 15)
+        a, b = [n for n in members if n != leader]
+        leader_address = f"127.0.0.1:{cluster.kvod_ports[leader]}"
+        wait_for("two linked followers", lambda: all(cluster.hello(n).get("leader") == leader_address
+                                                    for n in (a, b)), 10)
+        move(cluster, leader, "moves.toFollower", a, b, "follower to follower")
+        move(cluster, leader, "moves.toLeader", a, leader, "follower to leader")
+
+        # Failover: the path is subscribed on the leader only; the survivors record it from its record line.
+        port = cluster.kvod_ports
+        path = "moves.failover"
+        subscriber = Client(port[leader])
+        assert "result" in subscriber.call("subscribe", {"path": path, "options": ["new"]})
+        first = write(port[leader], path, [1, 2])
+        since = notifications(subscriber, 2)[-1][1]
+        subscriber.close()
+        missed = write(port[leader], path, [3, 4])
+        wait_for("both followers applied the writes", lambda: applied(cluster, [a, b], missed[-1][1]), 10)
+        cluster.kvods[leader].send_signal(signal.SIGKILL)
+        cluster.kvods[leader].wait()
+        del cluster.kvods[leader]
+        new_leader = wait_for("a new leader", cluster.leader, LEASE + 10)
+        other = a if new_leader == b else b
+        new_address = f"127.0.0.1:{port[new_leader]}"
+        wait_for(f"{other} linked to {new_leader}", lambda: cluster.hello(other).get("leader") == new_address, 10)
+        missed += write(port[new_leader], path, [5, 6])
+        wait_for(f"{other} at seq {missed[-1][1]}", lambda: applied(cluster, [other], missed[-1][1]), 10)
+        resumed = {}
+        for name in (new_leader, other):
+            client = Client(port[name])
+            answer = client.call("subscribe", {"path": path, "options": ["new"], "since": since})
+            check("result" in answer, f"failover: subscribe on {name} with since {since} succeeds ({answer})")
+            resumed[name] = client
+        for name, client in resumed.items():
+            role = "the new leader" if name == new_leader else "the other survivor"
+            replayed = notifications(client, 4)
+            check(replayed == missed,
+                  f"failover: {role} {name} replays the missed changes of both leaders {missed} ({replayed})")
+        live = write(port[new_leader], path, [7])
+        for name, client in resumed.items():
+            check(notifications(client, 1) == live and nothing_more(client),
+                  f"failover: {name} then delivers the live change {live}, and nothing twice")
+            client.close()
+        ok = True
+    except AssertionError as failure:
+        log(f"FAIL: {failure}")
+    finally:
+        cluster.stop()
+        if not ok:
+            for name in sorted(os.listdir(root)):
+                if name.endswith(".log") and name.startswith("k"):
+                    print(f"---- {name} (last 30 lines)")
+                    with open(os.path.join(root, name), errors="replace") as f:
+                        print("".join(f.readlines()[-30:]))
+        if os.environ.get("KVOD_CLUSTER_KEEP"):
+            log(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    log("PASS" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
