@@ -9,8 +9,8 @@ watch`, given a follower first, write through the leader and subscribe; SIGKILL 
 next write succeeds on the new leader within the lease + 4 s, its subscription goes on with every seq once, in order,
 and so does the watch, stopped (SIGSTOP) through the failover and the next writes, from the member it moves to; the TypeScript client (dist/, under node) does the same through the next failover; two etcd members
 killed: `kvoctl cluster` exits 3 (no writable leader) and `kvoctl set` gives up after --failover-wait with exit 2.
-Every member keeps one plain subscriber of the watched paths, so its history can replay them (a member records a
-path's history only once someone subscribed to it there). Standard library only; exits 0 when every check passed.
+No member needs a subscriber of its own to replay the watched paths: recorders are cluster-wide (resume_test.py).
+Standard library only; exits 0 when every check passed.
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 
@@ -58,18 +58,6 @@ class Watch:
         self.process.kill()
         self.process.wait(5)
         return self.process.stderr.read()
-
-
-def history_keepers(cluster, names, paths):
-    """One plain subscriber of each path on each member, so each member's history records them."""
-    keepers = []
-    for name in names:
-        keeper = Client(cluster.kvod_ports[name])
-        for path in paths:
-            answer = keeper.call("subscribe", {"path": path, "options": ["new"]})
-            assert "result" in answer, answer
-        keepers.append(keeper)
-    return keepers
 
 
 def changes(subscription, count):
@@ -155,7 +143,6 @@ def main():
         check(status == 64 and "empty address" in err, f"a bad address list is a usage error ({status} {err.strip()})")
 
         # The Python client and kvoctl watch before the failover.
-        keepers = history_keepers(cluster, members, ["py.n", "ts.n"])
         python = kvod.Client([address(cluster, n) for n in followers + [leader]], timeout=FAILOVER + 10,
                              leader_wait=FAILOVER + 10)
         subscription = python.subscribe("py.n", ["new"])
@@ -166,8 +153,8 @@ def main():
         def subscriptions_on_leader():
             connections = Client(cluster.kvod_ports[leader]).call("observers", {"path": "py.n"})["result"]
             return sum(len(c.get("subscriptions", [])) for c in connections["connections"])
-        # The leader's history keeper, the Python client's subscription and the watch.
-        wait_for("kvoctl watch subscribed", lambda: subscriptions_on_leader() >= 3, 10)
+        # The Python client's subscription and the watch.
+        wait_for("kvoctl watch subscribed", lambda: subscriptions_on_leader() >= 2, 10)
         first.append(python.set("py.n", 6))
         got = changes(subscription, 6)
         check([c.new for c in got] == list(range(1, 7)) and [c.seq for c in got] == first,
@@ -240,8 +227,6 @@ def main():
         took = time.monotonic() - started
         check(status == 2 and "no leader accepted set within 1 s" in err and "error 1012" in err and took < 5,
               f"kvoctl set gives up after --failover-wait 1 with exit 2 ({took:.1f} s): {err.strip()}")
-        for keeper in keepers:
-            keeper.close()
         ok = True
     except AssertionError as failure:
         log(f"FAIL: {failure}")
