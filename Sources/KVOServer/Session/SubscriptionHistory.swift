@@ -93,9 +93,10 @@ final class SubscriptionHistory {
         return true
     }
 
-    /// Every recorded key path, the most recently used first.
+    /// Every recorded key path, the least recently used first: a member that records them in this order (`record`)
+    /// keeps their order of use, and drops the least recently used when it keeps fewer.
     var recordedPaths: [KeyPath] {
-        self.recorders.values.sorted { $0.lastUsed > $1.lastUsed }.map(\.keyPath)
+        self.recorders.values.sorted { $0.lastUsed < $1.lastUsed }.map(\.keyPath)
     }
 
     /// Notes that a subscription to `keyPath` ended.

@@ -1,0 +1,124 @@
+// Cluster-wide recorders (Cluster/RecordedPaths.swift, docs/SCALING.md#clients), in process: the history recording a
+// path without a subscriber (what a follower does with a record line) and replaying exactly from where it started;
+// the announcement of a recorder a subscription starts; and the leader's side of the replication stream — the record
+// lines that start a catch-up, the one a follower's `record` notification produces, in order with the mutation
+// records. The cluster as a whole is tested by Tests/cluster/resume_test.py.
+@testable import KVOServer
+import ObjectGraph
+import Testing
+import WireProtocol
+
+@MainActor
+@Suite struct RecordedPathsTests {
+    @Test func aPathRecordedWithoutASubscriberReplaysExactlyFromWhereItStarted() throws {
+        let server = InProcessServer()
+        let history = server.context.subscriptions.history
+        let (_, writer) = server.connect()
+        _ = try server.request(writer, 1, "set", #"{"path":"a","value":1}"#)
+        #expect(history.record(try KeyPath(parsing: "a")))
+        #expect(!history.record(try KeyPath(parsing: "a")))  // already recorded
+        _ = try server.request(writer, 2, "set", #"{"path":"a","value":2}"#)
+        _ = try server.request(writer, 3, "set", #"{"path":"a","value":3}"#)
+        let (_, reader) = server.connect()
+        let resumed = try server.request(reader, 1, "subscribe", #"{"path":"a","options":["new"],"since":1}"#)
+        #expect(resumed.map { $0["params"]?["new"] } == [nil, 2, 3])
+        #expect(resumed.dropFirst().map { $0["params"]?["seq"] } == [2, 3])
+        // Before the recorder started nothing is known: 1010, from the seq it started at.
+        let refused = try server.request(reader, 2, "subscribe", #"{"path":"a","options":["new"],"since":0}"#)
+        #expect(refused[0]["error"]?["code"] == 1010 && refused[0]["error"]?["data"]?["oldest"] == 1)
+    }
+
+    @Test func onlyASubscriptionThatStartsARecorderAnnouncesIt() throws {
+        let server = InProcessServer()
+        let history = server.context.subscriptions.history
+        var announced: [String] = []
+        history.onRecorderStarted = { announced.append($0.description) }
+        let (_, first) = server.connect()
+        let (_, second) = server.connect()
+        _ = try server.request(first, 1, "subscribe", #"{"path":"a.b"}"#)
+        _ = try server.request(second, 1, "subscribe", #"{"path":"a.b"}"#)
+        #expect(history.record(try KeyPath(parsing: "c")))
+        _ = try server.request(first, 2, "subscribe", #"{"path":"c"}"#)
+        #expect(announced == ["a.b"])
+        #expect(Set(history.recordedPaths.map(\.description)) == ["a.b", "c"])
+    }
+
+    @Test func withoutAHistoryNothingIsRecorded() throws {
+        let server = InProcessServer(historyCapacity: 0)
+        #expect(!server.context.subscriptions.history.record(try KeyPath(parsing: "a")))
+        #expect(server.context.subscriptions.history.recordedPaths.isEmpty)
+    }
+
+    @Test func aRecordOutsideAReplicationLinkIsRefused() throws {
+        let server = InProcessServer()
+        let (_, peer) = server.connect()
+        #expect(try server.request(peer, 1, "record", #"{"path":"a"}"#)[0]["error"]?["code"] == -32602)
+        #expect(server.context.subscriptions.history.recordedPaths.isEmpty)
+    }
+
+    // MARK: - The leader's stream
+
+    /// A leader of term 4 whose lease is proven, with the replication source as joinCluster wires it (the
+    /// history's announcements go into the stream, as Server.recordClusterWide does on a leader).
+    private func leader() -> (InProcessServer, ReplicationSource) {
+        let server = InProcessServer()
+        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
+        let status = ClusterStatus(configuration: configuration)
+        status.update(role: .leader, term: 4, leader: configuration.advertise)
+        status.writableUntil = .max
+        let terms = TermHistory(directory: nil, snapshotSeq: 0)
+        let source = ReplicationSource(
+            graph: server.graph, status: status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
+            sessions: server.context.sessions, clock: server.clock)
+        let history = server.context.subscriptions.history
+        source.recordedPaths = { history.recordedPaths }
+        history.onRecorderStarted = { source.announceRecording($0) }
+        server.context.cluster = status
+        server.context.replication = source
+        server.context.mutationLog = ClusterLog(source: source, terms: terms, status: status)
+        return (server, source)
+    }
+
+    @Test func aCatchUpStartsWithTheRecordedPathsAndAnnouncementsComeInOrder() throws {
+        let (server, _) = self.leader()
+        let (_, writer) = server.connect()
+        let (_, watcher) = server.connect()
+        _ = try server.request(writer, 1, "set", #"{"path":"a","value":1}"#)
+        _ = try server.request(watcher, 1, "subscribe", #"{"path":"a"}"#)
+        _ = try server.request(writer, 2, "set", #"{"path":"a","value":2}"#)
+        let (_, follower) = server.connect()
+        let catchUp = try server.request(follower, 1, "replicate", #"{"fromSeq":1,"term":4}"#)
+        #expect(catchUp[0]["result"]?["snapshot"] == false)
+        // The recorded path at the follower's position, then the records after it.
+        #expect(catchUp.count == 3)
+        #expect(catchUp[1] == [ "term": 4, "seq": 1, "record": "a"])
+        #expect(catchUp[2]["seq"] == 2 && catchUp[2]["method"] == "set")
+        // A subscription starting a recorder on the leader: announced at the leader's seq, between the records.
+        _ = try server.request(watcher, 2, "subscribe", #"{"path":"b"}"#)
+        _ = try server.request(writer, 3, "set", #"{"path":"b","value":3}"#)
+        let stream = try follower.takeMessages()
+        #expect(stream.count == 2)
+        #expect(stream[0] == ["term": 4, "seq": 2, "record": "b"])
+        #expect(stream[1]["seq"] == 3 && stream[1]["params"]?["path"] == "b")
+    }
+
+    @Test func aFollowersRecordIsStartedAndAnnouncedOnce() throws {
+        let (server, _) = self.leader()
+        let (_, writer) = server.connect()
+        _ = try server.request(writer, 1, "set", #"{"path":"x","value":1}"#)
+        let (_, follower) = server.connect()
+        #expect(try server.request(follower, 1, "replicate", #"{"fromSeq":1,"term":4}"#).count == 1)
+        follower.send(#"{"jsonrpc":"2.0","method":"record","params":{"path":"x"}}"#)
+        server.flush()
+        #expect(try follower.takeMessages() == [["term": 4, "seq": 1, "record": "x"]])
+        follower.send(#"{"jsonrpc":"2.0","method":"record","params":{"path":"x"}}"#)
+        server.flush()
+        #expect(try follower.takeMessages().isEmpty)
+        #expect(server.context.subscriptions.history.recordedPaths.map(\.description) == ["x"])
+        // The leader replays it like any recorded path.
+        _ = try server.request(writer, 2, "set", #"{"path":"x","value":2}"#)
+        let (_, reader) = server.connect()
+        let resumed = try server.request(reader, 1, "subscribe", #"{"path":"x","options":["new"],"since":1}"#)
+        #expect(resumed.dropFirst().map { $0["params"]?["new"] } == [2])
+    }
+}
