@@ -5,9 +5,11 @@ cluster_test.py's harness: a 3-member etcd and three kvods.
 Recorders are cluster-wide, so a subscription resumes with `since` on a member where nobody ever subscribed its path.
 Checks, each with its own path: a subscriber on follower A sees the leader's writes, disconnects, more writes follow;
 it resubscribes on follower B with `since` = its last seq: B replays exactly the missed changes (same values and
-seqs, no gap, no duplicate), then live ones. The same moving from follower A to the leader. A subscriber on the
+seqs, no gap, no duplicate), then live ones. The same moving from follower A to the leader. A fourth member started
+later replays the first path from before it joined (it records the leader's paths from the seq it resumes from,
+here 0). A subscriber on the
 leader, more writes after it left, the leader SIGKILLed: on the new leader (which recorded the path only as a
-follower) and on the other survivor, a `since` resubscription replays every missed change, those of the old leader
+follower) and on the other survivors, a `since` resubscription replays every missed change, those of the old leader
 and the new one's, then live ones. Standard library only; exits 0 when every check passed.
 """
 import os, shutil, signal, sys, tempfile, time
@@ -81,6 +83,7 @@ def move(cluster, leader, path, start, to, check_name, also_live_on=None):
     check(notifications(resumed, 1) == live and nothing_more(resumed),
           f"{check_name}: then the live change {live}, and nothing twice")
     resumed.close()
+    return live[-1][1]
 
 
 def main():
@@ -97,10 +100,25 @@ def main():
         leader = wait_for("one writable leader", cluster.leader, 15)
         a, b = [n for n in members if n != leader]
         leader_address = f"127.0.0.1:{cluster.kvod_ports[leader]}"
-        wait_for("two linked followers", lambda: all(cluster.hello(n).get("leader") == leader_address
-                                                    for n in (a, b)), 10)
-        move(cluster, leader, "moves.toFollower", a, b, "follower to follower")
+        wait_for("two followers", lambda: all(cluster.hello(n).get("leader") == leader_address for n in (a, b)), 10)
+        # Both links streaming (a write applied everywhere), so each subscription below is announced when it starts,
+        # not when a link is established (a member also asks its new leader to record every path it records).
+        ready = write(cluster.kvod_ports[leader], "moves.ready", [True])[0][1]
+        wait_for("two linked followers", lambda: applied(cluster, [a, b], ready), 10)
+        last = move(cluster, leader, "moves.toFollower", a, b, "follower to follower")
         move(cluster, leader, "moves.toLeader", a, leader, "follower to leader")
+
+        # A member joining later records the leader's recorded paths from where it resumes (here: seq 0).
+        cluster.start_kvod("k3")
+        seq = cluster.hello(leader)["appliedSeq"]
+        wait_for("k3 caught up", lambda: applied(cluster, ["k3"], seq), 10)
+        missed = write(cluster.kvod_ports[leader], "moves.toFollower", [8, 9])
+        wait_for("k3 at the last write", lambda: applied(cluster, ["k3"], missed[-1][1]), 10)
+        joiner = Client(cluster.kvod_ports["k3"])
+        answer = joiner.call("subscribe", {"path": "moves.toFollower", "options": ["new"], "since": last})
+        check("result" in answer and notifications(joiner, 2) == missed and nothing_more(joiner),
+              f"late joiner: k3, started after the path was recorded, replays {missed} from seq {last} ({answer})")
+        joiner.close()
 
         # Failover: the path is subscribed on the leader only; the survivors record it from its record line.
         port = cluster.kvod_ports
@@ -111,24 +129,26 @@ def main():
         since = notifications(subscriber, 2)[-1][1]
         subscriber.close()
         missed = write(port[leader], path, [3, 4])
-        wait_for("both followers applied the writes", lambda: applied(cluster, [a, b], missed[-1][1]), 10)
+        survivors = [a, b, "k3"]
+        wait_for("the followers applied the writes", lambda: applied(cluster, survivors, missed[-1][1]), 10)
         cluster.kvods[leader].send_signal(signal.SIGKILL)
         cluster.kvods[leader].wait()
         del cluster.kvods[leader]
         new_leader = wait_for("a new leader", cluster.leader, LEASE + 10)
-        other = a if new_leader == b else b
+        others = [n for n in survivors if n != new_leader]
         new_address = f"127.0.0.1:{port[new_leader]}"
-        wait_for(f"{other} linked to {new_leader}", lambda: cluster.hello(other).get("leader") == new_address, 10)
+        wait_for(f"{others} following {new_leader}", lambda: all(
+            cluster.hello(n).get("leader") == new_address for n in others), 10)
         missed += write(port[new_leader], path, [5, 6])
-        wait_for(f"{other} at seq {missed[-1][1]}", lambda: applied(cluster, [other], missed[-1][1]), 10)
+        wait_for(f"{others} at seq {missed[-1][1]}", lambda: applied(cluster, others, missed[-1][1]), 10)
         resumed = {}
-        for name in (new_leader, other):
+        for name in [new_leader] + others:
             client = Client(port[name])
             answer = client.call("subscribe", {"path": path, "options": ["new"], "since": since})
             check("result" in answer, f"failover: subscribe on {name} with since {since} succeeds ({answer})")
             resumed[name] = client
         for name, client in resumed.items():
-            role = "the new leader" if name == new_leader else "the other survivor"
+            role = "the new leader" if name == new_leader else "the follower"
             replayed = notifications(client, 4)
             check(replayed == missed,
                   f"failover: {role} {name} replays the missed changes of both leaders {missed} ({replayed})")
