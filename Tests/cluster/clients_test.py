@@ -66,6 +66,13 @@ def changes(subscription, count):
     return items
 
 
+def caught_up(cluster, leader, followers):
+    """Waits until `followers` applied every write the leader acknowledged: without --sync-replicas a SIGKILL right
+    after a write may lose it (docs/SCALING.md), and a subscription that saw it could not resume on the new leader."""
+    seq = cluster.hello(leader)["appliedSeq"]
+    wait_for(f"the followers at seq {seq}", lambda: all(cluster.hello(n)["appliedSeq"] >= seq for n in followers), 10)
+
+
 def typescript_failover(cluster, names, leader):
     """Runs the TypeScript client under node through the leader's SIGKILL; returns its report."""
     script = os.path.join(REPO, "Tests", "cluster", "clients_failover.mjs")
@@ -76,6 +83,7 @@ def typescript_failover(cluster, names, leader):
         ready = json.loads(node.stdout.readline() or "null")
         check(ready is not None and ready.get("endpoint") == address(cluster, leader),
               f"the TypeScript client writes through a follower address to the leader ({ready})")
+        caught_up(cluster, leader, [n for n in names if n != leader])
         killed_at = time.monotonic()
         cluster.kvods[leader].send_signal(signal.SIGKILL)
         cluster.kvods[leader].wait()
@@ -165,6 +173,7 @@ def main():
         # replayed by the member it moves to.
         wait_for("the watch to print the 6th write", lambda: len(watch.lines) >= 1, 10)
         watch.process.send_signal(signal.SIGSTOP)
+        caught_up(cluster, leader, followers)
         connections = python.connections
         killed_at = time.monotonic()
         cluster.kvods[leader].send_signal(signal.SIGKILL)
