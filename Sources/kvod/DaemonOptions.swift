@@ -1,14 +1,17 @@
 // kvod's options, declared once each in one table: the name (also the config file's key and, as KVOD_NAME, the
 // environment variable), the kind of value, the help text, and for a setting where its value goes in the
 // Configuration, how it is parsed and which default applies (read from `Configuration.defaults`, so `--help` states
-// the default the code uses). The command line is parsed against this table (ArgumentsParser.swift), `--help` is
+// the default the code uses). The command line is parsed against this table (DaemonArguments.swift), `--help` is
 // rendered from it (Help.swift), and `Configuration.resolve` runs each setting's resolution in table order.
 //
-// To add a setting: a property with its default in Configuration, one declaration below, and a row in
-// docs/CONFIGURATION.md (ConfigurationTests checks that `--help` and the document list the same settings). E.g.
-//     .setting("sync-replicas", \.syncReplicas, valueName: "count",
-//              "Followers that must hold a mutation before it is acknowledged (0: none).",
-//              parse: SettingParser.integer(in: 0...16)),
+// To add a setting: a property with its default in Configuration, one declaration below (`.setting` for a value with
+// a default, `.optional` for one unset by default, `.path` for a file or directory, `.toggle` for a Boolean), and a
+// row in docs/CONFIGURATION.md (ConfigurationTests checks that `--help` and the document list the same settings):
+//     .setting(
+//         "sync-replicas", \.syncReplicas, valueName: "count",
+//         "The followers that must have a mutation in their journal before the leader answers it.",
+//         parse: SettingParser.integer(in: 0...16)),
+// A check across settings ("cluster-etcd needs data-dir") goes in `Configuration.resolve`, after the table.
 import KVOServer
 import Logging
 import Persistence
