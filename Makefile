@@ -40,7 +40,8 @@ test:
 cluster-test:
 	@bash .ci/deps.sh
 	$(SWIFT) build --product kvod
-	KVOD_BIN=.build/debug/kvod bash Tests/cluster/run.sh
+	$(SWIFT) build --product kvoctl
+	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/cluster/run.sh
 
 ## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP (about two minutes once built;
 ## Benchmarks/README.md).
