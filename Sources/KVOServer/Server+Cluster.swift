@@ -26,6 +26,9 @@ extension Server {
         let source = ReplicationSource(
             graph: self.graph, status: status, capacity: configuration.backlogRecords, recovered: mutations,
             baseSeq: baseSeq)
+        source.shipper = SnapshotShipper(
+            graph: self.graph, status: status, loop: self.loop, logger: self.logger,
+            directory: self.durability?.directory.path ?? "/tmp")
         let log = ClusterLog(source: source)
         log.durability = self.durability
         self.clusterLog = log
@@ -62,13 +65,8 @@ extension Server {
         }
         status.observe(term: term)
         status.leaderSeq = max(status.leaderSeq, seq)
-        if case .string(let encoded)? = line["snapshot"] {
-            guard let bytes = Base64.decode(encoded) else { throw ReplicationError(description: "a snapshot that is not base64") }
-            self.logger.notice("bootstrapping from the leader's snapshot", metadata: ["seq": "\(seq)", "bytes": "\(bytes.count)"])
-            guard let install = self.onSnapshotReceived else {
-                throw ReplicationError(description: "the leader sent a snapshot, which this member cannot install")
-            }
-            try install(bytes)
+        if line["snapshotChunk"] != nil {
+            try self.receiveSnapshotChunk(line, seq: seq)  // SnapshotReceiver.swift
             return
         }
         guard case .string(let method)? = line["method"] else { return }  // a heartbeat

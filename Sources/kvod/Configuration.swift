@@ -46,6 +46,7 @@ struct Configuration {
     var cluster: String?
     var advertise: String?
     var clusterLeaseSeconds = 5
+    var replicationBacklog = 100_000
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
 
@@ -57,6 +58,7 @@ struct Configuration {
         guard !self.clusterEtcd.isEmpty, let name = self.cluster, let advertise = self.advertise else { return nil }
         var cluster = ClusterConfiguration(
             endpoints: self.clusterEtcd, name: name, advertise: advertise, leaseSeconds: self.clusterLeaseSeconds)
+        cluster.backlogRecords = self.replicationBacklog
         // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
         cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }
             .map { String(decoding: $0.secret, as: UTF8.self) }
@@ -199,6 +201,9 @@ struct Configuration {
         configuration.clusterLeaseSeconds = try layers.value(
             "cluster-lease-seconds", flag: options.clusterLeaseSeconds, default: defaults.clusterLeaseSeconds,
             parse: SettingParser.integer(in: 2...600))
+        configuration.replicationBacklog = try layers.value(
+            "replication-backlog", flag: options.replicationBacklog, default: defaults.replicationBacklog,
+            parse: SettingParser.integer(in: 1...100_000_000))
 
         try layers.rejectUnknownFileKeys()
         if !configuration.clusterEtcd.isEmpty {

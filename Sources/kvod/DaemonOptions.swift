@@ -163,6 +163,11 @@ struct DaemonOptions: ParsableArguments {
         "cluster-lease-seconds", default: "\(defaults.clusterLeaseSeconds)", valueName: "seconds"))
     var clusterLeaseSeconds: String?
 
+    @Option(help: .setting(
+        "Mutations a leader keeps in memory for followers that reconnect; a follower further behind bootstraps from "
+            + "a snapshot.", "replication-backlog", default: "\(defaults.replicationBacklog)", valueName: "records"))
+    var replicationBacklog: String?
+
     // MARK: - Observability
 
     @Option(help: .setting(

@@ -1,5 +1,6 @@
 // The mutation log of a cluster member: every committed mutation goes to the journal (Durability) and to the
-// replication backlog and links (ReplicationSource); the turn's flush writes the journal first, then the catch-ups.
+// replication backlog and links (ReplicationSource); the turn's flush writes the journal first, then the catch-ups
+// and the next chunks of the snapshots being sent. On a follower it also holds the leader's snapshot being received.
 import WireProtocol
 
 /// Durability plus replication. Loop-owned.
@@ -7,6 +8,8 @@ import WireProtocol
 final class ClusterLog: MutationLog {
     var durability: Durability?
     let source: ReplicationSource
+    /// On a follower: the leader's snapshot being received for a bootstrap (SnapshotReceiver.swift).
+    var incomingSnapshot: SnapshotReceiver?
 
     init(source: ReplicationSource) {
         self.source = source

@@ -1,7 +1,8 @@
 // The leader's side of replication: the backlog of recent mutations (what a reconnecting follower resumes from), the
 // replication sessions (`replicate`, Protocol/methods.md#replicate) and what is sent on them: a catch-up from the
-// backlog (or a snapshot when the follower is behind it), each committed mutation as it is committed, and a
-// heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, method, params}.
+// backlog (or, when the follower is behind it, a snapshot first: SnapshotShipper.swift), each committed mutation as
+// it is committed, and a heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, method,
+// params}.
 import ObjectGraph
 import Persistence
 import WireProtocol
@@ -18,6 +19,12 @@ final class ReplicationSource {
     /// Streaming followers, and those waiting for their catch-up (sent at the turn's flush, after their response).
     private var replicas: [Session] = []
     private var pending: [(session: Session, fromSeq: UInt64?)] = []
+    /// Bootstraps followers behind the backlog from a snapshot; the backlog keeps what they need meanwhile.
+    var shipper: SnapshotShipper? {
+        didSet { self.shipper?.onShipped = { [unowned self] session, seq in self.shipped(session, seq: seq) } }
+    }
+    /// Each follower's progress as the leader sees it (metrics).
+    let progress = FollowerProgress()
 
     init(graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64) {
         self.graph = graph
@@ -35,8 +42,11 @@ final class ReplicationSource {
         self.trim()
     }
 
-    /// Followers streaming or about to.
-    var replicaCount: Int { self.replicas.count + self.pending.count }
+    /// Followers streaming or about to (bootstrapping ones included).
+    var replicaCount: Int { self.replicas.count + self.pending.count + (self.shipper?.count ?? 0) }
+
+    /// The sessions streaming.
+    var streamingReplicas: [Session] { self.replicas }
 
     /// Whether a follower at `fromSeq` can resume from the backlog (else it needs a snapshot).
     func canResume(from fromSeq: UInt64) -> Bool {
@@ -66,34 +76,44 @@ final class ReplicationSource {
 
     /// At the turn's flush (after the journal write): sends pending catch-ups; their responses are queued already.
     func beforeOutput() {
+        self.shipper?.pump()
         guard !self.pending.isEmpty else { return }
         let pending = self.pending
         self.pending.removeAll()
         for (session, fromSeq) in pending where session.closeReason == nil {
-            var output: [UInt8] = []
-            var from = fromSeq ?? self.graph.seq
-            if fromSeq == nil || !self.canResume(from: from) {
-                from = self.graph.seq
-                let bytes = BinarySnapshotCodec.encode(self.graph.makeSnapshot())
-                output.append(contentsOf: #"{"snapshot":"#.utf8)
-                JSONWriter.appendString(Base64.encode(bytes), to: &output)
-                output.append(contentsOf: #","seq":"#.utf8)
-                JSONWriter.appendInt(Int64(from), to: &output)
-                output.append(contentsOf: #","term":"#.utf8)
-                JSONWriter.appendInt(Int64(self.status.term), to: &output)
-                output.append(contentsOf: "}\n".utf8)
+            if let fromSeq, self.canResume(from: fromSeq) {
+                self.stream(session, after: fromSeq)
+            } else if let shipper = self.shipper {
+                shipper.start(session)
+            } else {
+                session.close(.ioError)  // nothing can bootstrap it (a server without cluster wiring)
             }
-            let start = Int(from - self.baseSeq)
-            for record in self.records[start...] { Self.append(record, term: self.status.term, to: &output) }
-            session.enqueue(bytes: output)
-            self.replicas.append(session)
         }
+    }
+
+    /// A follower has its whole snapshot at `seq` queued: the records after it follow, then it streams.
+    private func shipped(_ session: Session, seq: UInt64) {
+        guard session.closeReason == nil else { return }
+        guard self.canResume(from: seq) else {
+            session.close(.ioError)  // the backlog moved on (a new term reset it): the follower asks again
+            return
+        }
+        self.stream(session, after: seq)
+    }
+
+    /// Queues every backlog record after `seq` and makes `session` a streaming replica.
+    private func stream(_ session: Session, after seq: UInt64) {
+        var output: [UInt8] = []
+        for record in self.records[Int(seq - self.baseSeq)...] { Self.append(record, term: self.status.term, to: &output) }
+        if !output.isEmpty { session.enqueue(bytes: output) }
+        self.replicas.append(session)
     }
 
     /// Every 250 ms: a heartbeat on each link (`{term, seq}`), so followers know their lag and that the link lives.
     func heartbeat() {
         self.replicas.removeAll { $0.closeReason != nil }
-        guard !self.replicas.isEmpty else { return }
+        self.progress.sample(self.replicas, seq: self.graph.seq)  // before the heartbeat is queued
+        guard !self.replicas.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
         var line: [UInt8] = []
         line.append(contentsOf: #"{"term":"#.utf8)
         JSONWriter.appendInt(Int64(self.status.term), to: &line)
@@ -101,6 +121,7 @@ final class ReplicationSource {
         JSONWriter.appendInt(Int64(self.graph.seq), to: &line)
         line.append(contentsOf: "}\n".utf8)
         for session in self.replicas { session.enqueue(bytes: line) }
+        self.shipper?.heartbeat(line)
     }
 
     /// Closes every replication session (this member is no longer the leader).
@@ -108,10 +129,16 @@ final class ReplicationSource {
         for session in self.replicas + self.pending.map(\.session) { session.close(.notLeader) }
         self.replicas.removeAll()
         self.pending.removeAll()
+        self.shipper?.cancelAll(closing: .notLeader)
+        self.progress.sample([], seq: self.graph.seq)
     }
 
     private func trim() {
-        let excess = self.records.count - self.capacity
+        var excess = self.records.count - self.capacity
+        // A bootstrap in flight needs every record after its snapshot's seq.
+        if let pinned = self.shipper?.lowestSeq, pinned >= self.baseSeq {
+            excess = min(excess, Int(pinned - self.baseSeq))
+        }
         guard excess > self.capacity / 4 else { return }
         self.records.removeFirst(excess)
         self.baseSeq += UInt64(excess)
