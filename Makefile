@@ -35,7 +35,7 @@ test:
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
 ## cluster-test: three kvods and a 3-member etcd on loopback (docs/SCALING.md#tests; installs etcd-server when
-## missing; about 15 s once built, bounded at 240 s).
+## missing; cluster_test.py then bootstrap_test.py, about 30 s once built, each bounded at 240 s).
 cluster-test:
 	@bash .ci/deps.sh
 	$(SWIFT) build --product kvod

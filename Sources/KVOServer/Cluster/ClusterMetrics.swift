@@ -48,7 +48,8 @@ extension ClusterStatus {
         metric(
             "kvod_cluster_role", "gauge", "1 for this member's role (leader, follower, candidate), 0 for the others.",
             [ClusterRole.leader, .follower, .candidate].map { ("{role=\"\($0.rawValue)\"}", $0 == self.role ? 1 : 0) })
-        metric("kvod_cluster_term", "gauge", "The current leader's term (the etcd revision it won at).", [("", self.term)])
+        metric(
+            "kvod_cluster_term", "gauge", "The current leader's term (the etcd revision it won at).", [("", self.term)])
         metric(
             "kvod_cluster_writable", "gauge", "1 when this member is the leader and its lease is proven.",
             [("", self.acceptsWrites(now: now) ? 1 : 0)])

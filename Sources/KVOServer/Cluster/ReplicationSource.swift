@@ -104,7 +104,9 @@ final class ReplicationSource {
     /// Queues every backlog record after `seq` and makes `session` a streaming replica.
     private func stream(_ session: Session, after seq: UInt64) {
         var output: [UInt8] = []
-        for record in self.records[Int(seq - self.baseSeq)...] { Self.append(record, term: self.status.term, to: &output) }
+        for record in self.records[Int(seq - self.baseSeq)...] {
+            Self.append(record, term: self.status.term, to: &output)
+        }
         if !output.isEmpty { session.enqueue(bytes: output) }
         self.replicas.append(session)
     }
@@ -135,11 +137,12 @@ final class ReplicationSource {
 
     private func trim() {
         var excess = self.records.count - self.capacity
+        guard excess > self.capacity / 4 else { return }
         // A bootstrap in flight needs every record after its snapshot's seq.
         if let pinned = self.shipper?.lowestSeq, pinned >= self.baseSeq {
             excess = min(excess, Int(pinned - self.baseSeq))
+            guard excess > self.capacity / 4 else { return }
         }
-        guard excess > self.capacity / 4 else { return }
         self.records.removeFirst(excess)
         self.baseSeq += UInt64(excess)
     }

@@ -43,7 +43,10 @@ final class SnapshotReceiver {
         }
         var written = 0
         while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in write(self.descriptor, raw.baseAddress! + written, raw.count - written) }
+            // `bytes` is not empty (checked above), so it has a base address.
+            let count = bytes.withUnsafeBytes { raw in
+                write(self.descriptor, raw.baseAddress! + written, raw.count - written)
+            }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
                 throw ReplicationError(description: "cannot write \(self.path): \(String(cString: strerror(errno)))")
@@ -67,16 +70,22 @@ final class SnapshotReceiver {
         var bytes = [UInt8](repeating: 0, count: self.total)
         var read = 0
         while read < self.total {
-            let count = bytes.withUnsafeMutableBytes { raw in Glibc.read(descriptor, raw.baseAddress! + read, raw.count - read) }
+            // `total` is above 0, so `bytes` has a base address.
+            let count = bytes.withUnsafeMutableBytes { raw in
+                Glibc.read(descriptor, raw.baseAddress! + read, raw.count - read)
+            }
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw ReplicationError(description: "\(self.path) is shorter than its \(self.total) bytes") }
+            guard count > 0 else {
+                throw ReplicationError(description: "\(self.path) is shorter than its \(self.total) bytes")
+            }
             read += count
         }
         // The header names the seq (BinarySnapshotCodec.swift); the checksum is checked when it is installed.
         var headerSeq: UInt64 = 0
         if bytes.count >= 20 { for shift in 0..<8 { headerSeq |= UInt64(bytes[12 + shift]) << UInt64(shift * 8) } }
         guard headerSeq == self.seq else {
-            throw ReplicationError(description: "the leader's snapshot is at seq \(headerSeq), announced at \(self.seq)")
+            throw ReplicationError(
+                description: "the leader's snapshot is at seq \(headerSeq), announced at \(self.seq)")
         }
         return bytes
     }
@@ -116,7 +125,8 @@ extension Server {
         guard try receiver.append(bytes, at: offset) else { return }
         log.incomingSnapshot = nil
         let snapshot = try receiver.finish()
-        self.logger.notice("snapshot from the leader received", metadata: ["seq": "\(seq)", "bytes": "\(snapshot.count)"])
+        self.logger.notice(
+            "snapshot from the leader received", metadata: ["seq": "\(seq)", "bytes": "\(snapshot.count)"])
         do {
             try install(snapshot)
         } catch {

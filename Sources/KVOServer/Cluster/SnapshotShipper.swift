@@ -87,7 +87,8 @@ final class SnapshotShipper {
             }
         } catch {
             self.logger.warning(
-                "cannot start a snapshot for a follower", metadata: ["connection.id": "\(session.id)", "error": "\(error)"])
+                "cannot start a snapshot for a follower",
+                metadata: ["connection.id": "\(session.id)", "error": "\(error)"])
             session.close(.ioError)
             return
         }
@@ -144,7 +145,8 @@ final class SnapshotShipper {
             self.logger.info(
                 "snapshot sent to a follower",
                 metadata: ["connection.id": "\(shipment.session.id)", "seq": "\(shipment.seq)",
-                    "bytes": "\(shipment.snapshotBytes)", "duration.ms": "\(self.loop.nowMilliseconds &- shipment.startedAt)"])
+                    "bytes": "\(shipment.snapshotBytes)",
+                    "duration.ms": "\(self.loop.nowMilliseconds &- shipment.startedAt)"])
             self.onShipped?(shipment.session, shipment.seq)
         }
     }
@@ -249,10 +251,12 @@ final class SnapshotShipper {
         var failure: Int32 = 0
         let line = [UInt8](unsafeUninitializedCapacity: prefix.count + length + suffix.count) { buffer, count in
             guard let base = UnsafeMutableRawPointer(buffer.baseAddress) else { return }
+            // The prefix and suffix are never empty, so their base addresses exist.
             prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             var read = 0
             while read < length {
-                let got = pread(shipment.descriptor, base + prefix.count + read, length - read, off_t(shipment.offset + read))
+                let got = pread(
+                    shipment.descriptor, base + prefix.count + read, length - read, off_t(shipment.offset + read))
                 if got < 0 && errno == EINTR { continue }
                 guard got > 0 else {
                     failure = got < 0 ? errno : EIO
@@ -260,7 +264,8 @@ final class SnapshotShipper {
                 }
                 read += got
             }
-            suffix.withUnsafeBytes { (base + prefix.count + length).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            let end = base + prefix.count + length
+            suffix.withUnsafeBytes { end.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             count = prefix.count + length + suffix.count
         }
         guard failure == 0, line.count > 0 else {
