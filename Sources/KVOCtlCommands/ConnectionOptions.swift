@@ -10,13 +10,17 @@ import Glibc
 import Darwin
 #endif
 
-/// Where kvod listens and how long to wait for it.
+/// Where kvod listens (one address, or the members of a cluster) and how long to wait for it.
 struct ConnectionOptions: ParsableArguments {
     @Option(
-        help: ArgumentHelp("kvod's host name or IP address (default: $KVOD_HOST, else 127.0.0.1).", valueName: "host"))
+        name: [.customLong("host"), .customLong("connect")],
+        help: ArgumentHelp(
+            "kvod's address: HOST or HOST:PORT, or a comma-separated list of them (the members of a cluster, tried "
+                + "in turn; default: $KVOD_HOST, else 127.0.0.1).",
+            valueName: "addresses"))
     var host: String?
 
-    @Option(help: ArgumentHelp("kvod's TCP port (default: $KVOD_PORT, else 7070).", valueName: "port"))
+    @Option(help: ArgumentHelp("The port of an address without one (default: $KVOD_PORT, else 7070).", valueName: "port"))
     var port: Int?
 
     @Option(
@@ -25,6 +29,13 @@ struct ConnectionOptions: ParsableArguments {
                 + "wait between notifications (default: forever).",
             valueName: "seconds"))
     var timeout: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to keep retrying a mutation refused with 1012 \"not the leader\" while a leader is elected, "
+                + "and for watch with several addresses, to find another member after a disconnect (default: 10).",
+            valueName: "seconds"))
+    var failoverWait: Double?
 
     @Option(
         help: ArgumentHelp(
@@ -38,21 +49,27 @@ struct ConnectionOptions: ParsableArguments {
         self.token ?? Self.environment("KVOD_TOKEN")
     }
 
-    /// The host to connect to: `--host`, else `$KVOD_HOST`, else 127.0.0.1.
+    /// The address text: `--host`/`--connect`, else `$KVOD_HOST`, else 127.0.0.1.
     var resolvedHost: String {
         self.host ?? Self.environment("KVOD_HOST") ?? "127.0.0.1"
     }
 
-    /// The port to connect to: `--port`, else `$KVOD_PORT`, else 7070 (`validate()` checked it).
+    /// The port of addresses without one: `--port`, else `$KVOD_PORT`, else 7070 (`validate()` checked it).
     var resolvedPort: Int {
         self.port ?? Self.environment("KVOD_PORT").flatMap { Int($0) } ?? 7070
+    }
+
+    /// The addresses to try, in order (`validate()` checked that they parse).
+    var addresses: [MemberAddress] {
+        (try? MemberAddress.parseList(self.resolvedHost, defaultPort: self.resolvedPort))
+            ?? [MemberAddress(host: "127.0.0.1", port: self.resolvedPort)]
     }
 
     /// The connect and response timeout in seconds.
     var resolvedTimeout: Double { self.timeout ?? 5 }
 
-    /// `host:port` for messages.
-    var endpoint: String { formatEndpoint(host: self.resolvedHost, port: self.resolvedPort) }
+    /// How long to keep following the leader, or looking for another member, in seconds.
+    var resolvedFailoverWait: Double { self.failoverWait ?? 10 }
 
     /// Rejects invalid combinations with a ValidationError (exit status 64).
     func validate() throws {
@@ -64,37 +81,42 @@ struct ConnectionOptions: ParsableArguments {
                 throw ValidationError("KVOD_PORT must be a port number between 1 and 65535, not '\(text)'.")
             }
         }
+        do {
+            _ = try MemberAddress.parseList(self.resolvedHost, defaultPort: self.resolvedPort)
+        } catch {
+            throw ValidationError("\(self.host == nil ? "KVOD_HOST" : "--host"): \(error).")
+        }
         if let timeout = self.timeout, !(timeout > 0 && timeout <= 1_000_000) {
             throw ValidationError("--timeout must be a positive number of seconds (at most 1000000).")
         }
-    }
-
-    /// Connects to kvod and, with a token, presents it (`hello`); or reports the failure and throws the matching
-    /// exit status. `authenticate: false` leaves the hello to the caller (`kvoctl hello`).
-    func connect(authenticate: Bool = true) throws(ExitCode) -> KVOClient {
-        do {
-            let client = try KVOClient(
-                host: self.resolvedHost, port: self.resolvedPort, timeout: .seconds(self.resolvedTimeout))
-            if authenticate, let token = self.resolvedToken {
-                _ = try client.call("hello", ["client": "kvoctl", "token": .string(token)])
-            }
-            return client
-        } catch {
-            throw self.report(error)
+        if let wait = self.failoverWait, !(wait >= 0 && wait <= 3600) {
+            throw ValidationError("--failover-wait must be a number of seconds from 0 to 3600.")
         }
     }
 
-    /// Connects a bare line connection (for `kvoctl -`) and, with a token, presents it (the hello's response is not
-    /// echoed); or reports the failure and throws the exit status.
+    /// Connects to the first address that accepts and, with a token, presents it (`hello`); or reports the failure
+    /// and throws the matching exit status. `authenticate: false` leaves the hello to the caller (`kvoctl hello`).
+    func connect(authenticate: Bool = true) throws(ExitCode) -> MemberClient {
+        try MemberClient(options: self, authenticate: authenticate)
+    }
+
+    /// Connects a bare line connection (for `kvoctl -`) to the first address that accepts and, with a token,
+    /// presents it (the hello's response is not echoed); or reports the failure and throws the exit status.
     func connectLines() throws(ExitCode) -> LineConnection {
-        do {
-            let connection = try LineConnection(
-                host: self.resolvedHost, port: self.resolvedPort, timeout: .seconds(self.resolvedTimeout))
-            if let token = self.resolvedToken { try Self.authenticate(connection, token: token) }
-            return connection
-        } catch {
-            throw self.report(error)
+        var lastError = KVOClientError.closed
+        for address in self.addresses {
+            do {
+                let connection = try LineConnection(
+                    host: address.host, port: address.port, timeout: .seconds(self.resolvedTimeout))
+                if let token = self.resolvedToken { try Self.authenticate(connection, token: token) }
+                return connection
+            } catch .connectionFailed(let host, let port, let reason) {
+                lastError = .connectionFailed(host: host, port: port, reason: reason)
+            } catch {
+                throw self.report(error, at: address)
+            }
         }
+        throw self.report(lastError, at: self.addresses.last)
     }
 
     /// Sends `hello` with `token` on a bare connection and waits for its response.
@@ -112,26 +134,28 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// Prints `error` to stderr as one `kvoctl: …` line and returns the exit status it maps to.
-    func report(_ error: KVOClientError) -> ExitCode {
+    /// Prints `error` to stderr as one `kvoctl: …` line naming `address` (the member it came from; by default the
+    /// first address) and returns the exit status it maps to.
+    func report(_ error: KVOClientError, at address: MemberAddress? = nil) -> ExitCode {
+        let endpoint = (address ?? self.addresses[0]).description
         switch error {
         case .connectionFailed(let host, let port, let reason):
             Output.error("cannot connect to \(formatEndpoint(host: host, port: port)): \(reason)")
             return KVOCtlExitCode.connectionFailed
         case .closed:
-            Output.error("connection to \(self.endpoint) lost: closed by the server")
+            Output.error("connection to \(endpoint) lost: closed by the server")
             return KVOCtlExitCode.connectionFailed
         case .connectionLost(let reason):
-            Output.error("connection to \(self.endpoint) lost: \(reason)")
+            Output.error("connection to \(endpoint) lost: \(reason)")
             return KVOCtlExitCode.connectionFailed
         case .timeout(let what):
-            Output.error("timed out \(what) (\(self.endpoint))")
+            Output.error("timed out \(what) (\(endpoint))")
             return KVOCtlExitCode.timeout
         case .server(let rpcError):
             Output.error(Self.describe(rpcError))
             return KVOCtlExitCode.serverError
         case .protocolViolation(let what):
-            Output.error("protocol error from \(self.endpoint): \(what)")
+            Output.error("protocol error from \(endpoint): \(what)")
             return KVOCtlExitCode.protocolError
         }
     }
@@ -156,13 +180,14 @@ func parseJSONOrString(_ text: String) -> JSONValue {
 }
 
 extension ConnectionOptions {
-    /// Connects, calls `method` with `params`, and returns the result; failures become exit statuses.
+    /// Connects, calls `method` with `params` (following the leader on 1012), and returns the result; failures
+    /// become exit statuses.
     func call(_ method: String, _ params: JSONValue?) throws(ExitCode) -> JSONValue {
         let client = try self.connect()
         do {
             return try client.call(method, params)
         } catch {
-            throw self.report(error)
+            throw client.report(error)
         }
     }
 }

@@ -13,6 +13,8 @@ enum KVOCtlExitCode {
     static let serverError = ExitCode(2)
     /// 3: kvod could not be reached, or the connection was lost.
     static let connectionFailed = ExitCode(3)
+    /// 3 (`kvoctl cluster`): no member is a leader that accepts mutations.
+    static let noLeader = ExitCode(3)
     /// 4: kvod did not answer (or, for `watch --timeout`, notify) in time.
     static let timeout = ExitCode(4)
     /// 5: kvod sent something that is not kvod's protocol.
@@ -25,8 +27,10 @@ enum KVOCtlExitCode {
         EXIT STATUS:
           0   success
           1   unexpected local failure (e.g. reading stdin)
-          2   the server answered with an error ("kvoctl: error CODE: MESSAGE DATA")
-          3   cannot connect to kvod, or the connection was lost
+          2   the server answered with an error ("kvoctl: error CODE: MESSAGE DATA"),
+              1012 "not the leader" included, once --failover-wait has passed
+          3   cannot connect to kvod (to any address), or the connection was lost;
+              kvoctl cluster: no member is a leader that accepts mutations
           4   timed out waiting for kvod
           5   kvod sent something that is not kvod's protocol
           64  usage error

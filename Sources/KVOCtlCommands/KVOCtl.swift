@@ -37,16 +37,24 @@ struct KVOCtl: ParsableCommand {
               kvoctl describe labColor
               KVOD_TOKEN=s3cret kvoctl stats
               printf 'get person.name\\nping\\n' | kvoctl -
+              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # on the leader
+              kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070
+
+            CLUSTERS: --host (or --connect, or KVOD_HOST) may list several members, \
+            HOST[:PORT],HOST[:PORT],... kvoctl connects to the first that answers. A mutation refused with 1012 "not the leader" is sent again to \
+            the leader the refusal names, or, during an election, again after a pause, for up to --failover-wait \
+            seconds (default 10). A watch given several addresses moves to another member when its connection \
+            drops and resumes after the last seq it printed (the seqs are the same on every member).
 
             ENVIRONMENT:
-              KVOD_HOST, KVOD_PORT   defaults for --host and --port
+              KVOD_HOST, KVOD_PORT   defaults for --host (one address or a list) and --port
               KVOD_TOKEN             the token to present in hello (default for --token)
 
             \(KVOCtlExitCode.helpText)
             """,
         subcommands: [
             Get.self, Set.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
-            Describe.self, Observers.self, Stats.self, Ping.self, Hello.self, Script.self,
+            Describe.self, Observers.self, Stats.self, Ping.self, Hello.self, Cluster.self, Script.self,
         ]
     )
 
@@ -60,7 +68,7 @@ struct KVOCtl: ParsableCommand {
     /// (`kvoctl --port 7171 get a`): argument-parser only reads a subcommand's options after its name, so leading ones
     /// are moved behind the subcommand.
     static func connectionOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
-        let valued: Swift.Set<String> = ["--host", "--port", "--timeout", "--token"]
+        let valued: Swift.Set<String> = ["--host", "--connect", "--port", "--timeout", "--failover-wait", "--token"]
         var leading: [String] = []
         var index = 0
         while index < arguments.count {

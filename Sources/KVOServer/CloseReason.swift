@@ -25,11 +25,15 @@ public enum CloseReason: String, Sendable, CaseIterable {
     case serverShutdown = "server_shutdown"
     /// A replication link to a member that stopped being the leader (docs/SCALING.md).
     case notLeader = "not_leader"
+    /// With `--sync-replicas`: a mutation's response waited the lease time for followers to journal it; what was
+    /// held is dropped (the mutation's outcome is unknown to the client, as when a leader dies).
+    case replicationTimeout = "replication_timeout"
 
     /// Whether the client is told why with a `closing` notice before the close.
     var sendsNotice: Bool {
         switch self {
-        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout, .notLeader: true
+        case .lineTooLong, .serverShutdown, .tooManyConnections, .unauthorized, .authTimeout, .notLeader,
+            .replicationTimeout: true
         case .clientClosed, .ioError, .slowConsumer, .protocolError: false
         }
     }
@@ -38,7 +42,7 @@ public enum CloseReason: String, Sendable, CaseIterable {
     var isLimit: Bool {
         switch self {
         case .lineTooLong, .slowConsumer, .tooManyConnections, .unauthorized, .authTimeout: true
-        case .clientClosed, .ioError, .serverShutdown, .protocolError, .notLeader: false
+        case .clientClosed, .ioError, .serverShutdown, .protocolError, .notLeader, .replicationTimeout: false
         }
     }
 }

@@ -114,6 +114,7 @@ final class Dispatcher {
                     self.context.mutationLog?.committed(
                         seq: seq, method: request.method, params: self.committedParams ?? request.params)
                     self.committedParams = nil
+                    session.heldUntilSeq = seq  // with --sync-replicas its output waits for followers (Session.flush)
                 }
                 guard let id = request.id else { return }
                 if direct, case .int(let number) = id {
@@ -165,6 +166,7 @@ final class Dispatcher {
         case "onDisconnect": try self.onDisconnect(request, on: session)
         case "stats": try self.stats(request, on: session)
         case "replicate": try self.replicate(request, on: session)
+        case "ack": try self.acknowledge(request, on: session)
         default:
             let name = request.method.count > 64 ? String(request.method.prefix(64)) + "…" : request.method
             throw RPCError(.methodNotFound, "method not found: \(name)")

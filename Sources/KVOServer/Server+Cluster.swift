@@ -1,7 +1,8 @@
 // The server as a cluster member (docs/SCALING.md): joining (the status the dispatcher checks, the replication
 // backlog and log, the election), and what a follower does with the lines its leader streams: a record is applied
 // through the same request parsers as crash recovery (MutationRequest.replay), so subscribers are notified as for a
-// local mutation, and journaled with its seq; a record from an older term than one seen is refused (fencing).
+// local mutation, and journaled with its seq and its term (TermHistory); a record from an older term than one seen
+// is refused (fencing).
 public import Persistence
 public import UVLoop
 import WireProtocol
@@ -23,13 +24,16 @@ extension Server {
         let mutations = recovered.filter { record in
             (try? OnDisconnectRecord(method: record.method, params: record.params)).flatMap { $0 } == nil
         }
+        let terms = TermHistory(directory: self.durability?.directory.path, snapshotSeq: baseSeq)
         let source = ReplicationSource(
             graph: self.graph, status: status, capacity: configuration.backlogRecords, recovered: mutations,
-            baseSeq: baseSeq)
+            baseSeq: baseSeq, terms: terms, sessions: context.sessions, clock: context.clock)
         source.shipper = SnapshotShipper(
             graph: self.graph, status: status, loop: self.loop, logger: self.logger,
             directory: self.durability?.directory.path ?? "/tmp")
-        let log = ClusterLog(source: source)
+        let log = ClusterLog(source: source, terms: terms, status: status)
+        // With sync replicas, responses of mutations after this seq wait for followers' acks.
+        if configuration.syncReplicas > 0 { context.sessions.release(upTo: self.graph.seq) }
         log.durability = self.durability
         self.clusterLog = log
         context.mutationLog = log
@@ -37,6 +41,7 @@ extension Server {
         context.replication = source
         let member = ClusterMember(configuration: configuration, server: self, status: status)
         self.clusterMember = member
+        log.afterJournal = { [unowned member] in member.afterJournal() }
         try member.start()
     }
 
@@ -49,6 +54,7 @@ extension Server {
             if let error = line["error"] { throw ReplicationError(description: "the leader refused \(id): \(error)") }
             if id == "replicate", case .object(let result)? = line["result"] {
                 status.isLinked = true
+                self.clusterLog?.terms.leaderEntries = Self.termEntries(result["terms"])
                 self.logger.info(
                     "replicating", metadata: ["cluster.leader": "\(status.leaderAddress ?? "?")",
                         "cluster.term": "\(result["term"] ?? .null)", "leader.seq": "\(result["seq"] ?? .null)",
@@ -70,11 +76,33 @@ extension Server {
             return
         }
         guard case .string(let method)? = line["method"] else { return }  // a heartbeat
-        try self.applyReplicated(seq: seq, method: method, params: line["params"])
+        var recordTerm = term
+        if case .int(let raw)? = line["recordTerm"], raw >= 0, raw <= rawTerm { recordTerm = UInt64(raw) }
+        try self.applyReplicated(seq: seq, method: method, params: line["params"], term: recordTerm)
     }
 
-    /// Applies one replicated mutation at `seq` (skipped when already applied) and journals it.
-    func applyReplicated(seq: UInt64, method: String, params: JSONValue?) throws {
+    /// Before a snapshot bootstrap: the leader's term history (from the `replicate` result), cut at the snapshot's
+    /// seq, becomes this member's at its next start if that start loads the snapshot (TermHistory).
+    func prepareTermsForBootstrap(snapshotSeq: UInt64) {
+        guard let terms = self.clusterLog?.terms else { return }
+        terms.prepareBootstrap(leaderEntries: terms.leaderEntries ?? [], seq: snapshotSeq)
+    }
+
+    /// `[[term, firstSeq], …]` from a `replicate` result; nil when absent or malformed.
+    private static func termEntries(_ value: JSONValue?) -> [(term: UInt64, firstSeq: UInt64)]? {
+        guard case .array(let items)? = value else { return nil }
+        var entries: [(term: UInt64, firstSeq: UInt64)] = []
+        for item in items {
+            guard case .array(let pair) = item, pair.count == 2, case .int(let term) = pair[0],
+                case .int(let firstSeq) = pair[1], term >= 0, firstSeq >= 0
+            else { return nil }
+            entries.append((UInt64(term), UInt64(firstSeq)))
+        }
+        return entries
+    }
+
+    /// Applies one replicated mutation at `seq`, written by `term` (skipped when already applied), and journals it.
+    func applyReplicated(seq: UInt64, method: String, params: JSONValue?, term: UInt64) throws {
         let graph = self.graph
         guard seq > graph.seq else { return }
         guard seq == graph.seq + 1 else {
@@ -89,6 +117,8 @@ extension Server {
             throw ReplicationError(description: "record \(method) applied as seq \(graph.seq), shipped as \(seq)")
         }
         self.core.context.stats.mutations += 1
+        self.clusterLog?.replicatedTerm = term
         self.core.context.mutationLog?.committed(seq: seq, method: method, params: params)
+        self.clusterLog?.replicatedTerm = nil
     }
 }

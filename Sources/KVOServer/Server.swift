@@ -180,7 +180,12 @@ public final class Server {
         self.forceCloseTimer = nil
         self.flushHook?.close()
         self.flushHook = nil
-        self.loop.stop()
+        // A cluster member's resignation (ClusterMember.stop) gets up to a second to reach etcd.
+        if let member = self.clusterMember {
+            member.whenResigned { [loop = self.loop] in loop.stop() }
+        } else {
+            self.loop.stop()
+        }
     }
 
     private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {

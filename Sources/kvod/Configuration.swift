@@ -47,6 +47,7 @@ struct Configuration {
     var advertise: String?
     var clusterLeaseSeconds = 5
     var replicationBacklog = 100_000
+    var syncReplicas = 0
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
 
@@ -59,6 +60,7 @@ struct Configuration {
         var cluster = ClusterConfiguration(
             endpoints: self.clusterEtcd, name: name, advertise: advertise, leaseSeconds: self.clusterLeaseSeconds)
         cluster.backlogRecords = self.replicationBacklog
+        cluster.syncReplicas = self.syncReplicas
         // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
         cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }
             .map { String(decoding: $0.secret, as: UTF8.self) }
@@ -204,8 +206,15 @@ struct Configuration {
         configuration.replicationBacklog = try layers.value(
             "replication-backlog", flag: options.replicationBacklog, default: defaults.replicationBacklog,
             parse: SettingParser.integer(in: 1...100_000_000))
+        configuration.syncReplicas = try layers.value(
+            "sync-replicas", flag: options.syncReplicas, default: defaults.syncReplicas,
+            parse: SettingParser.integer(in: 0...16))
 
         try layers.rejectUnknownFileKeys()
+        if configuration.syncReplicas > 0 && configuration.clusterEtcd.isEmpty {
+            // Without a cluster nothing could acknowledge: refused rather than silently asynchronous.
+            throw ConfigurationError(message: "sync-replicas needs cluster-etcd")
+        }
         if !configuration.clusterEtcd.isEmpty {
             if configuration.dataDirectory == nil { throw ConfigurationError(message: "cluster-etcd needs data-dir") }
             if configuration.cluster == nil { throw ConfigurationError(message: "cluster-etcd needs cluster (a name)") }

@@ -168,6 +168,13 @@ struct DaemonOptions: ParsableArguments {
             + "a snapshot.", "replication-backlog", default: "\(defaults.replicationBacklog)", valueName: "records"))
     var replicationBacklog: String?
 
+    @Option(help: .setting(
+        "The followers that must have a mutation in their journal before the leader answers it (0: asynchronous "
+            + "replication). With fewer attached, mutations get 1012; a response unconfirmed after the lease time "
+            + "closes its connection (replication_timeout).", "sync-replicas", default: "\(defaults.syncReplicas)",
+        valueName: "count"))
+    var syncReplicas: String?
+
     // MARK: - Observability
 
     @Option(help: .setting(

@@ -82,6 +82,8 @@ func printedConfiguration(
             (["--token-file", "/nonexistent/tokens"], [:], "token file /nonexistent/tokens: cannot be read"),
             (["--config", "/nonexistent/kvod.json"], [:], "config file /nonexistent/kvod.json: cannot be read"),
             ([], ["KVOD_TOKEN": "two words"], "KVOD_TOKEN: a token may not contain spaces"),
+            (["--sync-replicas", "17"], [:], "--sync-replicas: expected an integer from 0 to 16, got '17'"),
+            ([], ["KVOD_SYNC_REPLICAS": "1"], "sync-replicas needs cluster-etcd"),
         ] as [([String], [String: String], String)])
     func badSettings(arguments: [String], environment: [String: String], message: String) throws {
         let result = try runKVOD(arguments, environment: environment)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The cluster tests (docs/SCALING.md#tests): installs Debian's etcd-server when `etcd` is missing, then runs
-# cluster_test.py and bootstrap_test.py, each of which starts a 3-member etcd and kvods on loopback in a temporary
-# directory and kills them all at the end. KVOD_BIN (default .build/debug/kvod). Bounded: each is stopped after 240 s.
+# The cluster tests (docs/SCALING.md#tests): installs Debian's etcd-server when `etcd` is missing, then runs every
+# *_test.py here (cluster_test.py: roles, replication, failover, etcd outage; failover_test.py: --sync-replicas 1,
+# SIGKILL under load, SIGSTOP partition, one etcd member down; clients_test.py: kvoctl and the client libraries
+# following the leader; bootstrap_test.py: snapshot bootstrap, metrics, role-change logs); each starts a 3-member
+# etcd and kvods on loopback in a temporary directory and kills them all at the end. KVOD_BIN (default
+# .build/debug/kvod). Bounded: each file is stopped after 240 s.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/../.."
@@ -13,9 +16,10 @@ if ! command -v etcd >/dev/null; then
     DEBIAN_FRONTEND=noninteractive timeout 300 $sudo apt-get install -y -qq etcd-server >/dev/null \
         || { echo "cluster: cannot install etcd-server" >&2; exit 2; }
 fi
+# Every *_test.py here, each bounded on its own; fails if any fails.
 status=0
-for test in cluster_test bootstrap_test; do
-    echo "cluster: $test" >&2
-    timeout -k 10 240 python3 "$here/$test.py" "$@" || status=1
+for test in "$here"/*_test.py; do
+    echo "cluster: $(basename "$test")" >&2
+    timeout -k 10 240 python3 "$test" "$@" || { echo "cluster: $(basename "$test") FAILED" >&2; status=1; }
 done
 exit $status

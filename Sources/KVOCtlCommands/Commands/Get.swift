@@ -35,10 +35,10 @@ extension KVOCtl {
                 if self.meta {
                     value = try client.call("get", .object(["path": .string(self.path), "meta": .bool(true)]))
                 } else {
-                    value = try client.get(self.path)
+                    value = try client.call("get", .object(["path": .string(self.path)]))["value"] ?? .null
                 }
             } catch {
-                throw self.connection.report(error)
+                throw client.report(error)
             }
             try Output.line(JSONWriter.encodeString(value))
         }

@@ -24,7 +24,7 @@ extension KVOCtl {
             do {
                 result = try client.call("ping")
             } catch {
-                throw self.connection.report(error)
+                throw client.report(error)
             }
             try Output.line(result.stringValue ?? JSONWriter.encodeString(result))
         }
@@ -55,7 +55,7 @@ extension KVOCtl {
                 if let token = self.connection.resolvedToken { params["token"] = .string(token) }
                 result = try connectedClient.call("hello", .object(params))
             } catch {
-                throw self.connection.report(error)
+                throw connectedClient.report(error)
             }
             try Output.line(JSONWriter.encodeString(result))
         }

@@ -31,7 +31,8 @@ extension KVOCtl {
                 the input kvoctl waits (up to --timeout seconds for each) for the responses still owed, then exits: \
                 0 if no response was an error, 2 if one was, 64 if a line was not understood (it is reported on \
                 stderr and skipped; the other lines still run). Notifications that arrive after the last response \
-                are not waited for.
+                are not waited for. Given several addresses, it connects to the first that answers and sends \
+                everything there (no leader following: a 1012 answer is printed like any other).
 
                 EXAMPLE:
                   printf '%s\\n' 'set person.name Alice' 'subscribe person.name new initial' \\
@@ -49,7 +50,8 @@ extension KVOCtl {
             do {
                 try session.run()
             } catch let error as KVOClientError {
-                throw self.connection.report(error)
+                throw self.connection.report(
+                    error, at: MemberAddress(host: connection.host, port: connection.port))
             }
             if session.hasInvalidLine { throw KVOCtlExitCode.usage }
             if session.hasErrorResponse { throw KVOCtlExitCode.serverError }

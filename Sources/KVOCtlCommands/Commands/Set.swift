@@ -101,7 +101,7 @@ extension KVOCtl {
                 }
                 result = try client.call("set", .object(params))
             } catch {
-                throw self.connection.report(error)
+                throw client.report(error)
             }
             try Output.line(JSONWriter.encodeString(result))
         }

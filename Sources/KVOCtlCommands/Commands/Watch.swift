@@ -101,41 +101,95 @@ extension KVOCtl {
             return line
         }
 
-        /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
+        /// Connects, subscribes and prints each notification; failures become exit statuses (ExitCodes.swift).
         func run() throws {
             let client = try self.connection.connect()
+            do {
+                try self.watch(on: client)
+            } catch let error as KVOClientError {
+                throw client.report(error)
+            }
+        }
+
+        /// Subscribes and prints notifications until --count. With several addresses, a lost connection moves to
+        /// another member, which is asked to resume after the last seq seen.
+        private func watch(on client: MemberClient) throws {
             // Explicit --timeout bounds the wait between notifications; by default a watch waits forever.
             let notificationTimeout: Duration? = self.connection.timeout.map { .seconds($0) }
-            do {
-                var params: JSONObject = [
-                    "path": .string(self.path), "options": .array(self.options.map(JSONValue.string)),
-                ]
-                if let context = self.context { params["context"] = parseJSONOrString(context) }
-                if let since = self.since { params["since"] = .int(Int64(since)) }
-                if let progress = self.progress { params["progress"] = .int(Int64(progress)) }
-                let result = try client.call("subscribe", .object(params))
-                guard case .int(let subscription)? = result["subscription"] else {
-                    throw KVOClientError.protocolViolation("subscribe returned no subscription id")
+            let canMove = self.connection.addresses.count > 1
+            var (subscription, resumeSeq) = try self.subscribe(on: client, since: self.since.map(Int64.init))
+            ResumeHint.install(seq: resumeSeq)
+            var printed = 0
+            while self.count.map({ printed < $0 }) ?? true {
+                let notification: KVOClient.Notification
+                do {
+                    notification = try client.client.nextNotification(timeout: .some(notificationTimeout))
+                } catch {
+                    guard canMove, error.isLostConnection else { throw error }
+                    let lost = client.address
+                    try client.moveToAnotherMember()
+                    Output.error("connection to \(lost) lost; resuming after seq \(resumeSeq) on \(client.address)")
+                    subscription = try self.subscribe(on: client, since: resumeSeq).subscription
+                    continue
                 }
-                ResumeHint.install(seq: result["seq"]?.intValue ?? 0)
-                var printed = 0
-                while self.count.map({ printed < $0 }) ?? true {
-                    let notification = try client.nextNotification(timeout: .some(notificationTimeout))
-                    guard notification.params["subscription"] == .int(subscription) else { continue }
-                    if notification.method == "progress" {
-                        ResumeHint.update(seq: notification.params["seq"]?.intValue ?? 0)
-                        continue
-                    }
-                    guard notification.method == "change" else { continue }
-                    ResumeHint.update(seq: notification.params["seq"]?.intValue ?? 0)
-                    try Output.line(
-                        self.format == .json
-                            ? JSONWriter.encodeString(notification.params) : Self.text(notification.params))
-                    printed += 1
+                guard notification.params["subscription"] == .int(subscription) else { continue }
+                let seq = notification.params["seq"]?.intValue ?? resumeSeq
+                if notification.method == "progress" {
+                    resumeSeq = seq
+                    ResumeHint.update(seq: seq)
+                    continue
                 }
-            } catch let error as KVOClientError {
-                throw self.connection.report(error)
+                guard notification.method == "change" else { continue }
+                // A prior notification comes before its change: a resume from its seq would skip the change.
+                if notification.params["prior"] != true {
+                    resumeSeq = seq
+                    ResumeHint.update(seq: seq)
+                }
+                try Output.line(
+                    self.format == .json
+                        ? JSONWriter.encodeString(notification.params) : Self.text(notification.params))
+                printed += 1
             }
+        }
+
+        /// Subscribes on the connected member (after `since` when given: a resume takes no initial notification)
+        /// and returns the subscription id and the seq to resume from. A member whose seq has not reached `since`
+        /// yet (-32602) is asked again for up to --failover-wait.
+        private func subscribe(
+            on client: MemberClient, since: Int64?
+        ) throws(KVOClientError) -> (subscription: Int64, seq: Int64) {
+            var options = self.options
+            if since != nil { options.removeAll { $0 == "initial" } }
+            var params: JSONObject = ["path": .string(self.path), "options": .array(options.map(JSONValue.string))]
+            if let context = self.context { params["context"] = parseJSONOrString(context) }
+            if let since { params["since"] = .int(since) }
+            if let progress = self.progress { params["progress"] = .int(Int64(progress)) }
+            let deadline = ContinuousClock.now.advanced(by: .seconds(self.connection.resolvedFailoverWait))
+            while true {
+                let result: JSONValue
+                do {
+                    result = try client.client.call("subscribe", .object(params))
+                } catch .server(let error)
+                    where since != nil && error.knownCode == .invalidParams && ContinuousClock.now < deadline
+                {
+                    sleep(for: .milliseconds(100))
+                    continue
+                }
+                guard case .int(let subscription)? = result["subscription"] else {
+                    throw .protocolViolation("subscribe returned no subscription id")
+                }
+                return (subscription, since ?? result["seq"]?.intValue ?? 0)
+            }
+        }
+    }
+}
+
+extension KVOClientError {
+    /// True when the connection itself is gone (closed, reset or failed), not when kvod answered or was slow.
+    var isLostConnection: Bool {
+        switch self {
+        case .closed, .connectionLost: true
+        default: false
         }
     }
 }

@@ -1,8 +1,9 @@
-// The election (docs/SCALING.md): a lease granted and kept alive every lease/3, the leader key `/kvod/NAME/leader`
-// polled every 250 ms, a campaign (create the key under our lease if it does not exist) when it is absent, and the
-// role that follows: leader (term = the revision of our put; mutations acknowledged only while the lease is proven),
-// follower of the key's address (a replication link to it), or candidate. A follower that is behind waits in
-// proportion to its lag before campaigning, so that the most up-to-date follower usually wins.
+// The election (docs/SCALING.md): a lease granted and kept alive every lease/3, this member's position (applied seq
+// and the term of its last record) published under `/kvod/NAME/members/ADDRESS` with the lease, the leader key
+// `/kvod/NAME/leader` polled every 250 ms, a campaign (create the key under our lease if it does not exist) when it
+// is absent and no live member is ahead of this one, and the role that follows: leader (term = the revision of our
+// put; mutations acknowledged only while the lease is proven), follower of the key's address (a replication link to
+// it, acknowledging what it journals), or candidate.
 import Logging
 import UVLoop
 import WireProtocol
@@ -24,13 +25,25 @@ final class ClusterMember {
     private var isRenewing = false
     private var isPolling = false
     private var isCampaigning = false
-    /// When the leader key was first seen absent: the campaign waits until this plus the lag delay.
-    private var absentSince: UInt64?
+    /// The position last published under the member key (nil: not under the current lease), and whether a
+    /// publication or a read of the members is in flight.
+    private var published: Position?
+    private var isPublishing = false
+    private var isReadingMembers = false
+    /// Why this member last did not campaign (logged when it changes).
+    private var lastDeferral: String?
+    /// On a follower: a line came from the leader since the last ack (every heartbeat gets one: a sign of life).
+    private var ackDue = false
+    private var lastAckedSeq: UInt64 = 0
     private var link: ReplicationLink?
     private var linkRetryAt: UInt64 = 0
     /// Failures are logged once per kind until something succeeds.
     private var lastEtcdFailure: String?
     private var isStopped = false
+    /// At shutdown: the lease revocation in flight, and what to do when it is over.
+    private var isResigning = false
+    private var onResigned: (@MainActor () -> Void)?
+    private var resignTimer: LoopTimer?
 
     init(configuration: ClusterConfiguration, server: Server, status: ClusterStatus) {
         self.status = status
@@ -49,7 +62,8 @@ final class ClusterMember {
         self.timer = timer
     }
 
-    /// At shutdown: closes the link, resigns (deletes our key, best effort), stops the timer.
+    /// At shutdown: closes the link, resigns (revokes the lease, which deletes the leader key if it is ours and our
+    /// member key at once; best effort), stops the timer.
     func stop() {
         guard !self.isStopped else { return }
         self.isStopped = true
@@ -58,9 +72,27 @@ final class ClusterMember {
         self.link?.close()
         self.link = nil
         self.etcd.cancelAll()
-        if self.status.role == .leader, let lease = self.lease {
-            self.etcd.delete(key: self.configuration.leaderKey, ifLease: lease) { _ in }
-        }
+        guard let lease = self.lease else { return }
+        self.isResigning = true
+        self.etcd.revoke(lease: lease) { [weak self] _ in self?.resigned() }
+    }
+
+    /// Calls `done` once the resignation (ClusterMember.stop) reached etcd or failed, or after a second at most.
+    func whenResigned(_ done: @escaping @MainActor () -> Void) {
+        guard self.isResigning else { return done() }
+        self.onResigned = done
+        guard let timer = try? LoopTimer(loop: self.loop) else { return self.resigned() }
+        self.resignTimer = timer
+        try? timer.start(afterMilliseconds: 1000) { [weak self] in self?.resigned() }
+    }
+
+    private func resigned() {
+        self.resignTimer?.close()
+        self.resignTimer = nil
+        self.isResigning = false
+        let done = self.onResigned
+        self.onResigned = nil
+        done?()
     }
 
     // MARK: - The tick
@@ -72,6 +104,7 @@ final class ClusterMember {
         } else if !self.isRenewing && now &- self.lastRenewalSentAt >= self.leaseMilliseconds / 3 {
             self.renew()
         }
+        if self.lease != nil && !self.isPublishing && self.published != self.position { self.publish() }
         if self.lease != nil && !self.isPolling && !self.isCampaigning { self.poll() }
         self.status.leaseProblem = "lease not renewed for \(now &- self.lastRenewalSentAt) ms (etcd unreachable?)"
         self.server.core.context.replication?.heartbeat()
@@ -88,6 +121,7 @@ final class ClusterMember {
             case .success(let granted):
                 self.etcdSucceeded()
                 self.lease = granted.id
+                self.published = nil
                 self.leaseMilliseconds = UInt64(granted.ttl) * 1000
                 self.leaseRenewed(sentAt: sentAt, ttl: granted.ttl)
                 self.logger.info("etcd lease granted", metadata: ["lease": "\(granted.id)", "ttl": "\(granted.ttl)"])
@@ -153,12 +187,10 @@ final class ClusterMember {
                 self.status.update(role: .candidate, term: self.status.term, leader: nil)
                 self.logRole("leader key gone")
             }
-            let now = self.loop.nowMilliseconds
-            if self.absentSince == nil { self.absentSince = now }
-            if now >= (self.absentSince ?? now) + self.campaignDelayMilliseconds { self.campaign() }
+            self.campaignIfMostAdvanced()
             return
         }
-        self.absentSince = nil
+        self.lastDeferral = nil
         if record.address == self.configuration.advertise {
             if record.lease == self.lease {
                 self.becomeLeader(term: record.term)
@@ -171,12 +203,92 @@ final class ClusterMember {
         self.becomeFollower(of: record)
     }
 
-    /// How long a follower waits after the key vanished: nothing when up to date, else 250 ms plus 10 ms per
-    /// mutation behind, at most 1.5 s (phase 1's approximation of "the highest applied seq wins").
-    private var campaignDelayMilliseconds: UInt64 {
-        let applied = self.server.graph.seq
-        let lag = self.status.leaderSeq > applied ? self.status.leaderSeq - applied : 0
-        return lag == 0 ? 0 : min(1500, 250 + lag * 10)
+    // MARK: - Positions (the highest-applied-seq election)
+
+    /// A member's applied seq and the term of its last record (TermHistory): the election prefers the highest.
+    struct Position: Equatable {
+        var seq: UInt64
+        var term: UInt64
+
+        /// Whether `self` (of member `address`) beats `other` (of `otherAddress`): a later last term, else a higher
+        /// seq, else (a tie) the smaller address.
+        func isAhead(of other: Position, address: String, otherAddress: String) -> Bool {
+            if self.term != other.term { return self.term > other.term }
+            if self.seq != other.seq { return self.seq > other.seq }
+            return address < otherAddress
+        }
+
+        /// `{"seq":N,"term":T}`, as published.
+        var json: String { "{\"seq\":\(self.seq),\"term\":\(self.term)}" }
+
+        init(seq: UInt64, term: UInt64) {
+            self.seq = seq
+            self.term = term
+        }
+
+        init?(json text: String) {
+            guard case .object(let object)? = try? JSONParser.parse(Array(text.utf8)),
+                case .int(let seq)? = object["seq"], case .int(let term)? = object["term"], seq >= 0, term >= 0
+            else { return nil }
+            self.init(seq: UInt64(seq), term: UInt64(term))
+        }
+    }
+
+    /// This member's position now.
+    private var position: Position {
+        let seq = self.server.graph.seq
+        return Position(seq: seq, term: self.server.clusterLog?.terms.term(at: seq) ?? 0)
+    }
+
+    private func publish() {
+        guard let lease = self.lease else { return }
+        let position = self.position
+        self.isPublishing = true
+        self.etcd.put(key: self.configuration.memberKey, value: position.json, lease: lease) { [weak self] result in
+            guard let self, !self.isStopped else { return }
+            self.isPublishing = false
+            switch result {
+            case .success:
+                if self.lease == lease { self.published = position }
+            case .failure(let error):
+                self.etcdFailed("member publish", error)
+            }
+        }
+    }
+
+    /// Campaigns when no live member is ahead of this one (their published positions; ours must be current), so
+    /// that the member with every acknowledged mutation (`--sync-replicas`) wins.
+    private func campaignIfMostAdvanced() {
+        let mine = self.position
+        guard self.published == mine else { return self.deferCampaign("publishing our position") }
+        guard !self.isReadingMembers else { return }
+        self.isReadingMembers = true
+        self.etcd.read(prefix: self.configuration.membersPrefix) { [weak self] result in
+            guard let self, !self.isStopped else { return }
+            self.isReadingMembers = false
+            switch result {
+            case .success(let members):
+                let me = self.configuration.advertise
+                for member in members {
+                    let address = String(member.key.dropFirst(self.configuration.membersPrefix.count))
+                    guard address != me, let theirs = Position(json: member.value) else { continue }
+                    if theirs.isAhead(of: mine, address: address, otherAddress: me) {
+                        return self.deferCampaign("\(address) is ahead (seq \(theirs.seq), term \(theirs.term))")
+                    }
+                }
+                guard self.status.role != .leader, self.position == mine else { return }
+                self.lastDeferral = nil
+                self.campaign()
+            case .failure(let error):
+                self.etcdFailed("members read", error)
+            }
+        }
+    }
+
+    private func deferCampaign(_ why: String) {
+        guard why != self.lastDeferral else { return }
+        self.lastDeferral = why
+        self.logger.info("not campaigning", metadata: ["reason": "\(why)", "seq": "\(self.server.graph.seq)"])
     }
 
     private func campaign() {
@@ -191,7 +303,6 @@ final class ClusterMember {
             case .success(let outcome):
                 self.etcdSucceeded()
                 if outcome.won, let record = outcome.leader {
-                    self.absentSince = nil
                     self.becomeLeader(term: record.term)
                 } else if let record = outcome.leader {
                     self.observe(record)
@@ -251,12 +362,27 @@ final class ClusterMember {
             return
         }
         guard now >= self.linkRetryAt else { return }
+        let seq = self.server.graph.seq
         let link = ReplicationLink(
-            loop: self.loop, address: leader, term: self.status.term, fromSeq: self.server.graph.seq,
-            token: self.configuration.token)
-        link.onLine = { [unowned self] line in try self.server.handleReplicationLine(line, status: self.status) }
+            loop: self.loop, address: leader, term: self.status.term, fromSeq: seq,
+            lastTerm: self.server.clusterLog?.terms.term(at: seq) ?? 0, token: self.configuration.token)
+        link.onLine = { [unowned self] line in
+            self.ackDue = true
+            try self.server.handleReplicationLine(line, status: self.status)
+        }
         link.onEnd = { [unowned self] why in self.linkEnded(why) }
         self.link = link
+    }
+
+    /// After the turn's journal write: a follower acknowledges its applied seq when it applied records or heard a
+    /// heartbeat since its last ack (ClusterLog.afterJournal).
+    func afterJournal() {
+        guard let link = self.link, self.status.isLinked else { return }
+        let seq = self.server.graph.seq
+        guard self.ackDue || seq > self.lastAckedSeq else { return }
+        self.ackDue = false
+        self.lastAckedSeq = seq
+        link.acknowledge(seq)
     }
 
     private func linkEnded(_ why: String) {

@@ -2,10 +2,10 @@
 // member's role, term, applied seq and replication lag; on a leader, its followers and how far behind each is as the
 // leader sees it (FollowerProgress), and the snapshots it sent to bootstrap followers.
 
-/// How far behind each streaming follower is, as a leader sees it without acknowledgements: the mutations committed
-/// since the follower's session last had nothing queued (sampled at every 250 ms heartbeat). A follower that reads
-/// as fast as the leader commits shows 0; one whose socket backs up shows the mutations still waiting for it. A
-/// follower's own `kvod_cluster_replication_lag` (leader's seq − applied) is the applied lag. Loop-owned.
+/// How far behind each streaming follower is, as a leader sees it: the leader's seq minus the seq the follower last
+/// acknowledged (followers ack after each journal write and each heartbeat, Protocol/methods.md#replicate), sampled
+/// at every 250 ms heartbeat. Before a follower's first ack: the mutations committed since its session last had
+/// nothing queued. Loop-owned.
 @MainActor
 final class FollowerProgress {
     /// The streaming followers at the last sample: their remote address and lag, in session order.
@@ -13,14 +13,16 @@ final class FollowerProgress {
     /// Per session id: the leader's seq when the session last had nothing queued.
     private var drainedAt: [Int: UInt64] = [:]
 
-    /// Samples `sessions` at the leader's `seq` (before the heartbeat is queued on them).
-    func sample(_ sessions: [Session], seq: UInt64) {
+    /// Samples `sessions` at the leader's `seq` (before the heartbeat is queued on them); `acknowledged` gives the
+    /// seq a follower acknowledged, when it did.
+    func sample(_ sessions: [Session], seq: UInt64, acknowledged: (Session) -> UInt64?) {
         var drainedAt: [Int: UInt64] = [:]
         var followers: [(address: String, lag: UInt64)] = []
         for session in sessions where session.closeReason == nil {
             let drained = session.pendingOutputBytes == 0 ? seq : min(seq, self.drainedAt[session.id] ?? seq)
             drainedAt[session.id] = drained
-            followers.append((session.remoteAddress, seq - drained))
+            let reached = acknowledged(session).map { min($0, seq) } ?? drained
+            followers.append((session.remoteAddress, seq - reached))
         }
         self.drainedAt = drainedAt
         self.followers = followers
@@ -70,8 +72,8 @@ extension ClusterStatus {
             [("", UInt64(self.role == .leader ? source?.replicaCount ?? 0 : 0))])
         metric(
             "kvod_cluster_follower_lag", "gauge",
-            "On a leader, per streaming follower (by remote address): mutations committed since its link last had "
-                + "nothing queued.",
+            "On a leader, per streaming follower (by remote address): the leader's seq minus the seq it last "
+                + "acknowledged.",
             followers.map { ("{follower=\"\(StatsSnapshot.escapeLabel($0.address))\"}", $0.lag) })
         metric(
             "kvod_cluster_snapshots_sent_total", "counter", "Snapshots sent whole to bootstrap followers.",

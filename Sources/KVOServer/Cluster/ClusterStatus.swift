@@ -16,6 +16,8 @@ public struct ClusterConfiguration: Sendable {
     public var backlogRecords = 100_000
     /// The token a follower presents to its leader when access control is on (read-write, unrestricted).
     public var token: String?
+    /// Followers that must have a mutation in their journal before the leader answers it (0: asynchronous).
+    public var syncReplicas = 0
 
     public init(endpoints: [EtcdEndpoint], name: String, advertise: String, leaseSeconds: Int = 5) {
         self.endpoints = endpoints
@@ -26,6 +28,11 @@ public struct ClusterConfiguration: Sendable {
 
     /// The election key.
     var leaderKey: String { "/kvod/\(self.name)/leader" }
+    /// Where each member publishes its applied seq and last term (under its lease): `/kvod/NAME/members/ADDRESS`.
+    var membersPrefix: String { "/kvod/\(self.name)/members/" }
+    var memberKey: String { self.membersPrefix + self.advertise }
+    /// How long a mutation's response waits for its sync replicas before the session is closed: the lease time.
+    var syncTimeoutMilliseconds: UInt64 { UInt64(self.leaseSeconds) * 1000 }
     /// How long before the lease could expire a leader stops acknowledging mutations: a fifth of the lease, at least
     /// 500 ms.
     var safetyMarginMilliseconds: UInt64 { max(500, UInt64(self.leaseSeconds) * 200) }
@@ -65,6 +72,8 @@ final class ClusterStatus {
     var leaderSeq: UInt64 = 0
     /// Whether the replication link is streaming.
     var isLinked = false
+    /// As leader: the followers attached and heard from lately (ReplicationSource), for `--sync-replicas`.
+    var liveReplicas = 0
 
     init(configuration: ClusterConfiguration) {
         self.configuration = configuration
@@ -92,8 +101,22 @@ final class ClusterStatus {
         self.role == .leader && now < self.writableUntil
     }
 
-    /// The 1012 a mutation gets at `now`, or nil when this member accepts it.
+    /// The 1012 a mutation gets at `now`, or nil when this member accepts it: a leader that can prove its lease,
+    /// with at least `syncReplicas` followers attached.
     func mutationRefusal(now: UInt64) -> RPCError? {
+        if let refusal = self.leadershipRefusal(now: now) { return refusal }
+        let needed = self.configuration.syncReplicas
+        guard self.liveReplicas < needed else { return nil }
+        let replicas = needed == 1 ? "replica" : "replicas"
+        let data: JSONObject = [
+            "reason": .string("\(needed) sync \(replicas) needed, \(self.liveReplicas) attached"),
+            "term": .int(Int64(self.term)), "leader": .string(self.configuration.advertise),
+        ]
+        return RPCError(.notLeader, "not the leader", data: .object(data))
+    }
+
+    /// The 1012 anything but a leader that can prove its lease answers (a mutation, `replicate`), or nil.
+    func leadershipRefusal(now: UInt64) -> RPCError? {
         if self.acceptsWrites(now: now) { return nil }
         var data = JSONObject()
         switch self.role {

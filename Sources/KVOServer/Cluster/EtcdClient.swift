@@ -1,6 +1,7 @@
 // etcd v3 through its JSON gateway (etcd 3.4: POST /v3/lease/grant, /v3/lease/keepalive, /v3/kv/txn, /v3/kv/range,
-// /v3/kv/deleterange; keys and values in base64, 64-bit numbers as strings). Each call tries the endpoints in turn,
-// starting with the last one that answered, until one answers or all have failed. Only what the election needs.
+// /v3/lease/revoke, /v3/kv/put; keys and values in base64, 64-bit numbers as strings). Each call tries the
+// endpoints in turn, starting with the last one that answered, until one answers or all have failed. Only what the
+// election and the members' positions need.
 import UVLoop
 import WireProtocol
 
@@ -126,13 +127,44 @@ final class EtcdClient {
         }
     }
 
-    /// Deletes `key` if it still belongs to `lease` (a leader resigning).
-    func delete(key: String, ifLease lease: Int64, _ done: @escaping @MainActor (Result<Void, EtcdError>) -> Void) {
-        let encodedKey = JSONValue.string(Base64.encode(Array(key.utf8)))
-        let compare: JSONValue = .object(["key": encodedKey, "target": "LEASE", "result": "EQUAL", "lease": .string(String(lease))])
-        let delete: JSONValue = .object(["request_delete_range": .object(["key": encodedKey])])
-        let body: JSONObject = ["compare": .array([compare]), "success": .array([delete]), "failure": .array([])]
-        self.call("/v3/kv/txn", body) { done($0.map { _ in () }) }
+    /// Puts `key` = `value` under `lease` (a member's published position).
+    func put(
+        key: String, value: String, lease: Int64, _ done: @escaping @MainActor (Result<Void, EtcdError>) -> Void
+    ) {
+        let body: JSONObject = [
+            "key": .string(Base64.encode(Array(key.utf8))), "value": .string(Base64.encode(Array(value.utf8))),
+            "lease": .string(String(lease)),
+        ]
+        self.call("/v3/kv/put", body) { done($0.map { _ in () }) }
+    }
+
+    /// Every key under `prefix` with its value (as text).
+    func read(
+        prefix: String, _ done: @escaping @MainActor (Result<[(key: String, value: String)], EtcdError>) -> Void
+    ) {
+        var end = Array(prefix.utf8)
+        end[end.count - 1] += 1  // the prefix ends with "/": the range end is the next key after every one under it
+        let body: JSONObject = [
+            "key": .string(Base64.encode(Array(prefix.utf8))), "range_end": .string(Base64.encode(end)),
+        ]
+        self.call("/v3/kv/range", body) { result in
+            done(result.map { range in
+                guard case .array(let kvs)? = range["kvs"] else { return [] }
+                return kvs.compactMap { item in
+                    guard case .object(let kv) = item, case .string(let key)? = kv["key"],
+                        let keyBytes = Base64.decode(key)
+                    else { return nil }
+                    var valueBytes: [UInt8] = []
+                    if case .string(let value)? = kv["value"] { valueBytes = Base64.decode(value) ?? [] }
+                    return (String(decoding: keyBytes, as: UTF8.self), String(decoding: valueBytes, as: UTF8.self))
+                }
+            })
+        }
+    }
+
+    /// Revokes lease `id`: every key attached to it (the leader key, a member key) is deleted at once.
+    func revoke(lease id: Int64, _ done: @escaping @MainActor (Result<Void, EtcdError>) -> Void) {
+        self.call("/v3/lease/revoke", ["ID": .string(String(id))]) { done($0.map { _ in () }) }
     }
 
     // MARK: - Transport

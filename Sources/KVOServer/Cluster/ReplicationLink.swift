@@ -1,7 +1,8 @@
 // The follower's side of replication: a TCP connection to the leader's advertised kvod port, `hello` (with the
-// cluster token when access control is on) and `replicate {fromSeq, term}`, then the lines the leader streams
-// (ReplicationSource.swift), each handed to the member. The link ends on any error, on EOF, or when the member
-// closes it (no heartbeat for a while, a new leader); the member opens a new one.
+// cluster token when access control is on) and `replicate {fromSeq, term, lastTerm}`, then the lines the leader
+// streams (ReplicationSource.swift), each handed to the member, which acknowledges what it journaled (`ack`). The
+// link ends on any error, on EOF, or when the member closes it (no heartbeat for a while, a new leader); the member
+// opens a new one.
 import UVLoop
 import WireProtocol
 
@@ -23,8 +24,9 @@ final class ReplicationLink {
     private var framer = LineFramer(maxLineBytes: 1 << 30)
     private var isClosed = false
 
-    /// Connects to `address` (`host:port`) and asks for the records after `fromSeq`.
-    init(loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, token: String?) {
+    /// Connects to `address` (`host:port`) and asks for the records after `fromSeq`, whose term is `lastTerm`
+    /// (the leader checks it against its history: TermHistory).
+    init(loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, lastTerm: UInt64, token: String?) {
         self.loop = loop
         self.address = address
         self.term = term
@@ -46,7 +48,7 @@ final class ReplicationLink {
         }
         let replicate: JSONValue = [
             "jsonrpc": "2.0", "id": "replicate", "method": "replicate",
-            "params": ["fromSeq": .int(Int64(fromSeq)), "term": .int(Int64(term))],
+            "params": ["fromSeq": .int(Int64(fromSeq)), "term": .int(Int64(term)), "lastTerm": .int(Int64(lastTerm))],
         ]
         JSONWriter.append(replicate, to: &request)
         request.append(UInt8(ascii: "\n"))
@@ -65,6 +67,17 @@ final class ReplicationLink {
         } catch {
             self.endSoon("connect to \(address): \(error)")
         }
+    }
+
+    /// Tells the leader that every record up to `seq` is in this member's journal: the JSON-RPC notification
+    /// `{"jsonrpc":"2.0","method":"ack","params":{"seq":N}}` (for `--sync-replicas`; also a sign of life).
+    func acknowledge(_ seq: UInt64) {
+        guard let stream = self.stream, !self.isClosed else { return }
+        var line: [UInt8] = []
+        line.append(contentsOf: #"{"jsonrpc":"2.0","method":"ack","params":{"seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &line)
+        line.append(contentsOf: "}}\n".utf8)
+        stream.write(line)
     }
 
     /// Closes the link; `onEnd` is not called.

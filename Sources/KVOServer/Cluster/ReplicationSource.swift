@@ -1,8 +1,10 @@
 // The leader's side of replication: the backlog of recent mutations (what a reconnecting follower resumes from), the
 // replication sessions (`replicate`, Protocol/methods.md#replicate) and what is sent on them: a catch-up from the
 // backlog (or, when the follower is behind it, a snapshot first: SnapshotShipper.swift), each committed mutation as
-// it is committed, and a heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, method,
-// params}.
+// it is committed, and a heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, recordTerm,
+// method, params}. With `--sync-replicas N` it also counts the followers' acks (`ack` notifications, sent after their
+// journal write) and releases the held responses (Sessions.releasedSeq) up to the seq N followers have, while the
+// lease is proven; responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
 import ObjectGraph
 import Persistence
 import WireProtocol
@@ -11,10 +13,12 @@ import WireProtocol
 @MainActor
 final class ReplicationSource {
     private let graph: Graph
+    /// The term history (shared with the mutation log, which records into it).
+    let terms: TermHistory
     private let status: ClusterStatus
     private let capacity: Int
-    /// The backlog: mutations `baseSeq + 1 ... baseSeq + records.count`, oldest first.
-    private var records: [JournalRecord] = []
+    /// The backlog: mutations `baseSeq + 1 ... baseSeq + records.count`, oldest first, each with its term.
+    private var records: [(record: JournalRecord, term: UInt64)] = []
     private(set) var baseSeq: UInt64
     /// Streaming followers, and those waiting for their catch-up (sent at the turn's flush, after their response).
     private var replicas: [Session] = []
@@ -25,14 +29,27 @@ final class ReplicationSource {
     }
     /// Each follower's progress as the leader sees it (metrics).
     let progress = FollowerProgress()
+    /// Per streaming follower (by session id): the highest seq it acknowledged and when it last acknowledged.
+    private var acks: [Int: (seq: UInt64, at: UInt64)] = [:]
+    private let sessions: Sessions
+    private let clock: any SessionClock
+    /// A follower counts towards `--sync-replicas` while it acknowledged within this time (it acks every
+    /// heartbeat, every 250 ms).
+    private static let liveAckMilliseconds: UInt64 = 2000
 
-    init(graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64) {
+    init(
+        graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64,
+        terms: TermHistory, sessions: Sessions, clock: any SessionClock
+    ) {
         self.graph = graph
         self.status = status
         self.capacity = max(1, capacity)
         self.baseSeq = baseSeq
+        self.sessions = sessions
+        self.clock = clock
+        self.terms = terms
         for record in recovered where record.seq == self.baseSeq + UInt64(self.records.count) + 1 {
-            self.records.append(record)
+            self.records.append((record, terms.term(at: record.seq)))
         }
         if self.baseSeq + UInt64(self.records.count) != graph.seq {
             // Only a contiguous run up to the graph's seq can be resumed from.
@@ -58,19 +75,20 @@ final class ReplicationSource {
         self.pending.append((session, fromSeq))
     }
 
-    /// One committed mutation (leader or follower alike: a follower that becomes leader can serve from its backlog).
-    func committed(seq: UInt64, method: String, params: JSONValue?) {
+    /// One committed mutation, written by `term` (leader or follower alike: a follower that becomes leader can serve
+    /// from its backlog).
+    func committed(seq: UInt64, method: String, params: JSONValue?, term: UInt64) {
         let record = JournalRecord(seq: seq, method: method, params: params)
         if seq == self.baseSeq + UInt64(self.records.count) + 1 {
-            self.records.append(record)
+            self.records.append((record, term))
         } else {
-            self.records = [record]
+            self.records = [(record, term)]
             self.baseSeq = seq - 1
         }
         self.trim()
         guard !self.replicas.isEmpty else { return }
         var line: [UInt8] = []
-        Self.append(record, term: self.status.term, to: &line)
+        Self.append(record, recordTerm: term, term: self.status.term, to: &line)
         for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
     }
 
@@ -82,13 +100,49 @@ final class ReplicationSource {
         self.pending.removeAll()
         for (session, fromSeq) in pending where session.closeReason == nil {
             if let fromSeq, self.canResume(from: fromSeq) {
-                self.stream(session, after: fromSeq)
+                self.stream(session, after: fromSeq, bootstrapped: false)
             } else if let shipper = self.shipper {
                 shipper.start(session)
             } else {
                 session.close(.ioError)  // nothing can bootstrap it (a server without cluster wiring)
             }
         }
+        self.countLiveReplicas()
+    }
+
+    // MARK: - Sync replicas
+
+    /// A follower's `ack`: it has every record up to `seq` in its journal (and is alive).
+    func acknowledged(_ seq: UInt64, by session: Session) {
+        guard let previous = self.acks[session.id] else { return }
+        self.acks[session.id] = (max(previous.seq, seq), self.clock.nowMilliseconds)
+        if seq > previous.seq { self.release() }
+    }
+
+    /// Releases held responses up to the seq `syncReplicas` followers have, while this member is a leader that can
+    /// prove its lease (after that, nothing more is acknowledged: the held sessions time out).
+    private func release() {
+        let needed = self.status.configuration.syncReplicas
+        guard needed > 0, self.status.acceptsWrites(now: self.clock.nowMilliseconds) else { return }
+        let seqs = self.acks.values.map(\.seq).sorted(by: >)
+        guard seqs.count >= needed else { return }
+        self.sessions.release(upTo: seqs[needed - 1])
+    }
+
+    /// The followers that acknowledged lately, for the admission check (ClusterStatus.mutationRefusal).
+    private func countLiveReplicas() {
+        let now = self.clock.nowMilliseconds
+        self.status.liveReplicas = self.replicas.count {
+            $0.closeReason == nil && (self.acks[$0.id].map { now &- $0.at <= Self.liveAckMilliseconds } ?? false)
+        }
+    }
+
+    /// Closes the sessions whose responses waited longer than the lease for their sync replicas.
+    private func expireHeld() {
+        let now = self.clock.nowMilliseconds
+        let timeout = self.status.configuration.syncTimeoutMilliseconds
+        guard now > timeout else { return }
+        for session in self.sessions.expireHeld(before: now - timeout) { session.close(.replicationTimeout) }
     }
 
     /// A follower has its whole snapshot at `seq` queued: the records after it follow, then it streams.
@@ -98,23 +152,31 @@ final class ReplicationSource {
             session.close(.ioError)  // the backlog moved on (a new term reset it): the follower asks again
             return
         }
-        self.stream(session, after: seq)
+        self.stream(session, after: seq, bootstrapped: true)
     }
 
     /// Queues every backlog record after `seq` and makes `session` a streaming replica.
-    private func stream(_ session: Session, after seq: UInt64) {
+    private func stream(_ session: Session, after seq: UInt64, bootstrapped: Bool) {
         var output: [UInt8] = []
-        for record in self.records[Int(seq - self.baseSeq)...] {
-            Self.append(record, term: self.status.term, to: &output)
+        for entry in self.records[Int(seq - self.baseSeq)...] {
+            Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)
         }
         if !output.isEmpty { session.enqueue(bytes: output) }
         self.replicas.append(session)
+        // A resuming follower has `seq` in its journal; a bootstrapping one nothing until it acks.
+        self.acks[session.id] = (bootstrapped ? 0 : seq, self.clock.nowMilliseconds)
     }
 
     /// Every 250 ms: a heartbeat on each link (`{term, seq}`), so followers know their lag and that the link lives.
     func heartbeat() {
         self.replicas.removeAll { $0.closeReason != nil }
-        self.progress.sample(self.replicas, seq: self.graph.seq)  // before the heartbeat is queued
+        self.acks = self.acks.filter { entry in self.replicas.contains { $0.id == entry.key } }
+        self.countLiveReplicas()
+        if self.status.configuration.syncReplicas > 0 {
+            self.release()
+            self.expireHeld()
+        }
+        self.progress.sample(self.replicas, seq: self.graph.seq) { self.acks[$0.id]?.seq }  // before the heartbeat
         guard !self.replicas.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
         var line: [UInt8] = []
         line.append(contentsOf: #"{"term":"#.utf8)
@@ -132,7 +194,9 @@ final class ReplicationSource {
         self.replicas.removeAll()
         self.pending.removeAll()
         self.shipper?.cancelAll(closing: .notLeader)
-        self.progress.sample([], seq: self.graph.seq)
+        self.progress.sample([], seq: self.graph.seq) { _ in nil }
+        self.acks.removeAll()
+        self.status.liveReplicas = 0
     }
 
     private func trim() {
@@ -147,12 +211,15 @@ final class ReplicationSource {
         self.baseSeq += UInt64(excess)
     }
 
-    /// `{"seq":N,"term":T,"method":M,"params":P}` and a newline.
-    static func append(_ record: JournalRecord, term: UInt64, to line: inout [UInt8]) {
+    /// `{"seq":N,"term":T,"recordTerm":R,"method":M,"params":P}` and a newline: `term` is the leader's (fencing),
+    /// `recordTerm` the term that wrote the record (the follower's term history).
+    static func append(_ record: JournalRecord, recordTerm: UInt64, term: UInt64, to line: inout [UInt8]) {
         line.append(contentsOf: #"{"seq":"#.utf8)
         JSONWriter.appendInt(Int64(record.seq), to: &line)
         line.append(contentsOf: #","term":"#.utf8)
         JSONWriter.appendInt(Int64(term), to: &line)
+        line.append(contentsOf: #","recordTerm":"#.utf8)
+        JSONWriter.appendInt(Int64(recordTerm), to: &line)
         line.append(contentsOf: #","method":"#.utf8)
         JSONWriter.appendString(record.method, to: &line)
         if let params = record.params {

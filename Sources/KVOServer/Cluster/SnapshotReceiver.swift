@@ -127,6 +127,7 @@ extension Server {
         let snapshot = try receiver.finish()
         self.logger.notice(
             "snapshot from the leader received", metadata: ["seq": "\(seq)", "bytes": "\(snapshot.count)"])
+        self.prepareTermsForBootstrap(snapshotSeq: seq)
         do {
             try install(snapshot)
         } catch {

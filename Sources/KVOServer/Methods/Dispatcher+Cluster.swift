@@ -4,44 +4,66 @@
 import WireProtocol
 
 extension Dispatcher {
-    /// `replicate {fromSeq, term}`: on the leader, answers `{term, seq, fromSeq, snapshot}` and then streams, on
-    /// this session, a snapshot when the follower is behind the backlog (`snapshot: true`), then every mutation
-    /// after `fromSeq` as JSON lines `{seq, term, method, params}`, and a `{term, seq}` heartbeat every 250 ms.
-    /// Elsewhere, or when the follower has seen a newer term than the leader's, 1012.
+    /// `replicate {fromSeq, term, lastTerm}`: on the leader, answers `{term, seq, fromSeq, snapshot, terms}` and
+    /// then streams, on this session, a snapshot when the follower cannot resume (`snapshot: true`: it is behind the
+    /// backlog, ahead of the leader, or its record at `fromSeq` is from another term than the leader's there: a
+    /// divergent tail), then every mutation after `fromSeq` as JSON lines `{seq, term, recordTerm, method, params}`,
+    /// and a `{term, seq}` heartbeat every 250 ms. Elsewhere, or when the follower has seen a newer term than the
+    /// leader's, 1012.
     func replicate(_ request: RPCRequest, on session: Session) throws {
-        let params = Params(request.params, names: ["fromSeq", "term"], method: "replicate")
+        let params = Params(request.params, names: ["fromSeq", "term", "lastTerm"], method: "replicate")
         try params.rejectUnknown()
         guard case .int(let fromSeq)? = params["fromSeq"], fromSeq >= 0 else {
             throw RPCError.badParams("replicate: 'fromSeq' must be an integer of at least 0")
         }
-        let followerTerm: Int64
-        switch params["term"] {
-        case nil, .null?: followerTerm = 0
-        case .int(let term)? where term >= 0: followerTerm = term
-        default: throw RPCError.badParams("replicate: 'term' must be an integer of at least 0")
-        }
+        let followerTerm = try Self.term(params["term"], name: "term") ?? 0
+        let lastTerm = try Self.term(params["lastTerm"], name: "lastTerm")
         guard let cluster = self.context.cluster, let source = self.context.replication else {
             throw RPCError(.notLeader, "not the leader", data: .object(["reason": "not in a cluster"]))
         }
-        if let refusal = cluster.mutationRefusal(now: self.context.clock.nowMilliseconds) { throw refusal }
-        guard UInt64(followerTerm) <= cluster.term else {
+        if let refusal = cluster.leadershipRefusal(now: self.context.clock.nowMilliseconds) { throw refusal }
+        guard followerTerm <= cluster.term else {
             throw RPCError(
                 .notLeader, "not the leader",
                 data: .object(["reason": "stale term", "term": .int(Int64(cluster.term))]))
         }
         let from = UInt64(fromSeq)
-        let resumes = source.canResume(from: from)
+        // Same term at fromSeq: the same records up to it (TermHistory). Without `lastTerm` (an older follower):
+        // resumed as before.
+        let resumes = source.canResume(from: from) && (lastTerm.map { $0 == source.terms.term(at: from) } ?? true)
         source.attach(session, fromSeq: resumes ? from : nil)
         session.isReplica = true
         self.context.logger.info(
             "follower attached",
             metadata: ["connection.id": "\(session.id)", "connection.remote": "\(session.remoteAddress)",
-                "fromSeq": "\(from)", "seq": "\(self.context.graph.seq)", "snapshot": "\(!resumes)"])
+                "fromSeq": "\(from)", "lastTerm": "\(lastTerm.map { "\($0)" } ?? "none")",
+                "seq": "\(self.context.graph.seq)", "snapshot": "\(!resumes)"])
+        let terms = source.terms.json.map { JSONValue.array($0.map { .int(Int64($0)) }) }
         let result: JSONObject = [
             "term": .int(Int64(cluster.term)), "seq": .int(Int64(self.context.graph.seq)), "fromSeq": .int(fromSeq),
-            "snapshot": .bool(!resumes),
+            "snapshot": .bool(!resumes), "terms": .array(terms),
         ]
         self.writeResult { JSONWriter.append(.object(result), to: &$0) }
+    }
+
+    /// `ack {seq}` (a notification, on a replication link only): the follower has every record up to `seq` in its
+    /// journal; the leader releases the responses held for `--sync-replicas`.
+    func acknowledge(_ request: RPCRequest, on session: Session) throws {
+        guard session.isReplica, let source = self.context.replication else {
+            throw RPCError.badParams("ack: only on a replication link")
+        }
+        guard case .object(let params)? = request.params, case .int(let seq)? = params["seq"], seq >= 0 else {
+            throw RPCError.badParams("ack: 'seq' must be an integer of at least 0")
+        }
+        source.acknowledged(UInt64(seq), by: session)
+    }
+
+    private static func term(_ value: JSONValue?, name: String) throws -> UInt64? {
+        switch value {
+        case nil, .null?: return nil
+        case .int(let term)? where term >= 0: return UInt64(term)
+        default: throw RPCError.badParams("replicate: '\(name)' must be an integer of at least 0")
+        }
     }
 
     /// `,"role":…,"term":…,"appliedSeq":…` (and `"leader"` when known) for `hello`.

@@ -16,6 +16,8 @@ final class Session {
     @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
     /// True while the session is on the flush list.
     @exclusivity(unchecked) private var isFlushPending = false
+    /// True while the session's output waits for sync replicas (on Sessions.held).
+    @exclusivity(unchecked) private var isHeld = false
     /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other).
     /// An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a dictionary
     /// entry would cost more memory than the subscription.
@@ -28,6 +30,9 @@ final class Session {
     var clientName: String?
     /// A follower's replication link (`replicate`): it receives journal records, not notifications.
     var isReplica = false
+    /// The seq of the last mutation this session made: with `--sync-replicas` its output waits until followers have
+    /// it (Sessions.releasedSeq).
+    @exclusivity(unchecked) var heldUntilSeq: UInt64 = 0  // loop-owned; on every mutation and flush
     /// What the session's token allows; nil until a `hello` with a valid token (when access control is on).
     var access: Access?
     /// The key paths the session's token is restricted to; nil: every path (Protocol/README.md#access-control).
@@ -128,8 +133,19 @@ final class Session {
         }
     }
 
-    /// Hands buffered output to the transport (once per loop turn), then enforces the output limits.
+    /// Hands buffered output to the transport (once per loop turn), then enforces the output limits. Output that
+    /// waits for sync replicas is held (it stays marked for a flush), and dropped if the session closes meanwhile.
     func flush() {
+        if self.heldUntilSeq > self.context.sessions.releasedSeq {
+            if self.closeReason != nil {
+                self.output.removeAll()
+            } else if !self.isHeld {
+                self.isHeld = true
+                self.context.sessions.hold(self, now: self.context.clock.nowMilliseconds)
+            }
+            return
+        }
+        self.isHeld = false
         self.isFlushPending = false
         guard !self.transportClosing else { return }
         if !self.output.isEmpty && self.outputLimitBreach == nil {
@@ -224,6 +240,14 @@ final class Session {
             // The client is not reading: the notice goes out only if the transport takes it right away.
             self.output.removeAll()
             self.closeTransport(.abandon(notice: NotificationEncoder.closingNotice(reason), reason: reason))
+        case .replicationTimeout:
+            // The responses followers never confirmed are dropped (their outcome is unknown); the notice follows
+            // what was already sent.
+            self.output.removeAll()
+            self.heldUntilSeq = 0
+            if let notice { self.output.append(notice) }
+            self.flush()
+            self.closeTransport(.graceful(reason: reason, peerClosed: false))
         case .clientClosed:
             self.flush()
             self.closeTransport(.graceful(reason: reason, peerClosed: true))
@@ -257,6 +281,8 @@ final class Session {
         let logger = self.context.logger
         switch reason {
         case .clientClosed, .serverShutdown, .notLeader: logger.debug("connection closed", metadata: metadata)
+        case .replicationTimeout:
+            logger.warning("connection closed: no sync replica confirmed in time", metadata: metadata)
         case .ioError, .protocolError: logger.info("connection closed", metadata: metadata)
         case .slowConsumer: break  // logOutputLimitExceeded logged it, with the figures
         case .lineTooLong, .tooManyConnections, .unauthorized, .authTimeout:

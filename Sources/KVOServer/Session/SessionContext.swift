@@ -116,6 +116,43 @@ final class Sessions {
         self.needsFlush.append(session)
     }
 
+    // MARK: - Sync replicas (docs/SCALING.md)
+
+    /// The highest seq enough followers have journaled (`--sync-replicas`): the output of a session whose last
+    /// mutation is above it waits (Session.flush). `.max`, the default, holds nothing.
+    @exclusivity(unchecked) private(set) var releasedSeq = UInt64.max  // loop-owned; read on every flush
+    /// Sessions whose output waits for `releasedSeq`, with the loop time each began to wait, oldest first.
+    private(set) var held: [(session: Session, since: UInt64)] = []
+
+    /// Keeps `session`'s output until `release(upTo:)` lets its last mutation go (it stays marked for a flush).
+    func hold(_ session: Session, now: UInt64) {
+        self.held.append((session, now))
+    }
+
+    /// Raises `releasedSeq` to `seq` and puts the sessions it releases back on the flush list.
+    func release(upTo seq: UInt64) {
+        guard seq > self.releasedSeq || self.releasedSeq == .max else { return }
+        self.releasedSeq = seq
+        guard !self.held.isEmpty else { return }
+        var waiting: [(session: Session, since: UInt64)] = []
+        for entry in self.held {
+            if entry.session.heldUntilSeq <= seq {
+                self.needsFlush.append(entry.session)
+            } else {
+                waiting.append(entry)
+            }
+        }
+        self.held = waiting
+    }
+
+    /// Removes and returns the sessions that began to wait before `deadline`.
+    func expireHeld(before deadline: UInt64) -> [Session] {
+        guard let first = self.held.first, first.since < deadline else { return [] }
+        let expired = self.held.prefix { $0.since < deadline }.map(\.session)
+        self.held.removeFirst(expired.count)
+        return expired
+    }
+
     /// Hands every session's queued output to its transport.
     func flushAll() {
         guard !self.needsFlush.isEmpty else { return }

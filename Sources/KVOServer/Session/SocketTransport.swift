@@ -286,7 +286,7 @@ final class SocketTransport: Transport {
     static func closeCode(for reason: CloseReason) -> WebSocketCloseCode {
         switch reason {
         case .clientClosed: .normal
-        case .serverShutdown, .notLeader: .goingAway
+        case .serverShutdown, .notLeader, .replicationTimeout: .goingAway
         case .unauthorized, .authTimeout, .tooManyConnections, .slowConsumer: .policyViolation
         case .lineTooLong: .messageTooBig
         case .protocolError: .protocolError

@@ -8,14 +8,16 @@
 
 `kvod.aio` has the same vocabulary for asyncio. Both speak TCP, or WebSocket with `transport="websocket"` (the
 `websocket` extra: `pip install 'kvod[websocket]'`). Subscriptions resume by themselves after a reconnect (no gap, no
-duplicate), and tell you with a `Resync` item when kvod's history could not reach back far enough.
+duplicate), and tell you with a `Resync` item when kvod's history could not reach back far enough. Given the members
+of a cluster, a client follows the leader: a mutation refused with 1012 "not the leader" is sent again on the leader
+(docs/SCALING.md).
 """
 
 from . import aio
 from ._core import Change, Resync
 from .client import Client, Subscription
 from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, InvalidParams, InvalidRequest, KvodError,
-                     LimitExceeded, MethodNotFound, MissingExtra, NullNotAllowed, ParseError, PreconditionFailed,
+                     LimitExceeded, MethodNotFound, MissingExtra, NotLeader, NullNotAllowed, ParseError, PreconditionFailed,
                      ReadOnlyKey, ResyncRequired, Timeout, TypeMismatch, Unauthorized, UndefinedKey,
                      UnknownSubscription, ValidationFailed)
 
@@ -23,6 +25,6 @@ __all__ = [
     "Client", "Subscription", "Change", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost", "Timeout",
     "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "UndefinedKey",
     "ValidationFailed", "NullNotAllowed", "IndexOutOfRange", "TypeMismatch", "ReadOnlyKey", "UnknownSubscription",
-    "Unauthorized", "LimitExceeded", "ResyncRequired", "PreconditionFailed", "MissingExtra",
+    "Unauthorized", "LimitExceeded", "ResyncRequired", "PreconditionFailed", "NotLeader", "MissingExtra",
 ]
 __version__ = "0.1.0"

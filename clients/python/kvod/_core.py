@@ -56,6 +56,29 @@ def parse_addresses(addresses: Union[Address, Sequence[Address]], transport: str
     return parsed
 
 
+def leader_endpoint(error: KvodError, transport: str) -> Optional[Endpoint]:
+    """The leader a 1012 "not the leader" error names in `data.leader` (its advertised `host:port`, docs/SCALING.md),
+    as an Endpoint for `transport` (kvod serves WebSocket on the same port), or None when it names none."""
+    leader = (error.data or {}).get("leader") if isinstance(error.data, dict) else None
+    if not isinstance(leader, str):
+        return None
+    try:
+        return parse_addresses(leader, transport)[0]
+    except ValueError:
+        return None
+
+
+def connection_order(addresses: Sequence[Endpoint], preferred: Optional[Endpoint],
+                     last: Optional[Endpoint]) -> List[Endpoint]:
+    """The endpoints to try when (re)connecting: `preferred` (the leader a 1012 named) first, then the addresses
+    after `last` (the one just lost) in turn, `last` itself at the end."""
+    start = addresses.index(last) + 1 if last in addresses else 0
+    order = list(addresses[start:]) + list(addresses[:start])
+    if preferred is not None:
+        order = [preferred] + [endpoint for endpoint in order if endpoint != preferred]
+    return order
+
+
 def _websocket_url(address: str, transport: str) -> Endpoint:
     url = urlsplit(address)
     if url.scheme not in ("ws", "wss"):

@@ -1,6 +1,7 @@
 """The asyncio client: the blocking client's vocabulary with coroutines and async iterators. One reader task routes
 responses to futures and notifications to subscriptions, and reconnects (with backoff, trying each address in turn),
-resubscribing every live subscription with `since`, so iterating a subscription shows no gap and no duplicate.
+resubscribing every live subscription with `since`, so iterating a subscription shows no gap and no duplicate; and
+follows a cluster's leader on 1012 "not the leader", as the blocking client does.
 
     async with await kvod.aio.connect("127.0.0.1:7070") as client:   # or transport="websocket"
         async for change in await client.subscribe("counter", ["new"]):
@@ -8,13 +9,14 @@ resubscribing every live subscription with `since`, so iterating a subscription 
 """
 
 import asyncio
+import time
 from typing import Any, AsyncIterator, Dict, Iterable, Optional, Sequence, Tuple, Union
 
-from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, condition,
-                    mutation_params, parse_addresses)
+from ._core import (UNSET, Address, Change, Endpoint, Resync, Session, SubscriptionState, check_options, condition,
+                    connection_order, leader_endpoint, mutation_params, parse_addresses)
 from ._transport import AsyncTransport, async_transport
 from .client import _op
-from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
+from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
 
 _CLOSED = object()
 
@@ -70,13 +72,16 @@ async def connect(addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070
 
 class AsyncClient:
     """An asyncio kvod client; create it with `await kvod.aio.connect(...)`. Options as the blocking Client's,
-    `transport="websocket"` included."""
+    `transport="websocket"` and `leader_wait` included."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
-                 max_backoff: float = 2.0, transport: str = "tcp"):
+                 max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0):
         self._addresses = parse_addresses(addresses, transport)
         self._open_transport = async_transport(transport)
+        self.leader_wait = leader_wait
+        self.endpoint: Optional[Endpoint] = None  # the address of the current (or last) connection
+        self._preferred: Optional[Endpoint] = None  # the leader a 1012 named: tried first on the next connect
         self.transport = transport
         self._token = token
         self._client_name = client_name
@@ -100,11 +105,14 @@ class AsyncClient:
 
     async def _open(self) -> AsyncTransport:
         errors = []
-        for endpoint in self._addresses:
+        for endpoint in connection_order(self._addresses, self._preferred, self.endpoint):
             try:
-                return await self._open_transport(endpoint, self.timeout)
+                connection = await self._open_transport(endpoint, self.timeout)
+                self.endpoint, self._preferred = endpoint, None
+                return connection
             except (OSError, asyncio.TimeoutError) as error:
                 errors.append(f"{endpoint}: {error!r}")
+        self._preferred = None
         raise ConnectionLost("cannot connect: " + "; ".join(errors))
 
     async def _connect(self) -> None:
@@ -202,9 +210,32 @@ class AsyncClient:
     # MARK: - Calls
 
     async def call(self, method: str, params: Any = None) -> Any:
+        """Sends one request and waits for its result; a 1012 "not the leader" refusal is retried on the leader for up
+        to `leader_wait` seconds (as the blocking client's `call`)."""
         return await self._call(method, params, None)
 
     async def _call(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
+        leader_deadline = time.monotonic() + self.leader_wait
+        pause, tried = 0.1, set()
+        while True:
+            try:
+                return await self._call_once(method, params, state)
+            except NotLeader as refusal:
+                if time.monotonic() >= leader_deadline:
+                    raise
+                leader = leader_endpoint(refusal, self.transport)
+                connection = self._transport
+                if leader is not None and leader != self.endpoint and leader not in tried and connection is not None:
+                    # The reader sees the end and connects to the leader first, resubscribing everything.
+                    tried.add(leader)
+                    self._preferred = leader
+                    self._connected.clear()
+                    await connection.close()
+                    continue
+                await asyncio.sleep(min(pause, max(0.0, leader_deadline - time.monotonic())))
+                pause = min(pause * 2, 1.0)
+
+    async def _call_once(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
         if self._closed:
             raise ConnectionLost("the client is closed")
         loop = asyncio.get_running_loop()

@@ -1,17 +1,18 @@
 """The blocking client: one connection to kvod (TCP, or WebSocket with the `websocket` extra), a reader thread that
 routes responses to callers and notifications to subscriptions, and automatic reconnection (with backoff, trying
 each address in turn) that resubscribes every live subscription with `since`, so iterating a subscription shows no
-gap and no duplicate."""
+gap and no duplicate. Given the members of a cluster, it follows the leader: a request refused with 1012 "not the
+leader" moves the connection to the leader named in the error (or waits out an election) and is sent again."""
 
 import queue
 import threading
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ._core import (UNSET, Address, Change, Resync, Session, SubscriptionState, check_options, condition,
-                    mutation_params, parse_addresses)
+from ._core import (UNSET, Address, Change, Endpoint, Resync, Session, SubscriptionState, check_options, condition,
+                    connection_order, leader_endpoint, mutation_params, parse_addresses)
 from ._transport import BlockingTransport, blocking_transport
-from .errors import ConnectionLost, KvodError, ResyncRequired, Timeout
+from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
 
 _CLOSED = object()
 
@@ -62,16 +63,22 @@ class Subscription:
 
 
 class Client:
-    """A blocking kvod client. `Client("127.0.0.1:7070")`, or several addresses to try in turn; `token` is sent with
-    `hello` on every (re)connection. Every call waits at most `timeout` seconds, including while reconnecting.
+    """A blocking kvod client. `Client("127.0.0.1:7070")`, or several addresses to try in turn (the members of a
+    cluster: after a disconnect the next one is tried first); `token` is sent with `hello` on every (re)connection.
+    Every call waits at most `timeout` seconds, including while reconnecting. A call refused with 1012 "not the
+    leader" moves the connection to the leader it names (or, during an election, waits) and is sent again, for up to
+    `leader_wait` seconds; then NotLeader is raised.
     `transport="websocket"` speaks WebSocket (addresses may then be `ws://` or `wss://` URLs) and needs the
     `websocket` extra: without it, MissingExtra (an ImportError) at once."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
-                 max_backoff: float = 2.0, transport: str = "tcp"):
+                 max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0):
         self._addresses = parse_addresses(addresses, transport)
         self._open_transport = blocking_transport(transport)
+        self.leader_wait = leader_wait
+        self.endpoint: Optional[Endpoint] = None  # the address of the current (or last) connection
+        self._preferred: Optional[Endpoint] = None  # the leader a 1012 named: tried first on the next connect
         self.transport = transport
         self._token = token
         self._client_name = client_name
@@ -96,11 +103,14 @@ class Client:
 
     def _open(self) -> BlockingTransport:
         errors = []
-        for endpoint in self._addresses:
+        for endpoint in connection_order(self._addresses, self._preferred, self.endpoint):
             try:
-                return self._open_transport(endpoint, self.timeout)
+                connection = self._open_transport(endpoint, self.timeout)
+                self.endpoint, self._preferred = endpoint, None
+                return connection
             except OSError as error:
                 errors.append(f"{endpoint}: {error}")
+        self._preferred = None
         raise ConnectionLost("cannot connect: " + "; ".join(errors))
 
     def _connect(self, initial: bool) -> None:
@@ -209,10 +219,42 @@ class Client:
     # MARK: - Calls
 
     def call(self, method: str, params: Any = None) -> Any:
-        """Sends one request and waits for its result; raises the KvodError subclass of an error response."""
+        """Sends one request and waits for its result; raises the KvodError subclass of an error response. A 1012
+        "not the leader" refusal (nothing changed) is retried on the leader for up to `leader_wait` seconds."""
         return self._call(method, params, None)
 
+    def _follow_leader(self, refusal: NotLeader, deadline: float, pause: float, tried: set) -> float:
+        """After a 1012: moves the connection to the leader it names (the reader reconnects there, resubscribing
+        every subscription), or, when it names none, this member or one already tried by this call (a dead leader
+        is named until its lease expires), waits `pause`. Raises `refusal` once `deadline` has passed; returns the
+        next pause."""
+        if time.monotonic() >= deadline:
+            raise refusal
+        leader = leader_endpoint(refusal, self.transport)
+        with self._lock:
+            connection = self._transport
+            if leader is not None and leader != self.endpoint and leader not in tried and connection is not None:
+                tried.add(leader)
+                self._preferred = leader
+                self._transport = None
+            else:
+                connection = None
+        if connection is not None:
+            connection.close()  # the reader sees the end and connects to the leader first
+            return pause
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        return min(pause * 2, 1.0)
+
     def _call(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
+        leader_deadline = time.monotonic() + self.leader_wait
+        pause, tried = 0.1, set()
+        while True:
+            try:
+                return self._call_once(method, params, state)
+            except NotLeader as refusal:
+                pause = self._follow_leader(refusal, leader_deadline, pause, tried)
+
+    def _call_once(self, method: str, params: Any, state: Optional[SubscriptionState]) -> Any:
         deadline = time.monotonic() + self.timeout
         with self._lock:
             while self._transport is None:

@@ -86,6 +86,14 @@ class PreconditionFailed(KvodError):
     code = 1011
 
 
+class NotLeader(KvodError):
+    """A cluster member that cannot accept the mutation (a follower, a member during an election, a leader that cannot
+    prove its lease); nothing changed. `data` has `reason` and, when one is known, the `leader`'s address. The clients
+    retry on the leader by themselves for up to `leader_wait` seconds before raising it."""
+
+    code = 1012
+
+
 class ConnectionLost(KvodError):
     """The connection closed while a request was in flight: whether a mutation took effect is unknown."""
 
@@ -112,7 +120,7 @@ ERRORS: Dict[int, Type[KvodError]] = {
     for cls in (
         ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, UndefinedKey, ValidationFailed,
         NullNotAllowed, IndexOutOfRange, TypeMismatch, ReadOnlyKey, UnknownSubscription, Unauthorized,
-        LimitExceeded, ResyncRequired, PreconditionFailed,
+        LimitExceeded, ResyncRequired, PreconditionFailed, NotLeader,
     )
 }
 

@@ -37,6 +37,10 @@ export declare class ResyncRequired extends KvodError {
 /** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
 export declare class PreconditionFailed extends KvodError {
 }
+/** A cluster member that cannot accept the mutation (a follower, an election, a leader without its etcd lease); nothing
+ * changed. `data.leader` names the leader when one is known. Thrown once `leaderWait` has passed without a leader. */
+export declare class NotLeader extends KvodError {
+}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export declare class ConnectionLost extends KvodError {
 }
@@ -73,6 +77,9 @@ export interface Transport {
     send(message: string): void;
     close(): void;
 }
+/** The addresses to try when (re)connecting: `preferred` (the leader a 1012 named) first, then those after `last` (the
+ * one just lost) in turn, `last` itself at the end. */
+export declare function connectionOrder(addresses: string[], preferred: string | undefined, last: string | undefined): string[];
 interface SubscriptionState {
     path: string;
     options: Option[];
@@ -114,8 +121,11 @@ export interface ClientOptions {
     maxBackoff?: number;
     /** "tcp" (Node) or "websocket"; default: tcp in Node, websocket elsewhere. */
     transport?: "tcp" | "websocket";
+    /** Milliseconds to keep retrying a request refused with 1012 "not the leader" (moving to the leader it names, or
+     * waiting while a leader is elected) before rejecting with NotLeader. Default 10000. */
+    leaderWait?: number;
 }
-/** Connects to kvod (several addresses are tried in turn) and says hello. */
+/** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export declare function connect(addresses: string | string[], options?: ClientOptions): Promise<Client>;
 export declare class Client {
     private readonly addresses;
@@ -123,6 +133,10 @@ export declare class Client {
     /** How many connections were made (1 + reconnections). */
     connections: number;
     closingReason?: string;
+    /** The address of the current (or last) connection. */
+    endpoint?: string;
+    /** The leader a 1012 named: tried first on the next connection. */
+    private preferred?;
     private transport?;
     private nextId;
     private readonly pending;
@@ -149,7 +163,8 @@ export declare class Client {
     private accept;
     private registered;
     private whenConnected;
-    /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. */
+    /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. A 1012
+     * "not the leader" refusal (nothing changed) is retried on the leader for up to `leaderWait` milliseconds. */
     call(method: string, params?: unknown): Promise<unknown>;
     hello(token?: string): Promise<unknown>;
     ping(): Promise<string>;

@@ -1,6 +1,8 @@
 // A kvod client for Node and browsers: promises for requests, async iterators for subscriptions, one error class per
 // error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
-// no gap and no duplicate (Protocol/README.md#resuming). Transports: TCP (`node:net`, Node only) and WebSocket (the
+// no gap and no duplicate (Protocol/README.md#resuming). Given the members of a cluster, it follows the leader: a request
+// refused with 1012 "not the leader" moves the connection to the leader the error names (or waits out an election) and
+// is sent again (docs/SCALING.md). Transports: TCP (`node:net`, Node only) and WebSocket (the
 // standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
 // MARK: - Errors
 /** An error kvod answered with: `code`, `message` and `data` as on the wire (Protocol/errors.md). */
@@ -45,6 +47,10 @@ export class ResyncRequired extends KvodError {
 /** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
 export class PreconditionFailed extends KvodError {
 }
+/** A cluster member that cannot accept the mutation (a follower, an election, a leader without its etcd lease); nothing
+ * changed. `data.leader` names the leader when one is known. Thrown once `leaderWait` has passed without a leader. */
+export class NotLeader extends KvodError {
+}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export class ConnectionLost extends KvodError {
 }
@@ -55,7 +61,7 @@ export const ERRORS = {
     [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
     [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
     1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
-    1010: ResyncRequired, 1011: PreconditionFailed,
+    1010: ResyncRequired, 1011: PreconditionFailed, 1012: NotLeader,
 };
 function errorFromWire(error) {
     const ErrorType = ERRORS[error.code] ?? KvodError;
@@ -114,6 +120,13 @@ function parseAddress(address) {
     if (colon <= 0 || !Number.isInteger(port))
         throw new TypeError(`not a host:port address: ${address}`);
     return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port };
+}
+/** The addresses to try when (re)connecting: `preferred` (the leader a 1012 named) first, then those after `last` (the
+ * one just lost) in turn, `last` itself at the end. */
+export function connectionOrder(addresses, preferred, last) {
+    const start = last === undefined ? 0 : addresses.indexOf(last) + 1;
+    const order = [...addresses.slice(start), ...addresses.slice(0, start)];
+    return preferred === undefined ? order : [preferred, ...order.filter((address) => address !== preferred)];
 }
 /** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
 export class Subscription {
@@ -177,7 +190,7 @@ export class Subscription {
         return this.client.unsubscribe(this);
     }
 }
-/** Connects to kvod (several addresses are tried in turn) and says hello. */
+/** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export async function connect(addresses, options = {}) {
     const client = new Client(Array.isArray(addresses) ? addresses : [addresses], options);
     await client.open();
@@ -211,7 +224,7 @@ export class Client {
     }
     async establish() {
         const errors = [];
-        for (const address of this.addresses) {
+        for (const address of connectionOrder(this.addresses, this.preferred, this.endpoint)) {
             let transport;
             try {
                 transport = await this.connector(address, {
@@ -224,6 +237,8 @@ export class Client {
                 errors.push(`${address}: ${error.message}`);
                 continue;
             }
+            this.endpoint = address;
+            this.preferred = undefined;
             this.transport = transport;
             try {
                 await this.setup();
@@ -239,6 +254,7 @@ export class Client {
                 waiter();
             return;
         }
+        this.preferred = undefined;
         throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
     }
     /** hello, then every live subscription again with `since` (a Resync item when kvod cannot replay that far). */
@@ -408,10 +424,34 @@ export class Client {
             this.connectedWaiters.push(done);
         });
     }
-    /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. */
+    /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. A 1012
+     * "not the leader" refusal (nothing changed) is retried on the leader for up to `leaderWait` milliseconds. */
     async call(method, params) {
-        await this.whenConnected();
-        return this.send(method, params);
+        const deadline = Date.now() + (this.options.leaderWait ?? 10000);
+        const tried = new Set();
+        let pause = 100;
+        for (;;) {
+            await this.whenConnected();
+            try {
+                return await this.send(method, params);
+            }
+            catch (error) {
+                if (!(error instanceof NotLeader) || Date.now() >= deadline)
+                    throw error;
+                const leader = error.data?.leader;
+                // A dead leader is named until its lease expires: each named leader is tried once per call.
+                if (typeof leader === "string" && leader !== this.endpoint && !tried.has(leader) && this.transport) {
+                    const transport = this.transport;
+                    tried.add(leader);
+                    this.preferred = leader;
+                    this.lost(); // reconnects, to the leader first, resubscribing everything
+                    transport.close();
+                    continue;
+                }
+                await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))));
+                pause = Math.min(pause * 2, 1000);
+            }
+        }
     }
     hello(token) {
         if (token !== undefined)

@@ -1,6 +1,8 @@
 // A kvod client for Node and browsers: promises for requests, async iterators for subscriptions, one error class per
 // error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
-// no gap and no duplicate (Protocol/README.md#resuming). Transports: TCP (`node:net`, Node only) and WebSocket (the
+// no gap and no duplicate (Protocol/README.md#resuming). Given the members of a cluster, it follows the leader: a request
+// refused with 1012 "not the leader" moves the connection to the leader the error names (or waits out an election) and
+// is sent again (docs/SCALING.md). Transports: TCP (`node:net`, Node only) and WebSocket (the
 // standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
 
 // MARK: - Errors
@@ -33,6 +35,9 @@ export class LimitExceeded extends KvodError {}
 export class ResyncRequired extends KvodError {}
 /** A conditional write's condition did not hold; `data` has the current `value` and `modSeq`. */
 export class PreconditionFailed extends KvodError {}
+/** A cluster member that cannot accept the mutation (a follower, an election, a leader without its etcd lease); nothing
+ * changed. `data.leader` names the leader when one is known. Thrown once `leaderWait` has passed without a leader. */
+export class NotLeader extends KvodError {}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export class ConnectionLost extends KvodError {}
 /** No answer (or no connection) within the client's timeout. */
@@ -43,7 +48,7 @@ export const ERRORS: Record<number, ErrorClass> = {
   [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
   [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
   1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
-  1010: ResyncRequired, 1011: PreconditionFailed,
+  1010: ResyncRequired, 1011: PreconditionFailed, 1012: NotLeader,
 };
 
 function errorFromWire(error: { code: number; message: string; data?: unknown }): KvodError {
@@ -148,6 +153,14 @@ function parseAddress(address: string): { host: string; port: number } {
   return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port };
 }
 
+/** The addresses to try when (re)connecting: `preferred` (the leader a 1012 named) first, then those after `last` (the
+ * one just lost) in turn, `last` itself at the end. */
+export function connectionOrder(addresses: string[], preferred: string | undefined, last: string | undefined): string[] {
+  const start = last === undefined ? 0 : addresses.indexOf(last) + 1;
+  const order = [...addresses.slice(start), ...addresses.slice(0, start)];
+  return preferred === undefined ? order : [preferred, ...order.filter((address) => address !== preferred)];
+}
+
 // MARK: - Subscriptions
 
 interface SubscriptionState {
@@ -233,6 +246,9 @@ export interface ClientOptions {
   maxBackoff?: number;
   /** "tcp" (Node) or "websocket"; default: tcp in Node, websocket elsewhere. */
   transport?: "tcp" | "websocket";
+  /** Milliseconds to keep retrying a request refused with 1012 "not the leader" (moving to the leader it names, or
+   * waiting while a leader is elected) before rejecting with NotLeader. Default 10000. */
+  leaderWait?: number;
 }
 
 interface Pending {
@@ -242,7 +258,7 @@ interface Pending {
   state?: SubscriptionState;
 }
 
-/** Connects to kvod (several addresses are tried in turn) and says hello. */
+/** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export async function connect(addresses: string | string[], options: ClientOptions = {}): Promise<Client> {
   const client = new Client(Array.isArray(addresses) ? addresses : [addresses], options);
   await client.open();
@@ -253,6 +269,10 @@ export class Client {
   /** How many connections were made (1 + reconnections). */
   connections = 0;
   closingReason?: string;
+  /** The address of the current (or last) connection. */
+  endpoint?: string;
+  /** The leader a 1012 named: tried first on the next connection. */
+  private preferred?: string;
   private transport?: Transport;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -280,7 +300,7 @@ export class Client {
 
   private async establish(): Promise<void> {
     const errors: string[] = [];
-    for (const address of this.addresses) {
+    for (const address of connectionOrder(this.addresses, this.preferred, this.endpoint)) {
       let transport: Transport;
       try {
         transport = await this.connector(address, {
@@ -291,6 +311,8 @@ export class Client {
         errors.push(`${address}: ${(error as Error).message}`);
         continue;
       }
+      this.endpoint = address;
+      this.preferred = undefined;
       this.transport = transport;
       try {
         await this.setup();
@@ -304,6 +326,7 @@ export class Client {
       for (const waiter of this.connectedWaiters.splice(0)) waiter();
       return;
     }
+    this.preferred = undefined;
     throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
   }
 
@@ -452,10 +475,32 @@ export class Client {
     });
   }
 
-  /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. */
+  /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. A 1012
+   * "not the leader" refusal (nothing changed) is retried on the leader for up to `leaderWait` milliseconds. */
   async call(method: string, params?: unknown): Promise<unknown> {
-    await this.whenConnected();
-    return this.send(method, params);
+    const deadline = Date.now() + (this.options.leaderWait ?? 10_000);
+    const tried = new Set<string>();
+    let pause = 100;
+    for (;;) {
+      await this.whenConnected();
+      try {
+        return await this.send(method, params);
+      } catch (error) {
+        if (!(error instanceof NotLeader) || Date.now() >= deadline) throw error;
+        const leader = (error.data as { leader?: unknown } | undefined)?.leader;
+        // A dead leader is named until its lease expires: each named leader is tried once per call.
+        if (typeof leader === "string" && leader !== this.endpoint && !tried.has(leader) && this.transport) {
+          const transport = this.transport;
+          tried.add(leader);
+          this.preferred = leader;
+          this.lost(); // reconnects, to the leader first, resubscribing everything
+          transport.close();
+          continue;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))));
+        pause = Math.min(pause * 2, 1000);
+      }
+    }
   }
 
   hello(token?: string): Promise<unknown> {
