@@ -62,9 +62,6 @@ final class ReplicationSource {
     /// Followers streaming or about to (bootstrapping ones included).
     var replicaCount: Int { self.replicas.count + self.pending.count + (self.shipper?.count ?? 0) }
 
-    /// The sessions streaming.
-    var streamingReplicas: [Session] { self.replicas }
-
     /// Whether a follower at `fromSeq` can resume from the backlog (else it needs a snapshot).
     func canResume(from fromSeq: UInt64) -> Bool {
         fromSeq >= self.baseSeq && fromSeq <= self.graph.seq
