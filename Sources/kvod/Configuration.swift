@@ -46,6 +46,7 @@ struct Configuration {
     var cluster: String?
     var advertise: String?
     var clusterLeaseSeconds = 5
+    var replicationBacklog = 100_000
     var syncReplicas = 0
     /// Each setting, its value as shown to people and where it came from (for `--print-config`).
     var resolved: [(name: String, value: String, source: SettingSource)] = []
@@ -58,6 +59,7 @@ struct Configuration {
         guard !self.clusterEtcd.isEmpty, let name = self.cluster, let advertise = self.advertise else { return nil }
         var cluster = ClusterConfiguration(
             endpoints: self.clusterEtcd, name: name, advertise: advertise, leaseSeconds: self.clusterLeaseSeconds)
+        cluster.backlogRecords = self.replicationBacklog
         cluster.syncReplicas = self.syncReplicas
         // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
         cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }

@@ -252,6 +252,10 @@ enum DaemonOptions {
                     + "asynchronous replication). With fewer attached, mutations get 1012; a response unconfirmed after "
                     + "the lease time closes its connection (replication_timeout).",
                 parse: SettingParser.integer(in: 0...16)),
+            .setting(
+                "replication-backlog", \.replicationBacklog, valueName: "records",
+                "Mutations a leader keeps in memory for followers that reconnect; a follower further behind "
+                    + "bootstraps from a snapshot.", parse: SettingParser.integer(in: 1...100_000_000)),
 
             // MARK: Observability
 
