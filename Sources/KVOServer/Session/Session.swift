@@ -107,6 +107,19 @@ final class Session {
         self.outputQueued()
     }
 
+    /// Queues `{"jsonrpc":"2.0","id":ID,"result":PREFIX VALUE}}` and a newline, where `prefix` is `{"KEY":`: a
+    /// mutation's `{"seq":N}`, written in place.
+    func enqueueResponse(id: Int64, objectPrefix prefix: StaticString, int value: Int64) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.output.append(RPCEncoder.responseStart)
+        self.output.appendInteger(id)
+        self.output.append(RPCEncoder.resultStart)
+        self.output.append(prefix)
+        self.output.appendInteger(value)
+        self.output.append("}}\n")
+        self.outputQueued()
+    }
+
     /// Queues one change notification (the hot path of fan-out: four memcpys, nothing encoded per subscription;
     /// NotificationEncoder.swift). Counts it in the stats.
     @inline(__always)
