@@ -167,6 +167,7 @@ final class Dispatcher {
             let seq = try self.set(set)
             self.context.stats.mutations += 1
             self.context.mutationLog?.committed(seq: seq, method: "set", params: .object(set.params))
+            session.heldUntilSeq = seq  // as in perform: with --sync-replicas its output waits for followers
             if self.result.isEmpty {
                 session.enqueueResponse(id: set.id, objectPrefix: Self.seqResultPrefix, int: Int64(seq))
             } else {
