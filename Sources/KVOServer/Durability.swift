@@ -3,8 +3,9 @@
 // socket; under `everysec` a timer fsyncs once a second on libuv's thread pool, off the loop. Every `snapshotEvery`
 // records a snapshot is written in the background by a forked child (SnapshotProcess) while the loop keeps serving:
 // the journal is rolled at the fork's seq, and the child does every step that waits for the disk (fsyncs, the
-// rename into place, deleting the rolled segment). At shutdown the last snapshot is written in process. `onDisconnect` registrations are journaled too (records that take no seq, OnDisconnectRecord.swift) and,
-// since no snapshot holds them, the live ones are carried into the new journal at every roll. On start, the snapshot
+// rename into place, deleting the rolled segment). At shutdown the last snapshot is written in process.
+// `onDisconnect` registrations are journaled too (records that take no seq, OnDisconnectRecord.swift) and, since no
+// snapshot holds them, the live ones are carried into the new journal at every roll. On start, the snapshot
 // is loaded and the journal replayed through the same request parsing, and every replayed mutation must land on its
 // journaled seq; the registrations left at the end are those of connections a crash left open, which kvod runs
 // before it accepts clients (Server.runOnDisconnect). See docs/DURABILITY.md.
@@ -151,8 +152,9 @@ public final class Durability: MutationLog {
     /// Rolls the journal at the current seq, carrying the live `onDisconnect` registrations into the new one (no
     /// snapshot holds them), and forks the process that writes the snapshot; the loop waits for no disk here (under
     /// `always` for one directory fsync), the child makes the roll durable first. A journal that cannot be rolled is
-    /// a journal failure (thrown); a fork that fails is retried later, after the roll was made durable here. Nothing rolls twice at one seq (records that
-    /// take no seq can fill a journal without a mutation): a failed snapshot's segment is never overwritten.
+    /// a journal failure (thrown); a fork that fails is retried later, after the roll was made durable here. Nothing
+    /// rolls twice at one seq (records that take no seq can fill a journal without a mutation): a failed snapshot's
+    /// segment is never overwritten.
     private func startSnapshot() throws(PersistenceError) {
         guard self.inFlight == nil, self.loop.nowMilliseconds >= self.retryAfter else { return }
         let seq = self.graph.seq
@@ -267,9 +269,7 @@ public final class Durability: MutationLog {
         let clock = ContinuousClock()
         let start = clock.now
         try self.directory.journal.sync()
-        let elapsed = clock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        self.onFsync?(seconds)
+        self.recordFsync(since: start, clock: clock)
     }
 
     private func perform(_ work: () throws(PersistenceError) -> Void) {
