@@ -36,17 +36,22 @@ final class SnapshotShipper {
         /// The snapshot's length in bytes (what the lines' `offset` and `total` count).
         var snapshotBytes = 0
         let startedAt: UInt64
+        /// Where the child puts the finished file (`snapshot-follower-<pid>.tmp`, which a start removes if left).
+        let path: String
 
-        init(session: Session, seq: UInt64, process: SnapshotProcess, startedAt: UInt64) {
+        init(session: Session, seq: UInt64, process: SnapshotProcess, startedAt: UInt64, path: String) {
             self.session = session
             self.seq = seq
             self.process = process
             self.startedAt = startedAt
+            self.path = path
         }
     }
 
     private let graph: Graph
     private let status: ClusterStatus
+    /// Snapshots started for followers, which names their files.
+    private var started = 0
     private let loop: EventLoop
     private let logger: Logger
     /// Where the children write their files (the data directory, whose start removes leftovers).
@@ -81,8 +86,12 @@ final class SnapshotShipper {
         self.loop.updateTime()
         let startedAt = self.loop.nowMilliseconds
         let process: SnapshotProcess
+        self.started += 1
+        let path = "\(self.directory)/snapshot-follower-\(self.started).tmp"
+        // No journal roll and nothing made redundant: the child only writes the file and puts it at `path`.
+        let plan = SnapshotProcess.Plan(directory: self.directory, rolled: [], target: path, covered: [])
         do {
-            process = try SnapshotProcess.start(directory: self.directory, seq: seq) {
+            process = try SnapshotProcess.start(files: plan, seq: seq) {
                 BinarySnapshotCodec.encode(graph.makeSnapshot()).withUnsafeBytes { Base64.encodedBytes($0) }
             }
         } catch {
@@ -92,7 +101,7 @@ final class SnapshotShipper {
             session.close(.ioError)
             return
         }
-        self.shipments.append(Shipment(session: session, seq: seq, process: process, startedAt: startedAt))
+        self.shipments.append(Shipment(session: session, seq: seq, process: process, startedAt: startedAt, path: path))
         self.logger.info(
             "snapshot for a follower started",
             metadata: ["connection.id": "\(session.id)", "seq": "\(seq)", "snapshot.pid": "\(process.pid)"])
@@ -190,14 +199,14 @@ final class SnapshotShipper {
             case .succeeded:
                 shipment.process = nil
                 do {
-                    try self.open(shipment, path: process.temporaryPath)
+                    try self.open(shipment, path: shipment.path)
                     index += 1
                 } catch {
                     self.logger.warning("cannot open the follower's snapshot", metadata: ["error": "\(error)"])
                     self.shipments.remove(at: index)
                     shipment.session.close(.ioError)
                 }
-            case .failed(let reason):
+            case .failed(let reason), .journalFailed(let reason):
                 shipment.process = nil
                 process.discard()
                 self.logger.warning(
@@ -281,6 +290,7 @@ final class SnapshotShipper {
             kill(process.pid, SIGKILL)
             _ = process.wait()
             process.discard()
+            unlink(shipment.path)  // the child may have put its file in place just before the kill
             shipment.process = nil
         }
         if shipment.descriptor >= 0 {
