@@ -34,13 +34,14 @@ test:
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
-## cluster-test: three kvods and a 3-member etcd on loopback, twice: roles and failover, then --sync-replicas 1
-## under kills, stops and an etcd member down (docs/SCALING.md#tests; installs etcd-server when missing; about 30 s
-## once built, bounded at 2 × 120 s).
+## cluster-test: a 3-member etcd and kvods on loopback: every Tests/cluster/*_test.py (roles and failover,
+## --sync-replicas 1 under kills, stops and an etcd member down, the clients following the leader, snapshot
+## bootstrap and metrics; docs/SCALING.md#tests; installs etcd-server when missing; each file bounded at 240 s).
 cluster-test:
 	@bash .ci/deps.sh
 	$(SWIFT) build --product kvod
-	KVOD_BIN=.build/debug/kvod bash Tests/cluster/run.sh
+	$(SWIFT) build --product kvoctl
+	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/cluster/run.sh
 
 ## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP (about two minutes once built;
 ## Benchmarks/README.md).

@@ -51,15 +51,14 @@ let package = Package(
             name: "KVOServer",
             dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging],
             swiftSettings: strict),
-        // kvoctl's commands, as a library: the kvoctl executable is one line over it, and kvod links it too so that
-        // one binary serves as both in the container image (Sources/kvod/MultiCall.swift, docker/README.md).
+        // kvoctl's commands, as a library: the kvoctl executable is one line over it.
         .target(
             name: "KVOCtlCommands", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+        // kvod parses its own options (Sources/kvod/DaemonOptions.swift): swift-argument-parser would link
+        // FoundationEssentials into it, a third of the binary (docs/ARCHITECTURE.md#decisions).
         .executableTarget(
             name: "kvod",
-            dependencies: [
-                "KVOServer", "ModelFile", "Persistence", "WireProtocol", "KVOCtlCommands", argumentParser, logging,
-            ],
+            dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", logging],
             resources: [
                 .embedInCode("default-model.json"),
                 // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied

@@ -12,10 +12,13 @@ Phases, each on 127.0.0.1 with a fresh data directory (standard library only; no
   3. stall    a writer keeps setting (pipelined, 100 in flight) while a second connection sends a `ping` every 2 ms;
               background snapshots start every K records; the longest and 99th-percentile ping round trip, and each
               snapshot's duration from the log (after the load, the run waits up to 2 minutes for the snapshots
-              it started to finish)
+              it started to finish); kvod's minor page faults meanwhile (copy-on-write copies after each fork
+              are among them), its CPU time, and how long its loop thread waited for a CPU while it could run
+              (/proc/PID/schedstat: on a busy machine, the share of the stalls that is the machine's)
   4. replay   SIGTERM, then kvod --snapshot-every 0 writes J more records and is SIGKILLed: the restart loads the
               snapshot and replays J journal records; time to `kvod listening`
-The figures go to stdout as a table and, with --json, as one JSON object. Timings are wall-clock on a shared
+The figures go to stdout as a table and, with --json, as one JSON object, with the load average at the start and
+at the end. Timings are wall-clock on a shared
 machine: compare runs made side by side (e.g. two kvod builds in one session), not absolute numbers.
 """
 import argparse
@@ -51,6 +54,28 @@ def resident_bytes(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def faults_and_cpu(pid):
+    """Minor page faults and CPU seconds (user + system) of a process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[7]), (int(fields[11]) + int(fields[12])) / ticks
+
+
+def run_queue_seconds(pid):
+    """How long the process's main thread (the loop) waited, runnable, for a CPU so far (/proc/PID/schedstat)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as schedstat:
+            return int(schedstat.read().split()[1]) / 1e9
+    except OSError:
+        return 0.0
+
+
+def load_average():
+    with open("/proc/loadavg") as loadavg:
+        return " ".join(loadavg.read().split()[:3])
 
 
 def pipeline(port, lines, window=2000):
@@ -132,7 +157,7 @@ def main():
     options = parser.parse_args()
     directory = tempfile.mkdtemp(prefix="kvod-snapshot-bench-")
     log_path = directory + ".log"
-    figures = {"kvod": options.kvod, "objects": options.objects}
+    figures = {"kvod": options.kvod, "objects": options.objects, "load_average_start": load_average()}
     try:
         with open(log_path, "w") as log:
             # 1. load
@@ -154,6 +179,8 @@ def main():
 
             # 3. stall while background snapshots run under write load
             mark = os.path.getsize(log_path)
+            faults_before, cpu_before = faults_and_cpu(process.pid)
+            waited_before = run_queue_seconds(process.pid)
             stop_at = time.monotonic() + options.seconds
             results = multiprocessing.Queue()
             workers = [multiprocessing.Process(target=writer, args=(port, stop_at, results)),
@@ -183,6 +210,10 @@ def main():
                 if len(lines) >= forks or time.monotonic() > waited_until:
                     break
             figures["snapshot_wait_seconds"] = round(time.monotonic() - stop_at, 1)
+            faults_after, cpu_after = faults_and_cpu(process.pid)
+            figures["minor_faults_under_load"] = faults_after - faults_before
+            figures["cpu_seconds_under_load"] = round(cpu_after - cpu_before, 2)
+            figures["loop_waited_for_cpu_seconds"] = round(run_queue_seconds(process.pid) - waited_before, 2)
             durations = [int(m.group(1)) for m in (re.search(r"duration\.ms=(\d+)", line) for line in lines) if m]
             figures["snapshots_during_load"] = len(durations)
             figures["snapshot_ms"] = durations
@@ -205,7 +236,9 @@ def main():
             process.wait()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    print(f"kvod {figures['kvod']}: {figures['objects']:,} objects")
+    figures["load_average_end"] = load_average()
+    print(f"kvod {figures['kvod']}: {figures['objects']:,} objects; load average {figures['load_average_start']}"
+          f" at the start, {figures['load_average_end']} at the end")
     print(f"  load {figures['load_seconds']} s, resident {figures['resident_bytes_loaded'] / 1e6:.0f} MB"
           f" ({figures['resident_bytes_loaded'] / max(figures['objects'], 1):.0f} B/object incl. the process)")
     for line in figures["shutdown_snapshot_log"]:
@@ -215,7 +248,10 @@ def main():
     print(f"  under load: {figures['writes_per_second']:,} sets/s, {figures['pings']} pings,"
           f" max {figures['ping_max_ms']} ms, p99 {figures['ping_p99_ms']} ms, median {figures['ping_median_ms']} ms,"
           f" {figures['pings_over_10ms']} over 10 ms;"
-          f" {figures['snapshots_during_load']} snapshots: {figures['snapshot_ms']} ms, forks: {figures['fork_ms']} ms")
+          f" {figures['snapshots_during_load']} snapshots: {figures['snapshot_ms']} ms, forks: {figures['fork_ms']} ms;"
+          f" kvod took {figures['minor_faults_under_load']:,} minor page faults and"
+          f" {figures['cpu_seconds_under_load']} s of CPU; its loop waited {figures['loop_waited_for_cpu_seconds']} s"
+          f" for a CPU")
     print(f"  restart from the snapshot + {options.journal:,} journal records: {figures['restart_with_journal_seconds']} s,"
           f" resident {figures['resident_bytes_after_replay'] / 1e6:.0f} MB")
     if options.json:

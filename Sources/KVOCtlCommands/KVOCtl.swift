@@ -1,6 +1,6 @@
-// kvoctl's routing table and its public entry point, `KVOCtlEntry`, which the kvoctl executable calls and kvod calls
-// when it runs as `kvoctl` (the image's multi-call binary, Sources/kvod/MultiCall.swift). Each subcommand lives in
-// Commands/<Name>.swift; shared connection options in ConnectionOptions.swift; exit statuses in ExitCodes.swift.
+// kvoctl's routing table and its public entry point, `KVOCtlEntry`, which the kvoctl executable calls. Each
+// subcommand lives in Commands/<Name>.swift; shared connection options in ConnectionOptions.swift; exit statuses in
+// ExitCodes.swift.
 
 import ArgumentParser
 #if canImport(Glibc)

@@ -2,6 +2,9 @@
 // a mutation delivers its change notifications into every connection's output synchronously, inside the engine's
 // commit, *before* the dispatcher queues the mutation's response; a subscribe's initial notification is queued right
 // after its response (after the whole response array for a batch). Handlers live in Methods/.
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import ObjectGraph
 import WireProtocol
@@ -33,6 +36,23 @@ final class Dispatcher {
         return parsed
     }
 
+    /// The last path of a plain set, as it was on the line, and its parse (`keyPath(plain:)`).
+    @exclusivity(unchecked) private var lastPlainPath: (bytes: [UInt8], path: KeyPath)?
+
+    /// The parsed key path for the plain-ASCII path `bytes` (cached: the last one by its bytes, others as `keyPath`).
+    func keyPath(plain bytes: UnsafeRawBufferPointer) throws(GraphError) -> KeyPath {
+        if let last = self.lastPlainPath, Self.equal(last.bytes, bytes) { return last.path }
+        let path = try self.keyPath(String(decoding: bytes, as: UTF8.self))
+        self.lastPlainPath = (Array(bytes), path)
+        return path
+    }
+
+    private nonisolated static func equal(_ kept: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard kept.count == bytes.count else { return false }
+        guard let base = bytes.baseAddress else { return true }
+        return kept.withUnsafeBytes { memcmp($0.baseAddress.unsafelyUnwrapped, base, bytes.count) == 0 }
+    }
+
     /// Initial notifications waiting for their subscribe's response to be queued.
     @exclusivity(unchecked) private var pendingInitials: [(Subscription, Change)] = []
 
@@ -48,6 +68,13 @@ final class Dispatcher {
     /// Handles one message (a line) from a session. Blank lines are ignored.
     func handle(line: UnsafeRawBufferPointer, on session: Session) {
         if Self.isBlank(line) { return }
+        // The usual set, read straight off the line (when no access or cluster check needs the request itself).
+        if !self.context.accessControl.isEnabled, self.context.cluster == nil,
+            let set = RPCMessage.decodePlainSet(line, maxDepth: self.context.limits.maxJSONDepth)
+        {
+            self.performPlainSet(set, on: session)
+            return
+        }
         switch RPCMessage.decode(line, maxDepth: self.context.limits.maxJSONDepth) {
         case .parseError(let error):
             session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
@@ -129,6 +156,28 @@ final class Dispatcher {
                 guard let id = request.id else { return }
                 RPCEncoder.appendError(id: id, error: self.rpcError(for: error, request: request), to: &response)
             }
+        }
+    }
+
+    /// `perform` for a plain set (RPCPlainSet): the same counting, journaling and response, without the request.
+    private func performPlainSet(_ set: RPCPlainSet, on session: Session) {
+        self.result.removeAll(keepingCapacity: true)
+        self.context.stats.requests += 1
+        do {
+            let seq = try self.set(set)
+            self.context.stats.mutations += 1
+            self.context.mutationLog?.committed(seq: seq, method: "set", params: .object(set.params))
+            session.heldUntilSeq = seq  // as in perform: with --sync-replicas its output waits for followers
+            if self.result.isEmpty {
+                session.enqueueResponse(id: set.id, objectPrefix: Self.seqResultPrefix, int: Int64(seq))
+            } else {
+                session.enqueueResponse(id: set.id, result: self.result)
+            }
+        } catch {
+            var response: [UInt8] = []
+            RPCEncoder.appendError(id: .int(set.id), error: self.rpcError(for: error, request: set.request), to: &response)
+            response.append(UInt8(ascii: "\n"))
+            session.enqueue(bytes: response)
         }
     }
 

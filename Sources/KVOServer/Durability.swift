@@ -1,10 +1,11 @@
 // Durability on a data directory: every successful mutation is journaled (method, params, seq) as it happens; the
 // before-poll flush writes the turn's records (fsyncing under `always`) before any response of the turn reaches a
-// socket; a timer fsyncs once a second under `everysec`. Every `snapshotEvery` records a snapshot is written in the
-// background by a forked child (SnapshotProcess) while the loop keeps serving: the journal is rolled at the fork's
-// seq and the rolled segment is deleted once the snapshot is in place. At shutdown the last snapshot is written in
-// process. `onDisconnect` registrations are journaled too (records that take no seq, OnDisconnectRecord.swift) and,
-// since no snapshot holds them, the live ones are carried into the new journal at every roll. On start, the snapshot
+// socket; under `everysec` a timer fsyncs once a second on libuv's thread pool, off the loop. Every `snapshotEvery`
+// records a snapshot is written in the background by a forked child (SnapshotProcess) while the loop keeps serving:
+// the journal is rolled at the fork's seq, and the child does every step that waits for the disk (fsyncs, the
+// rename into place, deleting the rolled segment). At shutdown the last snapshot is written in process.
+// `onDisconnect` registrations are journaled too (records that take no seq, OnDisconnectRecord.swift) and, since no
+// snapshot holds them, the live ones are carried into the new journal at every roll. On start, the snapshot
 // is loaded and the journal replayed through the same request parsing, and every replayed mutation must land on its
 // journaled seq; the registrations left at the end are those of connections a crash left open, which kvod runs
 // before it accepts clients (Server.runOnDisconnect). See docs/DURABILITY.md.
@@ -27,6 +28,8 @@ public final class Durability: MutationLog {
     private var timer: LoopTimer?
     /// Called after each fsync with its duration in seconds (metrics).
     public var onFsync: ((Double) -> Void)?
+    /// Whether the once-a-second fsync is running on the thread pool.
+    private var backgroundSyncRunning = false
     /// Called once when the journal cannot be written: acknowledging more would be a lie, so kvod stops.
     public var onFailure: ((PersistenceError) -> Void)?
     private var failed = false
@@ -63,10 +66,8 @@ public final class Durability: MutationLog {
         guard self.policy == .everysec else { return }
         let timer = try LoopTimer(loop: self.loop)
         try timer.start(afterMilliseconds: 1000, repeatMilliseconds: 1000) { [unowned self] in
-            self.perform { () throws(PersistenceError) in
-                try self.directory.journal.write()
-                try self.sync()
-            }
+            self.perform { () throws(PersistenceError) in try self.directory.journal.write() }
+            self.syncInBackground()
         }
         self.timer = timer
     }
@@ -149,26 +150,29 @@ public final class Durability: MutationLog {
     // MARK: - Background snapshots
 
     /// Rolls the journal at the current seq, carrying the live `onDisconnect` registrations into the new one (no
-    /// snapshot holds them), and forks the process that writes the snapshot. A journal that cannot be rolled is a
-    /// journal failure (thrown); a fork that fails is retried later. Nothing rolls twice at one seq (records that
-    /// take no seq can fill a journal without a mutation): a failed snapshot's segment is never overwritten.
+    /// snapshot holds them), and forks the process that writes the snapshot; the loop waits for no disk here (under
+    /// `always` for one directory fsync), the child makes the roll durable first. A journal that cannot be rolled is
+    /// a journal failure (thrown); a fork that fails is retried later, after the roll was made durable here. Nothing
+    /// rolls twice at one seq (records that take no seq can fill a journal without a mutation): a failed snapshot's
+    /// segment is never overwritten.
     private func startSnapshot() throws(PersistenceError) {
         guard self.inFlight == nil, self.loop.nowMilliseconds >= self.retryAfter else { return }
         let seq = self.graph.seq
         guard self.directory.segments.last.map({ $0 < seq }) ?? true else { return }
         let carried = self.carriedRegistrations
-        try self.directory.rollJournal(at: seq, carrying: carried)
+        try self.directory.rollJournal(at: seq, carrying: carried, syncDirectory: self.policy == .always)
         self.carriedRecords = carried.count
         self.loop.updateTime()
         let start = self.loop.nowMilliseconds
         let graph = self.graph
         let process: SnapshotProcess
         do {
-            process = try SnapshotProcess.start(directory: self.directory.path, seq: seq) {
+            process = try SnapshotProcess.start(files: self.directory.snapshotPlan(at: seq), seq: seq) {
                 BinarySnapshotCodec.encode(graph.makeSnapshot())
             }
         } catch {
             self.logger.warning("cannot start a snapshot", metadata: ["error": "\(error)"])
+            try self.directory.syncRoll(at: seq)
             self.snapshotFailed()
             return
         }
@@ -193,7 +197,7 @@ public final class Durability: MutationLog {
         }
     }
 
-    /// Puts a finished snapshot in place, or discards a failed one.
+    /// Takes note of a snapshot its process put in place, or of one that failed.
     private func settle(_ process: SnapshotProcess, outcome: SnapshotProcess.Outcome) {
         self.inFlight = nil
         self.pollTimer?.close()
@@ -204,14 +208,7 @@ public final class Durability: MutationLog {
         case .running:
             return
         case .succeeded:
-            do {
-                try self.directory.completeSnapshot(process)
-            } catch {
-                self.logger.warning("cannot put the snapshot in place", metadata: ["error": "\(error)"])
-                process.discard()
-                self.snapshotFailed()
-                return
-            }
+            self.directory.snapshotCompleted(at: process.seq)
             self.snapshotsWritten += 1
             self.retryDelay = 1000
             self.logger.info(
@@ -219,9 +216,15 @@ public final class Durability: MutationLog {
                 metadata: ["seq": "\(process.seq)", "objects": "\(self.inFlightObjects)", "duration.ms": "\(duration)",
                     "mode": "background"])
         case .failed(let reason):
+            // The child removes its file when a step fails; not when it was killed. It may have died before it made
+            // the roll durable: that is done here (rare), so the segment is whole on disk before the next roll.
             process.discard()
             self.logger.warning("snapshot failed", metadata: ["seq": "\(process.seq)", "error": "\(reason)"])
+            self.perform { () throws(PersistenceError) in try self.directory.syncRoll(at: process.seq) }
             self.snapshotFailed()
+        case .journalFailed(let reason):
+            process.discard()
+            self.perform { () throws(PersistenceError) in throw PersistenceError("snapshot process: \(reason)") }
         }
     }
 
@@ -231,14 +234,42 @@ public final class Durability: MutationLog {
         self.retryDelay = min(self.retryDelay * 2, 60_000)
     }
 
+    /// Starts an fsync of the journal on libuv's thread pool (under `everysec`): a disk busy with a snapshot being
+    /// written can take a fsync hundreds of milliseconds, which the loop does not wait for. One at a time: while one
+    /// runs, the next second's waits for the second after (as Redis postpones its `everysec` fsync).
+    private func syncInBackground() {
+        guard !self.backgroundSyncRunning, !self.failed, let detached = self.directory.journal.detachSync() else { return }
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            try self.loop.syncInBackground(descriptor: detached.descriptor) { [weak self] error in
+                withExtendedLifetime(detached) {}
+                guard let self else { return }
+                self.backgroundSyncRunning = false
+                self.perform { () throws(PersistenceError) in
+                    if let error { throw PersistenceError("fsync \(detached.path): \(error)") }
+                }
+                self.recordFsync(since: start, clock: clock)
+            }
+            self.backgroundSyncRunning = true
+        } catch {
+            // No thread pool: fsync here, as before.
+            self.perform { () throws(PersistenceError) in try detached.sync() }
+            self.recordFsync(since: start, clock: clock)
+        }
+    }
+
+    private func recordFsync(since start: ContinuousClock.Instant, clock: ContinuousClock) {
+        let elapsed = clock.now - start
+        self.onFsync?(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
     private func sync() throws(PersistenceError) {
         guard self.directory.journal.isDirty else { return }
         let clock = ContinuousClock()
         let start = clock.now
         try self.directory.journal.sync()
-        let elapsed = clock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        self.onFsync?(seconds)
+        self.recordFsync(since: start, clock: clock)
     }
 
     private func perform(_ work: () throws(PersistenceError) -> Void) {

@@ -68,6 +68,9 @@ struct OutputBuffer: ~Copyable {
         self.count &+= JSONWriter.writeDecimal(value, to: self.base.unsafelyUnwrapped + self.count)
     }
 
+    /// The bytes, valid until the buffer next changes.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: self.base, count: self.count) }
+
     /// The bytes, for writing.
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(start: self.base, count: self.count))
@@ -81,5 +84,45 @@ struct OutputBuffer: ~Copyable {
             self.base = nil
             self.capacity = 0
         }
+    }
+}
+
+/// Bytes written once and then only read, shared by reference: a subscription's `,"path":"P",` middle, which the
+/// subscriptions of one path share. Appending them takes no retain of an array per use.
+final class SharedBytes {
+    let bytes: UnsafeRawBufferPointer
+
+    init(_ source: [UInt8]) {
+        let base = UnsafeMutableRawPointer.allocate(byteCount: max(source.count, 1), alignment: 1)
+        source.withUnsafeBytes { if let start = $0.baseAddress { base.copyMemory(from: start, byteCount: $0.count) } }
+        self.bytes = UnsafeRawBufferPointer(start: base, count: source.count)
+    }
+
+    deinit {
+        self.bytes.deallocate()
+    }
+}
+
+/// A fixed number of reused output buffers, each written again and again in place: the encoded tails of recent
+/// changes. Never copied.
+struct OutputBuffers: ~Copyable {
+    private let buffers: UnsafeMutablePointer<OutputBuffer>
+    let count: Int
+
+    init(count: Int) {
+        self.buffers = UnsafeMutablePointer<OutputBuffer>.allocate(capacity: count)
+        for index in 0..<count { (self.buffers + index).initialize(to: OutputBuffer()) }
+        self.count = count
+    }
+
+    deinit {
+        self.buffers.deinitialize(count: self.count)
+        self.buffers.deallocate()
+    }
+
+    /// The buffer at `index` (< count), to write in place.
+    @inline(__always)
+    func buffer(_ index: Int) -> UnsafeMutablePointer<OutputBuffer> {
+        self.buffers + index
     }
 }

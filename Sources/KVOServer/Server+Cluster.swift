@@ -28,6 +28,9 @@ extension Server {
         let source = ReplicationSource(
             graph: self.graph, status: status, capacity: configuration.backlogRecords, recovered: mutations,
             baseSeq: baseSeq, terms: terms, sessions: context.sessions, clock: context.clock)
+        source.shipper = SnapshotShipper(
+            graph: self.graph, status: status, loop: self.loop, logger: self.logger,
+            directory: self.durability?.directory.path ?? "/tmp")
         let log = ClusterLog(source: source, terms: terms, status: status)
         // With sync replicas, responses of mutations after this seq wait for followers' acks.
         if configuration.syncReplicas > 0 { context.sessions.release(upTo: self.graph.seq) }
@@ -70,14 +73,8 @@ extension Server {
         }
         status.observe(term: term)
         status.leaderSeq = max(status.leaderSeq, seq)
-        if case .string(let encoded)? = line["snapshot"] {
-            guard let bytes = Base64.decode(encoded) else { throw ReplicationError(description: "a snapshot that is not base64") }
-            self.logger.notice("bootstrapping from the leader's snapshot", metadata: ["seq": "\(seq)", "bytes": "\(bytes.count)"])
-            guard let install = self.onSnapshotReceived else {
-                throw ReplicationError(description: "the leader sent a snapshot, which this member cannot install")
-            }
-            self.prepareTermsForBootstrap(snapshotSeq: seq)
-            try install(bytes)
+        if line["snapshotChunk"] != nil {
+            try self.receiveSnapshotChunk(line, seq: seq)  // SnapshotReceiver.swift
             return
         }
         if case .string(let path)? = line["record"] { return try self.recordReplicated(path) }
@@ -89,7 +86,7 @@ extension Server {
 
     /// Before a snapshot bootstrap: the leader's term history (from the `replicate` result), cut at the snapshot's
     /// seq, becomes this member's at its next start if that start loads the snapshot (TermHistory).
-    private func prepareTermsForBootstrap(snapshotSeq: UInt64) {
+    func prepareTermsForBootstrap(snapshotSeq: UInt64) {
         guard let terms = self.clusterLog?.terms else { return }
         terms.prepareBootstrap(leaderEntries: terms.leaderEntries ?? [], seq: snapshotSeq)
     }

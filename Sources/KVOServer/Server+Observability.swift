@@ -1,5 +1,6 @@
 // What the server shows beyond its protocol port and logs: the stats snapshot behind the `stats` method, the metrics
-// endpoint (MetricsEndpoint.swift) and the web inspector's static files (WebServer.swift), each an HTTPServer.
+// endpoint (MetricsEndpoint.swift, with the cluster's figures from ClusterMetrics.swift in a cluster) and the web
+// inspector's static files (WebServer.swift), each an HTTPServer.
 import Logging
 import UVLoop
 
@@ -23,8 +24,16 @@ extension Server {
         self.metricsServer = try HTTPServer(
             loop: self.loop, host: self.configuration.metricsHost, port: port, name: "metrics", logger: self.logger
         ) { [unowned self] head in
-            MetricsEndpoint.response(to: head) { self.statsSnapshot().prometheusText }
+            MetricsEndpoint.response(to: head) { self.statsSnapshot().prometheusText + self.clusterPrometheusText() }
         }
+    }
+
+    /// The cluster's figures (ClusterMetrics.swift), or nothing outside a cluster.
+    func clusterPrometheusText() -> String {
+        let context = self.core.context
+        guard let cluster = context.cluster else { return "" }
+        return cluster.prometheusText(
+            appliedSeq: self.graph.seq, source: context.replication, now: context.clock.nowMilliseconds)
     }
 
     func stopMetrics() {

@@ -73,26 +73,43 @@ public final class DataDirectory {
         try Files.makeDirectory(path)
         let lock = try FileHandle.openOrCreate(path + "/kvod.lock")
         try lock.lockExclusively()
+        // A snapshot process puts its file in place and then deletes the segments it covers. It dies with its kvod,
+        // but one caught between the two can finish the rename: a listed segment gone when read means the snapshot
+        // changed under this read, so it starts again (the second read finds the new snapshot).
+        for _ in 0..<3 {
+            if let found = try Self.read(path: path) {
+                return (DataDirectory(path: path, journal: found.journal, segments: found.segments, lock: lock), found.contents)
+            }
+        }
+        throw PersistenceError("\(path): the journal segments keep changing while they are read")
+    }
+
+    /// The snapshot, the segments and the journal; nil when a listed segment vanished meanwhile.
+    private static func read(path: String) throws(PersistenceError) -> (segments: [UInt64], journal: Journal, contents: Contents)? {
         let names = try Files.names(in: path)
         for name in names where name.hasPrefix("snapshot-") && name.hasSuffix(".tmp") { unlink(path + "/" + name) }
         let snapshot = try Self.findSnapshot(path: path)
         let segments = names.compactMap(Self.segmentSeq).sorted()
         let after = snapshot?.seq ?? 0
         var records: [JournalRecord] = []
+        var tornBytes = 0
         for seq in segments {
             let segmentPath = Self.segmentPath(path, seq)
-            let scan = try Journal.scan(try Files.contents(segmentPath) ?? [], path: segmentPath)
-            // A segment was fsynced whole before the roll: a torn tail there is damage, not a power cut.
-            guard scan.tornBytes == 0 else {
+            guard let bytes = try Files.contents(segmentPath) else { return nil }
+            let scan = try Journal.scan(bytes, path: segmentPath)
+            // Only the newest segment can end torn: a roll does not wait for the disk, so a power cut before its
+            // snapshot process fsynced the segment can cut its last write (never one acknowledged under `always`,
+            // which fsyncs every turn). Older segments were fsynced before the next roll could happen.
+            guard scan.tornBytes == 0 || seq == segments.last else {
                 throw PersistenceError("\(segmentPath): the last record is damaged; refusing to load a journal with holes")
             }
+            tornBytes += scan.tornBytes
             records.append(contentsOf: scan.records.lazy.filter { $0.seq >= after })
         }
         let (journal, scan) = try Journal.open(path: path + "/journal.log")
         records.append(contentsOf: scan.records.lazy.filter { $0.seq >= after })
-        let directory = DataDirectory(path: path, journal: journal, segments: segments, lock: lock)
-        let contents = Contents(snapshot: snapshot, records: records, tornBytes: scan.tornBytes)
-        return (directory, contents)
+        let contents = Contents(snapshot: snapshot, records: records, tornBytes: tornBytes + scan.tornBytes)
+        return (segments, journal, contents)
     }
 
     /// The snapshot in `path` as it is on disk (for `kvod --dump-snapshot`), without locking or touching anything.
@@ -137,21 +154,38 @@ public final class DataDirectory {
         return UInt64(name.dropFirst("journal.".count).dropLast(".log".count))
     }
 
-    /// Closes the journal at `seq` (every record in it is at or before `seq`): writes and fsyncs it, renames it to
-    /// the segment `journal.<seq>.log`, and opens a new `journal.log` for the records after it, which starts with
-    /// `carrying` (written and fsynced before this returns, so they are on disk before any snapshot at `seq` can
-    /// make the segment redundant). `seq` must be above every segment's: a segment is never overwritten.
-    public func rollJournal(at seq: UInt64, carrying: [JournalRecord] = []) throws(PersistenceError) {
+    /// Closes the journal at `seq` (every record in it is at or before `seq`): writes it, renames it to the segment
+    /// `journal.<seq>.log`, and opens a new `journal.log` for the records after it, which starts with `carrying`
+    /// (written). Nothing here waits for the disk but the directory fsync when `syncDirectory` (under `--fsync
+    /// always`, so that the new journal's name is on disk before a record in it is acknowledged): the snapshot process
+    /// started next fsyncs `rolledFiles(at:)` and the directory before anything else (SnapshotProcess), and
+    /// `syncRoll(at:)` does the same here when there is none. `seq` must be above every segment's: a segment is never
+    /// overwritten.
+    public func rollJournal(at seq: UInt64, carrying: [JournalRecord] = [], syncDirectory: Bool = true) throws(PersistenceError) {
         precondition(self.segments.last.map { $0 < seq } ?? true, "a journal segment at seq \(seq) exists already")
         try self.journal.write()
-        try self.journal.sync()
         let current = self.path + "/journal.log"
         let segment = Self.segmentPath(self.path, seq)
         guard rename(current, segment) == 0 else { throw PersistenceError.posix("rename", current) }
         self.segments.append(seq)
-        try Files.syncDirectory(self.path)
+        if syncDirectory { try Files.syncDirectory(self.path) }
         self.journal = try Journal.open(path: current).0
-        try self.carry(carrying)
+        guard !carrying.isEmpty else { return }
+        for record in carrying { self.journal.append(seq: record.seq, method: record.method, params: record.params) }
+        try self.journal.write()
+    }
+
+    /// The files a roll at `seq` wrote without fsyncing them: the segment and the new journal.
+    public func rolledFiles(at seq: UInt64) -> [String] {
+        [Self.segmentPath(self.path, seq), self.path + "/journal.log"]
+    }
+
+    /// Makes the roll at `seq` durable in this process (when no snapshot process could be started to do it).
+    public func syncRoll(at seq: UInt64) throws(PersistenceError) {
+        for path in self.rolledFiles(at: seq) where Files.exists(path) {
+            try FileHandle(path: path, flags: O_RDONLY).sync()
+        }
+        try Files.syncDirectory(self.path)
     }
 
     /// Appends records that take no seq to the (new or emptied) journal, and writes and fsyncs them.
@@ -164,13 +198,18 @@ public final class DataDirectory {
 
     // MARK: - Snapshots
 
-    /// Puts a finished background snapshot in place: renames its file over `snapshot.kvs`, fsyncs the directory, and
-    /// deletes what the snapshot now covers (segments at or before its seq, an older-format snapshot).
-    public func completeSnapshot(_ process: SnapshotProcess) throws(PersistenceError) {
-        let target = self.path + "/" + Self.snapshotFile
-        guard rename(process.temporaryPath, target) == 0 else { throw PersistenceError.posix("rename", process.temporaryPath) }
-        try Files.syncDirectory(self.path)
-        self.removeCovered(upTo: process.seq)
+    /// What a background snapshot at `seq` (the newest segment's) needs to know: the files the roll left to fsync, the
+    /// snapshot's name, and what it makes redundant (every segment, an older-format snapshot).
+    public func snapshotPlan(at seq: UInt64) -> SnapshotProcess.Plan {
+        SnapshotProcess.Plan(
+            directory: self.path, rolled: self.rolledFiles(at: seq), target: self.path + "/" + Self.snapshotFile,
+            covered: [self.path + "/" + Self.legacySnapshotFile]
+                + self.segments.filter { $0 <= seq }.map { Self.segmentPath(self.path, $0) })
+    }
+
+    /// A background snapshot at `seq` is in place and its process deleted the segments it covers.
+    public func snapshotCompleted(at seq: UInt64) {
+        self.segments.removeAll { $0 <= seq }
     }
 
     /// Writes `snapshot` in this process, atomically, then empties the journal, whose mutations it now contains (at

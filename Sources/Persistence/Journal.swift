@@ -102,6 +102,25 @@ public final class Journal {
         self.isDirty = false
     }
 
+    /// An fsync of the journal's file to be run elsewhere (on a worker thread): the descriptor, and the file, which
+    /// stays open as long as this value lives (even after a roll replaced the journal).
+    public struct DetachedSync {
+        let file: FileHandle
+        public var descriptor: Int32 { self.file.descriptor }
+        public var path: String { self.file.path }
+        /// Fsyncs here, in this thread.
+        public func sync() throws(PersistenceError) { try self.file.sync() }
+    }
+
+    /// Marks the journal clean and hands back what to fsync, or nil when nothing was written since the last sync.
+    /// The fsync covers every byte written before it starts, so records written later make the journal dirty
+    /// again; the caller must treat a failure of that fsync as a journal failure.
+    public func detachSync() -> DetachedSync? {
+        guard self.isDirty else { return nil }
+        self.isDirty = false
+        return DetachedSync(file: self.file)
+    }
+
     /// Empties the journal (after a snapshot made its records redundant).
     public func reset() throws(PersistenceError) {
         try self.write()

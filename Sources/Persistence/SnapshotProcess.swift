@@ -1,9 +1,13 @@
 // Background snapshots by fork, as Redis's BGSAVE: the child is a frozen copy of the parent's memory (the kernel copies
 // a page only when one side writes it), so it can serialize the graph at the fork's seq while the parent's loop keeps
-// mutating. The child closes every inherited descriptor (the listening socket, clients, the directory lock), writes
-// the snapshot to a temporary file of its own, fsyncs it and `_exit`s; it never touches the loop, the logger or
-// atexit handlers. The parent learns the outcome without blocking (`poll`) and only then puts the file in place
-// (DataDirectory.completeSnapshot). kvod creates no threads, so fork's single-thread rule holds.
+// mutating. Every step that waits for the disk is the child's, never the loop's: it makes the journal roll durable
+// (fsyncs the rolled segment, the new journal and the directory), writes the snapshot to a temporary file of its own,
+// fsyncs it, renames it over `snapshot.kvs`, fsyncs the directory and deletes the segments the snapshot covers, then
+// `_exit`s. It closes every inherited descriptor (the listening socket, clients, the directory lock) and never touches
+// the loop, the logger or atexit handlers; it dies with its parent (PR_SET_PDEATHSIG), so a snapshot whose kvod was
+// killed is never put in place under a kvod restarted on the directory. The parent learns the outcome without
+// blocking (`poll`). kvod's only other threads are libuv's pool threads, which run C code only (background fsyncs),
+// so the child finds no Swift runtime lock held.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,14 +18,40 @@ public struct SnapshotProcess: Sendable {
     public let pid: Int32
     /// The seq of the graph the child is writing.
     public let seq: UInt64
-    /// Where the child writes; renamed into place by the parent once the child succeeded.
+    /// Where the child writes before it renames the file into place.
     public let temporaryPath: String
 
     /// How a child ended.
     public enum Outcome: Sendable, Equatable {
         case running
+        /// The snapshot is in place and durable, and the segments it covers are deleted.
         case succeeded
+        /// No snapshot was put in place (the old one and the journal still hold everything); retry later.
         case failed(String)
+        /// The journal roll could not be made durable (a segment or the directory could not be fsynced): as a
+        /// failed journal fsync, acknowledging more would be a lie.
+        case journalFailed(String)
+    }
+
+    /// The files a child works on, all decided by the parent before the fork.
+    public struct Plan: Sendable {
+        /// The data directory.
+        public var directory: String
+        /// The files the roll wrote without waiting for the disk (the segment rolled at the snapshot's seq, the new
+        /// journal): fsynced first, with the directory.
+        public var rolled: [String]
+        /// The snapshot's final name (`snapshot.kvs`).
+        public var target: String
+        /// What the snapshot makes redundant, deleted once it is in place (segments at or before its seq, an
+        /// older-format snapshot).
+        public var covered: [String]
+
+        public init(directory: String, rolled: [String], target: String, covered: [String]) {
+            self.directory = directory
+            self.rolled = rolled
+            self.target = target
+            self.covered = covered
+        }
     }
 
     /// Exit statuses of the child, each naming the step that failed.
@@ -29,18 +59,26 @@ public struct SnapshotProcess: Sendable {
         1: "the snapshot file could not be opened",
         2: "the snapshot could not be written",
         3: "the snapshot could not be fsynced",
+        4: "the snapshot could not be renamed into place",
+        5: "the rolled journal could not be fsynced",
+        6: "the directory could not be fsynced after the rename",
+        7: "kvod ended before the snapshot process started",
     ]
+    static let journalFailure: Int32 = 5
 
-    /// Forks a child that writes `encode()`'s bytes to a temporary file in `directory` and exits.
+    /// Forks a child that makes `files.rolled` durable, writes `encode()`'s bytes, puts them in place as
+    /// `files.target`, deletes `files.covered` and exits.
     /// - Parameter encode: runs in the child only, on its frozen copy of memory.
     /// - Throws: when fork fails (the caller retries later).
-    public static func start(
-        directory: String, seq: UInt64, encode: () -> [UInt8]
-    ) throws(PersistenceError) -> SnapshotProcess {
+    public static func start(files: Plan, seq: UInt64, encode: () -> [UInt8]) throws(PersistenceError) -> SnapshotProcess {
+        let parent = getpid()
         let pid = fork()
-        if pid < 0 { throw PersistenceError.posix("fork", directory) }
-        if pid == 0 { Self.runChild(path: Self.temporaryPath(directory: directory, pid: getpid()), encode: encode) }
-        return SnapshotProcess(pid: pid, seq: seq, temporaryPath: Self.temporaryPath(directory: directory, pid: pid))
+        if pid < 0 { throw PersistenceError.posix("fork", files.directory) }
+        if pid == 0 {
+            Self.runChild(files: files, temporaryPath: Self.temporaryPath(directory: files.directory, pid: getpid()),
+                parent: parent, encode: encode)
+        }
+        return SnapshotProcess(pid: pid, seq: seq, temporaryPath: Self.temporaryPath(directory: files.directory, pid: pid))
     }
 
     static func temporaryPath(directory: String, pid: pid_t) -> String {
@@ -48,25 +86,54 @@ public struct SnapshotProcess: Sendable {
     }
 
     /// The child's whole life: never returns.
-    private static func runChild(path: String, encode: () -> [UInt8]) -> Never {
+    private static func runChild(files: Plan, temporaryPath: String, parent: pid_t, encode: () -> [UInt8]) -> Never {
+        Self.dieWithParent()
+        if getppid() != parent { _exit(7) }
         Self.closeInheritedDescriptors()
+        for path in files.rolled + [files.directory] where !Self.syncPath(path) { _exit(Self.journalFailure) }
         // The loop has the CPU first: on a busy machine the snapshot takes longer, the clients do not wait.
         _ = nice(19)
         let bytes = encode()
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         if descriptor < 0 { _exit(1) }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { raw in write(descriptor, raw.baseAddress! + written, raw.count - written) }
             if count < 0 {
                 if errno == EINTR { continue }
-                _exit(2)
+                Self.abandon(temporaryPath, status: 2)
             }
             written += count
         }
-        if fsync(descriptor) != 0 { _exit(3) }
+        if fsync(descriptor) != 0 { Self.abandon(temporaryPath, status: 3) }
         close(descriptor)
+        if rename(temporaryPath, files.target) != 0 { Self.abandon(temporaryPath, status: 4) }
+        // Until the directory is on disk a power cut may bring back the old snapshot: keep the segments till then.
+        if !Self.syncPath(files.directory) { _exit(6) }
+        for path in files.covered { unlink(path) }
         _exit(0)
+    }
+
+    private static func abandon(_ temporaryPath: String, status: Int32) -> Never {
+        unlink(temporaryPath)
+        _exit(status)
+    }
+
+    /// Opens `path` (a file or a directory), fsyncs it and closes it; a file that is gone needs nothing.
+    private static func syncPath(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 { return errno == ENOENT }
+        defer { close(descriptor) }
+        return fsync(descriptor) == 0
+    }
+
+    /// Asks the kernel to SIGKILL this process when its parent ends (`prctl(PR_SET_PDEATHSIG)`, looked up at run time
+    /// since the Glibc module does not import the variadic `prctl`).
+    private static func dieWithParent() {
+        typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "prctl") else { return }
+        let setParentDeathSignal: Int32 = 1  // PR_SET_PDEATHSIG
+        _ = unsafeBitCast(symbol, to: Prctl.self)(setParentDeathSignal, UInt(SIGKILL), 0, 0, 0)
     }
 
     /// Closes every descriptor but stdin, stdout and stderr, so that a child outliving a killed parent holds no
@@ -103,10 +170,11 @@ public struct SnapshotProcess: Sendable {
         if signal != 0 { return .failed("the snapshot process was killed by signal \(signal)") }
         let code = (status >> 8) & 0xFF
         if code == 0 { return .succeeded }
-        return .failed(Self.failures[code] ?? "the snapshot process exited with status \(code)")
+        let reason = Self.failures[code] ?? "the snapshot process exited with status \(code)"
+        return code == Self.journalFailure ? .journalFailed(reason) : .failed(reason)
     }
 
-    /// Removes the temporary file of a child that failed (nothing else refers to it).
+    /// Removes the temporary file of a child that was killed before it could (nothing else refers to it).
     public func discard() {
         unlink(self.temporaryPath)
     }

@@ -24,7 +24,9 @@ public final class TCPStream: LoopHandleOwner {
     /// "127.0.0.1:54321", computed once when the connection was accepted or connected.
     public internal(set) var remoteAddress: String = "?"
     /// Whether `close()` was called (the close callback may still be pending).
-    public private(set) var isClosing = false
+    /// (This flag and the write flags below are read on every write: loop-owned and never accessed re-entrantly, so
+    /// without runtime exclusivity checks.)
+    @exclusivity(unchecked) public private(set) var isClosing = false
 
     let loop: EventLoop
     /// The socket handle; nonisolated(unsafe) only so deinit can free it, every other use is on the main actor.
@@ -35,11 +37,11 @@ public final class TCPStream: LoopHandleOwner {
     /// onEnd has been delivered; it fires at most once.
     private var hasEnded = false
     /// A write failed; later writes are dropped instead of hitting the socket again.
-    var hasWriteFailed = false
+    @exclusivity(unchecked) var hasWriteFailed = false
     /// `shutdownWrites` was called; later writes are dropped.
-    var isShutDownForWrites = false
+    @exclusivity(unchecked) var isShutDownForWrites = false
     /// uv_write requests whose callback has not run yet.
-    var writesInFlight = 0
+    @exclusivity(unchecked) var writesInFlight = 0
     /// The completion of `connect`, until the connect callback ran.
     private var connectCompletion: (@MainActor (TCPStream?, UVError?) -> Void)?
     /// The `done` of `shutdownWrites`, until the shutdown callback ran.

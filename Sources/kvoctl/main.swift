@@ -1,4 +1,4 @@
-// The kvoctl executable: everything is in KVOCtlCommands, which kvod links too, to run as `kvoctl` in the image.
+// The kvoctl executable: everything is in KVOCtlCommands.
 import KVOCtlCommands
 
 KVOCtlEntry.main()

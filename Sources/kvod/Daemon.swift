@@ -3,55 +3,47 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ArgumentParser
 import KVOServer
 import ModelFile
 import ObjectGraph
 import Persistence
 
 @main
-struct Daemon: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "kvod",
-        abstract: "A key-value-observing server: an observable object graph over line-delimited JSON-RPC 2.0.",
-        discussion: """
-            kvod holds an object graph in memory and serves it over TCP, one JSON-RPC 2.0 message per line. Clients \
-            get and set values by key path and subscribe to key paths with the KVO options new, old, initial and \
-            prior. The protocol is described in Protocol/README.md.
+enum Daemon {
+    /// Parses the command line against the option table (DaemonOptions.swift) and exits with the run's status: 0, 1
+    /// for a model or data directory kvod cannot use, 64 (EX_USAGE) for a command line or configuration it cannot.
+    static func main() {
+        let options = DaemonOptions.all
+        let command: DaemonCommand
+        do {
+            command = try DaemonArguments.parse(Array(CommandLine.arguments.dropFirst()), options: options)
+        } catch {
+            POSIX.writeAll(Array(Help.usageError(error, options: options).utf8), to: STDERR_FILENO)
+            exit(64)
+        }
+        switch command {
+        case .help: Self.announce(Help.text(options: options))
+        case .version: Self.announce(KVODVersion.current + "\n")
+        case .run(let arguments): exit(Self.run(arguments))
+        }
+        exit(0)
+    }
 
-            Every option below may also be set in the environment (KVOD_ and the option name in capitals, as shown) \
-            or in a JSON config file (--config FILE or KVOD_CONFIG) whose keys are the long option names. A flag \
-            wins over the environment, which wins over the file. Unknown keys and bad values stop kvod at start \
-            with a message naming where they came from. docs/CONFIGURATION.md describes every setting.
-
-            Access control: with --token-file or KVOD_TOKEN, clients must send hello with a token first. Tokens \
-            are never given on the command line.
-
-            On SIGTERM or SIGINT kvod sends pending output, tells clients it is closing, and exits 0. A \
-            configuration error exits 64.
-
-            Example:  kvod --port 7070    then    kvoctl watch counter --new   and   kvoctl set counter 1
-            """,
-        version: KVODVersion.current)
-
-    @OptionGroup var options: DaemonOptions
-
-    func run() throws {
-        if let directory = self.options.dumpSnapshot {
-            try Self.dumpSnapshot(directory)
-            return
+    /// Serves, or prints the configuration or a snapshot, as `arguments` ask; returns the exit status.
+    static func run(_ arguments: DaemonArguments) -> Int32 {
+        if let directory = arguments.value(of: "dump-snapshot") {
+            return Self.dumpSnapshot(directory)
         }
         let configuration: Configuration
         do {
-            configuration = try Configuration.resolve(
-                options: self.options, environment: POSIX.environment)
+            configuration = try Configuration.resolve(arguments: arguments, environment: POSIX.environment)
         } catch {
             Self.fail("\(error)")
-            throw ExitCode(64)
+            return 64
         }
-        if self.options.printConfig {
+        if arguments.contains("print-config") {
             Self.announce(configuration.printable + "\n")
-            return
+            return 0
         }
         LogSetup.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         let loaded: (model: Model, name: String)
@@ -59,29 +51,29 @@ struct Daemon: ParsableCommand {
             loaded = configuration.empty ? (Model.open, "empty") : try ModelSource.load(path: configuration.model)
         } catch {
             Self.fail("\(error)")
-            throw ExitCode(1)
+            return 1
         }
-        // ArgumentParser calls run() on the main thread, which is the loop's thread: the main actor.
-        let status = MainActor.assumeIsolated {
+        // main() runs on the main thread, which is the loop's thread: the main actor.
+        return MainActor.assumeIsolated {
             Self.serve(configuration, model: loaded.model, modelName: loaded.name)
         }
-        if status != 0 { throw ExitCode(status) }
     }
 
     /// Prints the snapshot of a data directory as JSON (`--dump-snapshot`); exit 1 when there is none or it is damaged.
-    static func dumpSnapshot(_ directory: String) throws {
+    static func dumpSnapshot(_ directory: String) -> Int32 {
         let snapshot: GraphSnapshot?
         do {
             snapshot = try DataDirectory.readSnapshot(path: directory)
         } catch {
             Self.fail("\(error)")
-            throw ExitCode(1)
+            return 1
         }
         guard let snapshot else {
             Self.fail("\(directory) holds no snapshot")
-            throw ExitCode(1)
+            return 1
         }
         Self.announce(String(decoding: SnapshotCodec.encode(snapshot), as: UTF8.self))
+        return 0
     }
 
     /// Writes to standard output: the `kvod listening on` line that scripts and tests wait for, `--print-config`.

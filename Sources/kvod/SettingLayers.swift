@@ -72,13 +72,16 @@ struct ConfigFile {
 /// Looks settings up through the layers, remembering what it found for `--print-config` and which file keys it
 /// consulted, so any other key in the file is reported as unknown.
 struct SettingLayers {
+    /// The command line's values by option name (a toggle's is "true" or "false").
+    let flags: [String: String]
     let environment: [String: String]
     let file: ConfigFile?
     /// Every setting looked up, in order: its name, its value as shown to people, and its source.
     private(set) var resolved: [(name: String, value: String, source: SettingSource)] = []
     private var consulted: Set<String> = []
 
-    init(environment: [String: String], file: ConfigFile?) {
+    init(flags: [String: String], environment: [String: String], file: ConfigFile?) {
+        self.flags = flags
         self.environment = environment
         self.file = file
     }
@@ -94,13 +97,13 @@ struct SettingLayers {
         return value
     }
 
-    /// The setting `name`: `flag` if given, else its environment variable, else the file's key, else `defaultValue`.
-    /// `parse` turns the raw value into the setting's type; its error is reported with the source.
+    /// The setting `name`: its flag if given, else its environment variable, else the file's key, else
+    /// `defaultValue`. `parse` turns the raw value into the setting's type; its error is reported with the source.
     mutating func value<Value>(
-        _ name: String, flag: String?, default defaultValue: Value, show: (Value) -> String = { "\($0)" },
+        _ name: String, default defaultValue: Value, show: (Value) -> String = { "\($0)" },
         parse: (RawSetting) throws(SettingError) -> Value
     ) throws(ConfigurationError) -> Value {
-        guard let (raw, source) = self.lookUp(name, flag: flag) else {
+        guard let (raw, source) = self.lookUp(name) else {
             self.resolved.append((name, show(defaultValue), .defaultValue))
             return defaultValue
         }
@@ -115,20 +118,20 @@ struct SettingLayers {
 
     /// An optional setting with no default (a file, a port to open).
     mutating func optionalValue<Value>(
-        _ name: String, flag: String?, show: (Value) -> String = { "\($0)" },
+        _ name: String, show: (Value) -> String = { "\($0)" },
         parse: (RawSetting) throws(SettingError) -> Value
     ) throws(ConfigurationError) -> Value? {
-        try self.value(name, flag: flag, default: nil, show: { $0.map(show) ?? "(none)" }) { raw throws(SettingError) in
+        try self.value(name, default: nil, show: { $0.map(show) ?? "(none)" }) { raw throws(SettingError) in
             try parse(raw)
         }
     }
 
     /// An optional path: like `optionalValue`, but a relative path from the config file is taken relative to the
     /// file's directory (from a flag or the environment, relative to the working directory, as usual).
-    mutating func path(_ name: String, flag: String?) throws(ConfigurationError) -> String? {
+    mutating func path(_ name: String) throws(ConfigurationError) -> String? {
         let fileDirectory = self.file?.directory
-        let source = self.lookUp(name, flag: flag)?.source
-        return try self.optionalValue(name, flag: flag) { raw throws(SettingError) in
+        let source = self.lookUp(name)?.source
+        return try self.optionalValue(name) { raw throws(SettingError) in
             let path = try SettingParser.string(raw)
             guard !path.isEmpty else { throw SettingError(message: "expected a path, got an empty string") }
             if case .file? = source, let fileDirectory, !path.hasPrefix("/"), !fileDirectory.isEmpty {
@@ -139,9 +142,9 @@ struct SettingLayers {
     }
 
     /// The raw value and its source, from the first layer that has one.
-    private mutating func lookUp(_ name: String, flag: String?) -> (raw: RawSetting, source: SettingSource)? {
+    private mutating func lookUp(_ name: String) -> (raw: RawSetting, source: SettingSource)? {
         self.consulted.insert(name)
-        if let flag { return (.text(flag), .flag("--\(name)")) }
+        if let flag = self.flags[name] { return (.text(flag), .flag("--\(name)")) }
         let environmentName = Self.environmentName(name)
         if let text = self.environmentValue(environmentName) { return (.text(text), .environment(environmentName)) }
         if let file = self.file, let value = file.values[name] { return (.json(value), .file(path: file.path, key: name)) }
@@ -222,7 +225,7 @@ enum SettingParser {
 }
 
 /// The Levenshtein distance between two short strings (for "did you mean").
-private func editDistance(_ left: String, _ right: String) -> Int {
+func editDistance(_ left: String, _ right: String) -> Int {
     let left = Array(left)
     let right = Array(right)
     var previous = Array(0...right.count)

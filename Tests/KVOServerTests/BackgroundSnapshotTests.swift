@@ -1,7 +1,8 @@
 // Background snapshots with real kvod processes: a snapshot taken while mutations continue holds exactly the graph at
 // its seq (checked against a model of every acknowledged mutation, read back with `kvod --dump-snapshot` beside the
 // running server), and SIGKILL at any moment of a background snapshot under load with `--fsync always` loses no
-// acknowledged mutation (the restart also proves an orphaned snapshot process holds neither the lock nor the port).
+// acknowledged mutation (the restart also proves an orphaned snapshot process holds neither the lock nor the port), and
+// a snapshot process dies with its kvod, so the file of a killed kvod's snapshot is never put in place.
 import Foundation
 import KVOClient
 import TestSupport
@@ -159,5 +160,44 @@ import WireProtocol
             #expect(restarted.stop() == 0)
         }
         #expect(killedMidSnapshot > 0, "no kill landed during a background snapshot in \(iteration) tries")
+    }
+    @Test func aSnapshotProcessDiesWithItsKvodAndNeverPutsItsFileInPlace() throws {
+        let directory = DurabilityTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let arguments = ["--data-dir", directory, "--fsync", "always", "--snapshot-every", "10000"]
+        let server = try KVODProcess.start(arguments + ["--log-level", "debug"])
+        // 10,000 sets of 2 KB values: the first snapshot starts at the last of them and has tens of megabytes to
+        // fsync and write, so the kill below lands while its process works.
+        let client = try server.client()
+        let filler = String(repeating: "x", count: 2_000)
+        for start in stride(from: 0, to: 10_000, by: 500) {
+            for index in start..<(start + 500) {
+                try client.sendRaw(Peer.requestText(index, "set", #"{"path":"p\#(index)","value":"\#(index) \#(filler)"}"#))
+            }
+            for _ in 0..<500 { #expect(try JSONParser.parse(try client.readRawLine())["result"]?["seq"] != nil) }
+        }
+        #expect(server.waitForLog("snapshot started"))
+        server.command.send(signal: SIGKILL)
+        #expect(server.command.waitForExitStatus(timeout: .seconds(5)) != nil)
+        let match = server.stderrText.firstMatch(of: /snapshot\.pid=(\d+)/)
+        let child = try #require(match.flatMap { Int32($0.1) })
+        // The kernel kills the child with its parent (it may stay a zombie if nothing reaps it here).
+        var gone = false
+        for _ in 0..<200 where !gone {
+            let state = (try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8))?.split(separator: ")").last?
+                .split(separator: " ").first
+            gone = state == nil || state == "Z"
+            if !gone { usleep(50_000) }
+        }
+        #expect(gone, "the snapshot process \(child) outlived its kvod")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        #expect(!names.contains("snapshot.kvs"), "a killed kvod's snapshot was put in place: \(names.sorted())")
+        #expect(names.contains("journal.10000.log"))
+        // The old state (no snapshot) and the journal still hold everything (replaying it takes a while).
+        let restarted = try KVODProcess.start(arguments, timeout: .seconds(120))
+        let reader = try restarted.client()
+        #expect(try reader.get("p0") == .string("0 \(filler)"))
+        #expect(try reader.get("p9999") == .string("9999 \(filler)"))
+        #expect(restarted.stop() == 0)
     }
 }

@@ -78,6 +78,7 @@ private func samples(_ body: String) -> [String: Double] {
         #expect(figures["kvod_seq"] == 3)
         #expect(figures["kvod_closes_total{reason=\"slow_consumer\"}"] == 0)
         #expect(figures["kvod_journal_fsync_seconds_count"] == 0)
+        #expect(!response.body.contains("kvod_cluster_"), "a kvod outside a cluster shows no cluster figures")
         for name in ["kvod_bytes_in_total", "kvod_bytes_out_total", "kvod_connections_accepted_total"] {
             #expect((figures[name] ?? 0) > 0, "\(name)")
         }

@@ -61,7 +61,7 @@ import WireProtocol
         for session in expired { session.close(.replicationTimeout) }
         server.flush()
         let messages = try writer.takeMessages()
-        #expect(messages.count == 1)
+        try #require(messages.count == 1)
         #expect(messages[0]["method"] == "closing" && messages[0]["params"]?["reason"] == "replication_timeout")
         #expect(server.context.stats.closes[.replicationTimeout] == 1)
     }

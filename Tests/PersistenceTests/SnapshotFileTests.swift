@@ -179,17 +179,53 @@ struct SnapshotFileTests {
         #expect(contents.records == [Self.registration(at: 4, "b/2")])
     }
 
-    @Test func aDamagedSegmentRefusesToLoad() throws {
+    @Test func aTornOlderSegmentRefusesToLoadAndATornNewestOneIsCut() throws {
         let directory = JournalTests.scratch()
         do {
             let (data, _) = try DataDirectory.open(path: directory)
             try Self.append(data.journal, 1...3)
             try data.rollJournal(at: 3)
+            try Self.append(data.journal, 4...5)
+            try data.rollJournal(at: 5)
         }
-        let segment = URL(fileURLWithPath: directory + "/journal.3.log")
-        var bytes = try [UInt8](Data(contentsOf: segment))
-        bytes.removeLast(5)  // a segment is fsynced whole before the roll: a short one is damage, not a power cut
-        try Data(bytes).write(to: segment)
+        func cut(_ name: String) throws {
+            let segment = URL(fileURLWithPath: directory + "/" + name)
+            var bytes = try [UInt8](Data(contentsOf: segment))
+            bytes.removeLast(5)
+            try Data(bytes).write(to: segment)
+        }
+        // The newest segment: a roll does not wait for the disk, so a power cut before the snapshot process fsynced
+        // it can cut its last write, as the journal's.
+        try cut("journal.5.log")
+        do {
+            let (_, contents) = try DataDirectory.open(path: directory)
+            #expect(contents.records.map(\.seq) == [1, 2, 3, 4])
+            #expect(contents.tornBytes > 0)
+        }
+        // An older one was fsynced before the next roll: a short one is damage, not a power cut.
+        try cut("journal.3.log")
         #expect(throws: PersistenceError.self) { try DataDirectory.open(path: directory) }
+    }
+
+    @Test func aRollLeavesTheDiskToTheSnapshotProcessAndItsPlanCoversEverySegment() throws {
+        let directory = JournalTests.scratch()
+        let (data, _) = try DataDirectory.open(path: directory)
+        try Self.append(data.journal, 1...3)
+        try data.rollJournal(at: 3, syncDirectory: false)
+        try Self.append(data.journal, 4...5)
+        try data.rollJournal(at: 5, carrying: [Self.registration(at: 5, "b/3")], syncDirectory: false)
+        let plan = data.snapshotPlan(at: 5)
+        #expect(plan.directory == directory)
+        #expect(plan.rolled == [directory + "/journal.5.log", directory + "/journal.log"])
+        #expect(plan.target == directory + "/snapshot.kvs")
+        #expect(plan.covered == [directory + "/snapshot.json", directory + "/journal.3.log", directory + "/journal.5.log"])
+        // Without a snapshot process the loop makes the roll durable itself; the files stay as they are.
+        try data.syncRoll(at: 5)
+        #expect(data.segments == [3, 5])
+        // The process deleted what its plan covers: the directory forgets the segments.
+        data.snapshotCompleted(at: 5)
+        #expect(data.segments.isEmpty)
+        let (_, scan) = try Journal.open(path: directory + "/journal.log")
+        #expect(scan.records == [Self.registration(at: 5, "b/3")])
     }
 }

@@ -50,6 +50,25 @@ struct JSONWriterTests {
         #expect(try JSONParser.parse(Array(out.dropFirst())) == .int(value))
     }
 
+    @Test("writeDecimal writes what String(_:) does, at every power of ten and either side of it")
+    func decimalDigits() {
+        var values: [Int64] = [0, Int64.max, Int64.min, Int64.min + 1]
+        var power: Int64 = 1
+        for _ in 0..<19 {
+            for value in [power - 1, power, power + 1, power * 3 + 7] { values += [value, -value] }
+            if power <= Int64.max / 10 { power *= 10 }
+        }
+        var random = SeededGenerator(seed: 10)
+        for _ in 0..<1000 { values.append(Int64(bitPattern: random.next()) >> Int64.random(in: 0..<63, using: &random)) }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 24, alignment: 8)
+        defer { buffer.deallocate() }
+        for value in values {
+            let count = JSONWriter.writeDecimal(value, to: buffer)
+            let written = String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)
+            #expect(written == String(value), "\(value)")
+        }
+    }
+
     @Test(
         "doubles use the shortest round-trip text, always recognisable as a double",
         arguments: [

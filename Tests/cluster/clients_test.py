@@ -24,12 +24,8 @@ FAILOVER = LEASE + 4  # seconds from a leader's SIGKILL to a write accepted by i
 
 
 def kvoctl_binary(root):
-    """$KVOCTL_BIN, else a link named kvoctl to kvod (which then runs as kvoctl: Sources/kvod/MultiCall.swift)."""
-    if os.environ.get("KVOCTL_BIN"):
-        return os.environ["KVOCTL_BIN"]
-    link = os.path.join(root, "kvoctl")
-    os.symlink(os.path.abspath(KVOD), link)
-    return link
+    """$KVOCTL_BIN, else the kvoctl built beside $KVOD_BIN."""
+    return os.environ.get("KVOCTL_BIN") or os.path.join(os.path.dirname(os.path.abspath(KVOD)), "kvoctl")
 
 
 def run(kvoctl, *arguments, timeout=30):

@@ -1,6 +1,7 @@
 // The mutation log of a cluster member: every committed mutation goes to the journal (Durability), to the term
 // history (TermHistory) and to the replication backlog and links (ReplicationSource); the turn's flush writes the
-// journal first, then the catch-ups, then (on a follower) the ack of what is now journaled (`--sync-replicas`).
+// journal first, then the catch-ups and the next chunks of the snapshots being sent, then (on a follower) the ack of
+// what is now journaled (`--sync-replicas`). On a follower it also holds the leader's snapshot being received.
 import WireProtocol
 
 /// Durability plus replication. Loop-owned.
@@ -14,6 +15,8 @@ final class ClusterLog: MutationLog {
     var replicatedTerm: UInt64?
     /// After the turn's journal write, when it succeeded: a follower acknowledges what it journaled.
     var afterJournal: (() -> Void)?
+    /// On a follower: the leader's snapshot being received for a bootstrap (SnapshotReceiver.swift).
+    var incomingSnapshot: SnapshotReceiver?
 
     init(source: ReplicationSource, terms: TermHistory, status: ClusterStatus) {
         self.source = source

@@ -344,7 +344,9 @@ final class ClusterMember {
             "cluster role changed",
             metadata: ["cluster.role": "\(self.status.role.rawValue)", "cluster.term": "\(self.status.term)",
                 "cluster.leader": "\(self.status.leaderAddress ?? "none")", "seq": "\(self.server.graph.seq)",
-                "reason": "\(why)"])
+                "cluster.previous.role": "\(self.status.previousRole.rawValue)",
+                "cluster.previous.term": "\(self.status.previousTerm)",
+                "cluster.previous.leader": "\(self.status.previousLeaderAddress ?? "none")", "reason": "\(why)"])
     }
 
     // MARK: - The replication link

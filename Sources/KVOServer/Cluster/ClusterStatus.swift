@@ -53,6 +53,11 @@ public enum ClusterRole: String, Sendable {
 final class ClusterStatus {
     let configuration: ClusterConfiguration
     private(set) var role = ClusterRole.candidate
+    /// The role before the last `update` (what a role change is logged as coming from).
+    private(set) var previousRole = ClusterRole.candidate
+    /// The term and leader before the last `update`.
+    private(set) var previousTerm: UInt64 = 0
+    private(set) var previousLeaderAddress: String?
     /// The current leader's term (the etcd revision at which it won); 0 before any is known.
     private(set) var term: UInt64 = 0
     /// The highest term seen (from etcd or in a replicated record): records from an older term are refused.
@@ -78,6 +83,7 @@ final class ClusterStatus {
     @discardableResult
     func update(role: ClusterRole, term: UInt64, leader: String?) -> Bool {
         let changed = role != self.role || term != self.term || leader != self.leaderAddress
+        (self.previousRole, self.previousTerm, self.previousLeaderAddress) = (self.role, self.term, self.leaderAddress)
         self.role = role
         self.term = term
         self.leaderAddress = leader

@@ -1,10 +1,10 @@
 // The leader's side of replication: the backlog of recent mutations (what a reconnecting follower resumes from), the
 // replication sessions (`replicate`, Protocol/methods.md#replicate) and what is sent on them: a catch-up from the
-// backlog (or a snapshot when the follower is behind it), each committed mutation as it is committed, and a
-// heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, recordTerm, method, params}.
-// With `--sync-replicas N` it also counts the followers' acks (`ack` notifications, sent after their journal write)
-// and releases the held responses (Sessions.releasedSeq) up to the seq N followers have, while the lease is proven;
-// responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
+// backlog (or, when the follower is behind it, a snapshot first: SnapshotShipper.swift), each committed mutation as
+// it is committed, and a heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, recordTerm,
+// method, params}. With `--sync-replicas N` it also counts the followers' acks (`ack` notifications, sent after their
+// journal write) and releases the held responses (Sessions.releasedSeq) up to the seq N followers have, while the
+// lease is proven; responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
 // Recorded paths (Cluster/RecordedPaths.swift): a catch-up starts with a `{term, seq, record}` line per path the
 // leader records, and each recorder the leader starts later is announced in the stream at its seq.
 import ObjectGraph
@@ -25,6 +25,12 @@ final class ReplicationSource {
     /// Streaming followers, and those waiting for their catch-up (sent at the turn's flush, after their response).
     private var replicas: [Session] = []
     private var pending: [(session: Session, fromSeq: UInt64?)] = []
+    /// Bootstraps followers behind the backlog from a snapshot; the backlog keeps what they need meanwhile.
+    var shipper: SnapshotShipper? {
+        didSet { self.shipper?.onShipped = { [unowned self] session, seq in self.shipped(session, seq: seq) } }
+    }
+    /// Each follower's progress as the leader sees it (metrics).
+    let progress = FollowerProgress()
     /// Per streaming follower (by session id): the highest seq it acknowledged and when it last acknowledged.
     private var acks: [Int: (seq: UInt64, at: UInt64)] = [:]
     private let sessions: Sessions
@@ -57,8 +63,8 @@ final class ReplicationSource {
         self.trim()
     }
 
-    /// Followers streaming or about to.
-    var replicaCount: Int { self.replicas.count + self.pending.count }
+    /// Followers streaming or about to (bootstrapping ones included).
+    var replicaCount: Int { self.replicas.count + self.pending.count + (self.shipper?.count ?? 0) }
 
     /// Whether a follower at `fromSeq` can resume from the backlog (else it needs a snapshot).
     func canResume(from fromSeq: UInt64) -> Bool {
@@ -89,33 +95,18 @@ final class ReplicationSource {
 
     /// At the turn's flush (after the journal write): sends pending catch-ups; their responses are queued already.
     func beforeOutput() {
+        self.shipper?.pump()
         guard !self.pending.isEmpty else { return }
         let pending = self.pending
         self.pending.removeAll()
         for (session, fromSeq) in pending where session.closeReason == nil {
-            var output: [UInt8] = []
-            var from = fromSeq ?? self.graph.seq
-            let bootstraps = fromSeq == nil || !self.canResume(from: from)
-            if bootstraps {
-                from = self.graph.seq
-                let bytes = BinarySnapshotCodec.encode(self.graph.makeSnapshot())
-                output.append(contentsOf: #"{"snapshot":"#.utf8)
-                JSONWriter.appendString(Base64.encode(bytes), to: &output)
-                output.append(contentsOf: #","seq":"#.utf8)
-                JSONWriter.appendInt(Int64(from), to: &output)
-                output.append(contentsOf: #","term":"#.utf8)
-                JSONWriter.appendInt(Int64(self.status.term), to: &output)
-                output.append(contentsOf: "}\n".utf8)
+            if let fromSeq, self.canResume(from: fromSeq) {
+                self.stream(session, after: fromSeq, bootstrapped: false)
+            } else if let shipper = self.shipper {
+                shipper.start(session)
+            } else {
+                session.close(.ioError)  // nothing can bootstrap it (a server without cluster wiring)
             }
-            let start = Int(from - self.baseSeq)
-            self.appendRecordedPaths(at: from, to: &output)
-            for entry in self.records[start...] {
-                Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)
-            }
-            session.enqueue(bytes: output)
-            self.replicas.append(session)
-            // A resuming follower has `from` in its journal; a bootstrapping one nothing until it acks.
-            self.acks[session.id] = (bootstraps ? 0 : from, self.clock.nowMilliseconds)
         }
         self.countLiveReplicas()
     }
@@ -184,6 +175,29 @@ final class ReplicationSource {
         for session in self.sessions.expireHeld(before: now - timeout) { session.close(.replicationTimeout) }
     }
 
+    /// A follower has its whole snapshot at `seq` queued: the records after it follow, then it streams.
+    private func shipped(_ session: Session, seq: UInt64) {
+        guard session.closeReason == nil else { return }
+        guard self.canResume(from: seq) else {
+            session.close(.ioError)  // the backlog moved on (a new term reset it): the follower asks again
+            return
+        }
+        self.stream(session, after: seq, bootstrapped: true)
+    }
+
+    /// Queues every backlog record after `seq` and makes `session` a streaming replica.
+    private func stream(_ session: Session, after seq: UInt64, bootstrapped: Bool) {
+        var output: [UInt8] = []
+        self.appendRecordedPaths(at: seq, to: &output)
+        for entry in self.records[Int(seq - self.baseSeq)...] {
+            Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)
+        }
+        if !output.isEmpty { session.enqueue(bytes: output) }
+        self.replicas.append(session)
+        // A resuming follower has `seq` in its journal; a bootstrapping one nothing until it acks.
+        self.acks[session.id] = (bootstrapped ? 0 : seq, self.clock.nowMilliseconds)
+    }
+
     /// Every 250 ms: a heartbeat on each link (`{term, seq}`), so followers know their lag and that the link lives.
     func heartbeat() {
         self.replicas.removeAll { $0.closeReason != nil }
@@ -193,7 +207,8 @@ final class ReplicationSource {
             self.release()
             self.expireHeld()
         }
-        guard !self.replicas.isEmpty else { return }
+        self.progress.sample(self.replicas, seq: self.graph.seq) { self.acks[$0.id]?.seq }  // before the heartbeat
+        guard !self.replicas.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
         var line: [UInt8] = []
         line.append(contentsOf: #"{"term":"#.utf8)
         JSONWriter.appendInt(Int64(self.status.term), to: &line)
@@ -201,6 +216,7 @@ final class ReplicationSource {
         JSONWriter.appendInt(Int64(self.graph.seq), to: &line)
         line.append(contentsOf: "}\n".utf8)
         for session in self.replicas { session.enqueue(bytes: line) }
+        self.shipper?.heartbeat(line)
     }
 
     /// Closes every replication session (this member is no longer the leader).
@@ -208,13 +224,20 @@ final class ReplicationSource {
         for session in self.replicas + self.pending.map(\.session) { session.close(.notLeader) }
         self.replicas.removeAll()
         self.pending.removeAll()
+        self.shipper?.cancelAll(closing: .notLeader)
+        self.progress.sample([], seq: self.graph.seq) { _ in nil }
         self.acks.removeAll()
         self.status.liveReplicas = 0
     }
 
     private func trim() {
-        let excess = self.records.count - self.capacity
+        var excess = self.records.count - self.capacity
         guard excess > self.capacity / 4 else { return }
+        // A bootstrap in flight needs every record after its snapshot's seq.
+        if let pinned = self.shipper?.lowestSeq, pinned >= self.baseSeq {
+            excess = min(excess, Int(pinned - self.baseSeq))
+            guard excess > self.capacity / 4 else { return }
+        }
         self.records.removeFirst(excess)
         self.baseSeq += UInt64(excess)
     }

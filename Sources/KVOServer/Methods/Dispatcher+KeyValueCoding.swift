@@ -65,11 +65,23 @@ extension Dispatcher {
         self.writeSetResult(result)
     }
 
+    /// A plain set read straight off the line (RPCPlainSet): `set` with only `path` and `value`. Returns the seq;
+    /// writes a result only when it is more than `{"seq":N}` (`seqResultPrefix`), which the caller writes itself.
+    func set(_ set: RPCPlainSet) throws -> UInt64 {
+        // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
+        let result = try self.context.graph.set(self.keyPath(plain: set.path), to: Value(json: set.value))
+        if result.storedValue != nil { self.writeSetResult(result) }
+        return result.seq
+    }
+
+    /// A mutation's usual result is this and the seq, then `}`.
+    static var seqResultPrefix: StaticString { #"{"seq":"# }
+
     /// `{"seq":N}`, and `"value"` when validation stored something else than was sent (coerced, trimmed, a null
     /// replacement).
     private func writeSetResult(_ result: SetResult) {
         guard let stored = result.storedValue else {
-            self.writeResult(objectPrefix: #"{"seq":"#, int: Int64(result.seq))
+            self.writeResult(objectPrefix: Self.seqResultPrefix, int: Int64(result.seq))
             return
         }
         self.writeResult {

@@ -17,16 +17,21 @@ final class NotificationEncoder {
         var shape: UInt8
     }
 
-    // A few recent tails: subscriptions of one change with different options alternate between shapes.
+    // A few recent tails, each in a buffer of its own that is rewritten in place: subscriptions of one change with
+    // different options alternate between shapes.
     @exclusivity(unchecked) private var keys: [Key] = Array(repeating: Key(payload: 0, shape: 0), count: 4)
-    @exclusivity(unchecked) private var tails: [[UInt8]] = Array(repeating: [], count: 4)
+    private let tails = OutputBuffers(count: 4)
     @exclusivity(unchecked) private var next = 0
+    /// The slot found last: the subscriptions of one change ask for the same one in turn.
+    @exclusivity(unchecked) private var lastSlot = 0
+    /// Reused for values that are not written in place.
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
 
     /// Recent middles by path, so that subscriptions of one path share one buffer.
-    private var middles: [String: [UInt8]] = [:]
+    private var middles: [String: SharedBytes] = [:]
 
     /// `,"path":"P",` and, with a context, `"context":C,`.
-    func middle(path: String, context: JSONValue?) -> [UInt8] {
+    func middle(path: String, context: JSONValue?) -> SharedBytes {
         if context == nil, let shared = self.middles[path] { return shared }
         var middle = Array(#","path":"#.utf8)
         JSONWriter.appendString(path, to: &middle)
@@ -35,11 +40,12 @@ final class NotificationEncoder {
             middle.append(contentsOf: #""context":"#.utf8)
             JSONWriter.append(context, to: &middle)
             middle.append(UInt8(ascii: ","))
-            return middle
+            return SharedBytes(middle)
         }
         if self.middles.count >= 4096 { self.middles.removeAll(keepingCapacity: true) }
-        self.middles[path] = middle
-        return middle
+        let shared = SharedBytes(middle)
+        self.middles[path] = shared
+        return shared
     }
 
     /// Appends `subscription`'s notification of `change` (as an observation with `options` sees it) to `output`.
@@ -54,9 +60,8 @@ final class NotificationEncoder {
         } else {
             output.appendInteger(Int64(subscription.id))
         }
-        output.append(subscription.middle)
-        // (No closure here: a main-actor closure handed to a nonisolated API gets a runtime isolation check.)
-        output.append(self.tails[slot])
+        output.append(subscription.middle.bytes)
+        output.append(self.tails.buffer(slot).pointee.bytes)
     }
 
     /// `{"jsonrpc":"2.0","method":"progress","params":{"subscription":ID,"seq":N}}` and a newline.
@@ -85,59 +90,76 @@ final class NotificationEncoder {
 
     /// The slot of the tail for `change` as an observation with `options` sees it (`"kind":…` through `}}\n`),
     /// encoded on first use; valid until the next call.
+    @inline(__always)
     func tailSlot(for change: Change, options: ObservationOptions) -> Int {
         // The fields the change carries, less `new`/`old` when the options did not ask for them.
         let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
+        // The usual case, the tail the previous subscription of this change got, inline; the rest in a call.
+        if change.payloadID != 0 && self.keys[self.lastSlot] == Key(payload: change.payloadID, shape: shape) {
+            return self.lastSlot
+        }
+        return self.findOrEncodeTail(for: change, shape: shape)
+    }
+
+    @inline(never)
+    private func findOrEncodeTail(for change: Change, shape: UInt8) -> Int {
         let key = Key(payload: change.payloadID, shape: shape)
-        if change.payloadID != 0, let slot = self.keys.firstIndex(of: key) { return slot }
+        if change.payloadID != 0 {
+            if let slot = self.keys.firstIndex(of: key) {
+                self.lastSlot = slot
+                return slot
+            }
+        }
         let slot = self.next
+        self.lastSlot = slot
         self.keys[slot] = key
-        self.tails[slot] = Self.encodeTail(change, shape: shape)
+        self.encodeTail(change, shape: shape, into: self.tails.buffer(slot))
         self.next = (slot + 1) % self.keys.count
         return slot
     }
 
-    private static func encodeTail(_ change: Change, shape: UInt8) -> [UInt8] {
-        var buffer: [UInt8]
+    private func encodeTail(_ change: Change, shape: UInt8, into tail: UnsafeMutablePointer<OutputBuffer>) {
+        // A tail once made large by a large value gives its memory back.
+        tail.pointee.removeAll(keepingCapacity: tail.pointee.capacity <= 64 << 10)
         switch change.kind {
-        case .setting: buffer = Self.settingBytes
-        case .insertion: buffer = Self.insertionBytes
-        case .removal: buffer = Self.removalBytes
-        case .replacement: buffer = Self.replacementBytes
+        case .setting: tail.pointee.append(#""kind":"setting""#)
+        case .insertion: tail.pointee.append(#""kind":"insertion""#)
+        case .removal: tail.pointee.append(#""kind":"removal""#)
+        case .replacement: tail.pointee.append(#""kind":"replacement""#)
         }
         if let indexes = change.indexes {
-            buffer.append(contentsOf: Self.indexesBytes)
+            tail.pointee.append(#","indexes":["#)
             for (position, index) in indexes.enumerated() {
-                if position > 0 { buffer.append(UInt8(ascii: ",")) }
-                JSONWriter.appendInt(Int64(index), to: &buffer)
+                if position > 0 { tail.pointee.append(",") }
+                tail.pointee.appendInteger(Int64(index))
             }
-            buffer.append(UInt8(ascii: "]"))
+            tail.pointee.append("]")
         }
         if shape & 1 != 0, let new = change.new {
-            buffer.append(contentsOf: Self.newBytes)
-            new.appendJSON(to: &buffer)
+            tail.pointee.append(#","new":"#)
+            self.append(new, to: tail)
         }
         if shape & 2 != 0, let old = change.old {
-            buffer.append(contentsOf: Self.oldBytes)
-            old.appendJSON(to: &buffer)
+            tail.pointee.append(#","old":"#)
+            self.append(old, to: tail)
         }
-        if change.isPrior { buffer.append(contentsOf: Self.priorBytes) }
-        if change.isInitial { buffer.append(contentsOf: Self.initialBytes) }
-        buffer.append(contentsOf: Self.seqBytes)
-        JSONWriter.appendInt(Int64(change.seq), to: &buffer)
-        buffer.append(contentsOf: Self.endBytes)
-        return buffer
+        if change.isPrior { tail.pointee.append(#","prior":true"#) }
+        if change.isInitial { tail.pointee.append(#","initial":true"#) }
+        tail.pointee.append(#","seq":"#)
+        tail.pointee.appendInteger(Int64(change.seq))
+        tail.pointee.append("}}\n")
     }
 
-    private static let settingBytes = Array(#""kind":"setting""#.utf8)
-    private static let insertionBytes = Array(#""kind":"insertion""#.utf8)
-    private static let removalBytes = Array(#""kind":"removal""#.utf8)
-    private static let replacementBytes = Array(#""kind":"replacement""#.utf8)
-    private static let indexesBytes = Array(#","indexes":["#.utf8)
-    private static let newBytes = Array(#","new":"#.utf8)
-    private static let oldBytes = Array(#","old":"#.utf8)
-    private static let priorBytes = Array(#","prior":true"#.utf8)
-    private static let initialBytes = Array(#","initial":true"#.utf8)
-    private static let seqBytes = Array(#","seq":"#.utf8)
-    private static let endBytes = Array("}}\n".utf8)
+    /// A value's JSON: scalars written in place, anything else through `Value.appendJSON`.
+    private func append(_ value: Value, to tail: UnsafeMutablePointer<OutputBuffer>) {
+        switch value {
+        case .int(let number): tail.pointee.appendInteger(number)
+        case .bool(let flag): tail.pointee.append(flag ? "true" : "false")
+        case .null: tail.pointee.append("null")
+        default:
+            self.scratch.removeAll(keepingCapacity: self.scratch.capacity <= 64 << 10)
+            value.appendJSON(to: &self.scratch)
+            tail.pointee.append(self.scratch)
+        }
+    }
 }

@@ -23,7 +23,7 @@ final class Session {
     /// entry would cost more memory than the subscription.
     private(set) var subscriptions: [Subscription] = []
     /// Non-nil once closing; nothing more is read or queued.
-    private(set) var closeReason: CloseReason?
+    @exclusivity(unchecked) private(set) var closeReason: CloseReason?
     /// True once the transport was told to close: nothing more is handed to it.
     private var transportClosing = false
     /// The client's name from `hello`, for logs.
@@ -45,11 +45,11 @@ final class Session {
     /// A close the dispatcher asked for, done once the current message's response is queued.
     var closeAfterResponse: CloseReason?
     /// Decides when the client reads too slowly (OutputLimiter.swift).
-    private var limiter: OutputLimiter
+    @exclusivity(unchecked) private var limiter: OutputLimiter
     /// Set when the output passed its limits; the session is closed at the next flush, outside any commit.
-    private var outputLimitBreach: OutputLimitBreach?
+    @exclusivity(unchecked) private var outputLimitBreach: OutputLimitBreach?
     /// The transport's queue after the last flush, and the output size from which enqueues check the limits.
-    private var lastPendingWriteBytes = 0
+    @exclusivity(unchecked) private var lastPendingWriteBytes = 0
     private let limitCheckThreshold: Int
     /// The clock when the session opened (for the authentication timeout).
     let openedAtMilliseconds: UInt64
@@ -109,6 +109,19 @@ final class Session {
         self.output.append(RPCEncoder.resultStart)
         self.output.append(result)
         self.output.append("}\n")
+        self.outputQueued()
+    }
+
+    /// Queues `{"jsonrpc":"2.0","id":ID,"result":PREFIX VALUE}}` and a newline, where `prefix` is `{"KEY":`: a
+    /// mutation's `{"seq":N}`, written in place.
+    func enqueueResponse(id: Int64, objectPrefix prefix: StaticString, int value: Int64) {
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        self.output.append(RPCEncoder.responseStart)
+        self.output.appendInteger(id)
+        self.output.append(RPCEncoder.resultStart)
+        self.output.append(prefix)
+        self.output.appendInteger(value)
+        self.output.append("}}\n")
         self.outputQueued()
     }
 
@@ -220,7 +233,7 @@ final class Session {
         self.closeReason = reason
         self.transport.pauseReading()
         for subscription in self.subscriptions { self.context.subscriptions.end(subscription) }
-        self.subscriptions.removeAll()
+        self.subscriptions.removeAll()  // which also ends the references the subscriptions held to the session
         if let ops = self.onDisconnectOps {
             self.onDisconnectOps = nil
             self.dispatcher.runOnDisconnect(ops, connection: self.durableID, logID: "\(self.id)")

@@ -85,6 +85,8 @@ final class SessionContext {
 final class Sessions {
     private var byID: [Int: Session] = [:]
     @exclusivity(unchecked) private var needsFlush: [Session] = []
+    /// The list being flushed (flushAll), kept for its capacity.
+    @exclusivity(unchecked) private var flushing: [Session] = []
     private(set) var nextID = 1
 
     var count: Int { self.byID.count }
@@ -156,9 +158,10 @@ final class Sessions {
     /// Hands every session's queued output to its transport.
     func flushAll() {
         guard !self.needsFlush.isEmpty else { return }
-        // A flush can close a session (output limit), which never adds to the list: iterate a stable copy.
-        let pending = self.needsFlush
-        self.needsFlush.removeAll(keepingCapacity: true)
-        for session in pending { session.flush() }
+        // The list is swapped with a spare one (no copy, no allocation per turn); a flush can close a session (output
+        // limit), which never adds to the list, and anything listed meanwhile waits for the next flush.
+        swap(&self.needsFlush, &self.flushing)
+        for session in self.flushing { session.flush() }
+        self.flushing.removeAll(keepingCapacity: true)
     }
 }

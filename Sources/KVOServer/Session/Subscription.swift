@@ -15,15 +15,19 @@ final class Subscription {
     /// The engine observation behind it: set right after it is added, nil once the subscription ended (the
     /// observer holds the subscription as its sink, so this reference is dropped then to break the cycle).
     var observer: Observer?
-    unowned(unsafe) let session: Session  // a session ends its subscriptions before it goes
+    /// The session. A strong `let`, which a notification reads without a retain and release (an unowned one costs
+    /// both per notification); the session holds its subscriptions too, and drops them when it closes.
+    let session: Session
     let options: ObservationOptions
     /// How many digits `idDigits` holds: the id's, when it has at most 8; 0 for a longer id (formatted per
     /// notification).
     let idDigitCount: UInt8
+    /// Whether the subscription sends `progress` notifications (its extras say when it last sent something).
+    private(set) var sendsProgress = false
     /// The id's decimal digits packed little-endian (the first digit in the low byte).
     let idDigits: UInt64
     /// `,"path":"P",` (and `"context":C,`): shared by the subscriptions of one path without context.
-    let middle: [UInt8]
+    let middle: SharedBytes
     /// What few subscriptions have: a context, `progress` notifications.
     private(set) var extras: Extras?
 
@@ -39,7 +43,7 @@ final class Subscription {
 
     init(
         id: Int, path: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?, session: Session,
-        middle: [UInt8]
+        middle: SharedBytes
     ) {
         self.id = id
         self.options = options
@@ -77,16 +81,16 @@ final class Subscription {
         extras.progressMilliseconds = milliseconds
         extras.lastSentMilliseconds = now
         self.extras = extras
+        self.sendsProgress = milliseconds > 0
     }
 
     /// Appends this subscription's notification of `change` to its session's output.
     @inline(__always)
     private func deliver(_ change: Change, options: ObservationOptions) {
-        let session = self.session
-        if let extras = self.extras, extras.progressMilliseconds > 0 {
-            extras.lastSentMilliseconds = session.context.clock.nowMilliseconds
+        if self.sendsProgress, let extras = self.extras {
+            extras.lastSentMilliseconds = self.session.context.clock.nowMilliseconds
         }
-        session.enqueueNotification(of: self, change: change, options: options)
+        self.session.enqueueNotification(of: self, change: change, options: options)
     }
 
     /// Queues a notification outside a change (initial, replayed): `change` shaped for this subscription.

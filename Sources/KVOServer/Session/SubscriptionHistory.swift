@@ -145,8 +145,10 @@ final class SubscriptionHistory {
     /// A recorder's engine sink: appends each after notification to the ring.
     @MainActor
     private final class RecorderSink: @MainActor ObservationSink {
-        unowned let history: SubscriptionHistory
-        unowned let recorder: Recorder
+        // unowned(unsafe): checked unowned references cost a retain and release per change; the history outlives
+        // its sinks, and a recorder's observation (which holds this sink) is removed before the recorder goes.
+        unowned(unsafe) let history: SubscriptionHistory
+        unowned(unsafe) let recorder: Recorder
 
         init(_ history: SubscriptionHistory, _ recorder: Recorder) {
             self.history = history
