@@ -1,25 +1,32 @@
 // One object in the graph: its identity, its class and its stored values. It knows nothing of observation or
 // validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
 //
-// In memory an object is one array of entries in key order, each a key and its slot (48 bytes):
+// The stored values live in one malloc'd block of packed entries in key order (like Redis's listpack), read and
+// written in place; docs/ARCHITECTURE.md#objects-in-memory draws one. An entry is
 //
-//     GraphObject ── id, class
-//       entries: [ "name" .string("object 1") seq | "n" .int(1) seq | "tags" .array(→ heap) seq ]
-//                  (a key: 16 bytes, inline when short; a Slot: a 24-byte Value and its 8-byte modSeq)
-//       index:   nil, or [key: position] once the object has more than `indexThreshold` keys
+//     key length (varint) | key (UTF-8) | modSeq (8 bytes) | region length (1 byte) | region: the value (PackedValue)
 //
-// A key is found by a linear scan of the keys (a few string compares, cheaper than hashing for the small objects
-// graphs are made of) or, for a large object (an open root holding 100,000 keys), through the index.
+// after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A value that
+// does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with an index
+// keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its regions is at
+// least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the entries (a few byte
+// compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most 3/4 full) hashed
+// with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes the key it added.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An object in a graph. Loop-owned by whoever owns the graph.
 final class GraphObject {
     let id: ObjectID
     let objectClass: ObjectClass
-    /// The keys and their slots in the order the keys were first set (declared keys in declaration order).
-    /// (Unchecked exclusivity: see Graph.objects.)
-    @exclusivity(unchecked) private var entries: [Entry] = []
-    /// Positions by key, for objects with more than `indexThreshold` keys.
-    @exclusivity(unchecked) private var index: [String: Int]?
+    /// The packed entries (see above); nil until the first key is set. (Unchecked exclusivity: see Graph.objects.)
+    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer?
 
     /// Up to this many keys an object has no index.
     static let indexThreshold = 12
@@ -30,97 +37,476 @@ final class GraphObject {
         var modSeq: UInt64
     }
 
-    private struct Entry {
-        let key: String
-        var slot: Slot
-    }
-
-    /// The keys in order.
-    var keys: [String] { self.entries.map(\.key) }
-
-    /// The stored values in key order.
-    var values: [Value] { self.entries.map(\.slot.value) }
-
-    /// The modSeqs in key order.
-    var modSeqs: [UInt64] { self.entries.map(\.slot.modSeq) }
-
-    /// Calls `body` with each key and its value, in key order (no lookups).
-    @inline(__always)
-    func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        for entry in self.entries { try body(entry.key, entry.slot.value) }
-    }
-
     init(id: ObjectID, objectClass: ObjectClass) {
         self.id = id
         self.objectClass = objectClass
     }
 
-    /// The position of `key` in `entries`.
-    @inline(__always)
-    private func position(of key: String) -> Int? {
-        if let index = self.index { return index[key] }
-        return self.entries.firstIndex { $0.key == key }
+    deinit {
+        guard let base = self.storage else { return }
+        var offset = Self.headerSize
+        let used = self.used
+        while offset < used {
+            let entry = Self.entry(base, at: offset)
+            Self.releaseBox(base, entry.regionStart)
+            offset = entry.end
+        }
+        if let index = self.index { free(index) }
+        free(base)
+    }
+
+    // MARK: - Reading
+
+    /// The number of keys.
+    var count: Int { self.storage == nil ? 0 : Int(self.header(8)) }
+
+    /// The keys in order.
+    var keys: [String] {
+        var keys: [String] = []
+        keys.reserveCapacity(self.count)
+        self.forEachEntry { base, entry in keys.append(Self.key(base, entry)) }
+        return keys
+    }
+
+    /// The stored values in key order.
+    var values: [Value] {
+        var values: [Value] = []
+        values.reserveCapacity(self.count)
+        self.forEachEntry { base, entry in values.append(Self.value(base, entry.regionStart)) }
+        return values
+    }
+
+    /// The modSeqs in key order.
+    var modSeqs: [UInt64] {
+        var modSeqs: [UInt64] = []
+        modSeqs.reserveCapacity(self.count)
+        self.forEachEntry { base, entry in modSeqs.append(base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self)) }
+        return modSeqs
+    }
+
+    /// Calls `body` with each key and its value, in key order (no lookups).
+    func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
+        guard let base = self.storage else { return }
+        var offset = Self.headerSize
+        while offset < self.used {
+            let entry = Self.entry(base, at: offset)
+            try body(Self.key(base, entry), Self.value(base, entry.regionStart))
+            offset = entry.end
+        }
+    }
+
+    /// Calls `body` with the id of each object a stored value refers to, in key order (decoding nothing else).
+    func forEachReference(_ body: (ObjectID) -> Void) {
+        self.forEachEntry { base, entry in
+            if base.load(fromByteOffset: entry.regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue {
+                Graph.forEachReferenceIn(Self.value(base, entry.regionStart), body)
+            } else {
+                PackedValue.forEachReference(at: base + entry.regionStart, body)
+            }
+        }
     }
 
     /// The stored value, or nil when the key was never set.
     @inline(__always)
     func value(forKey key: String) -> Value? {
-        guard let position = self.position(of: key) else { return nil }
-        return self.entries[position].slot.value
+        guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
+        return Self.value(base, Self.entry(base, at: offset).regionStart)
     }
 
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
-        guard let position = self.position(of: key) else { return nil }
-        return self.entries[position].slot.modSeq
+        guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
+        return base.loadUnaligned(fromByteOffset: Self.entry(base, at: offset).modSeqAt, as: UInt64.self)
     }
 
     /// The stored value with its modSeq (for undo), or nil when the key was never set.
     func slot(forKey key: String) -> Slot? {
-        guard let position = self.position(of: key) else { return nil }
-        return self.entries[position].slot
+        guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
+        let entry = Self.entry(base, at: offset)
+        return Slot(
+            value: Self.value(base, entry.regionStart),
+            modSeq: base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self))
     }
+
+    // MARK: - Writing
 
     /// Stores a value. A new key goes to the end of the key order, except that a key the class declares goes
     /// among the declared keys in declaration order (so `get` shows a typed object's keys as its class lists them).
     func setValue(_ value: Value, forKey key: String, modSeq: UInt64) {
-        let slot = Slot(value: value, modSeq: modSeq)
-        if let position = self.position(of: key) {
-            self.entries[position].slot = slot
-            return
+        let (offset, hash) = self.locate(key)
+        if let offset {
+            self.overwrite(at: offset, value, modSeq: modSeq)
+        } else {
+            self.insert(key, hash: hash, value, modSeq: modSeq)
         }
-        guard let rank = self.objectClass.declarationIndex(key) else {
-            self.entries.append(Entry(key: key, slot: slot))
-            if self.index != nil {
-                self.index![key] = self.entries.count - 1
-            } else if self.entries.count > Self.indexThreshold {
-                self.buildIndex()
-            }
-            return
-        }
-        let position =
-            self.entries.firstIndex { (self.objectClass.declarationIndex($0.key) ?? Int.max) > rank }
-            ?? self.entries.count
-        self.entries.insert(Entry(key: key, slot: slot), at: position)
-        if self.index != nil || self.entries.count > Self.indexThreshold { self.buildIndex() }
     }
 
     /// Puts a key back as it was (undo): `previous` nil removes the key.
     func restore(_ key: String, to previous: Slot?) {
         if let previous {
             self.setValue(previous.value, forKey: key, modSeq: previous.modSeq)
-        } else if let position = self.position(of: key) {
-            self.entries.remove(at: position)
-            guard self.index != nil else { return }
-            // Undo removes the key it added, which is the last one (a large object's new keys are appended).
-            if position == self.entries.count { self.index![key] = nil } else { self.buildIndex() }
+            return
+        }
+        let (found, hash) = self.locate(key)
+        guard let offset = found, let base = self.storage else { return }
+        let entry = Self.entry(base, at: offset)
+        Self.releaseBox(base, entry.regionStart)
+        let used = self.used
+        let last = entry.end == used
+        if self.index != nil && last { self.indexRemove(offset, hash: hash) }
+        (base + offset).copyMemory(from: base + entry.end, byteCount: used - entry.end)
+        self.setHeader(4, UInt32(used - (entry.end - offset)))
+        self.setHeader(8, self.header(8) - 1)
+        // Undo removes the key it added, which is the last one, unless it was a declared key of a large object.
+        if self.index != nil && !last { self.rebuildIndex() }
+    }
+
+    private func overwrite(at offset: Int, _ value: Value, modSeq: UInt64) {
+        var base = self.storage!
+        let entry = Self.entry(base, at: offset)
+        base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+        Self.releaseBox(base, entry.regionStart)
+        let size = PackedValue.inlineSize(value)
+        if let size, size == entry.regionLength || (size < entry.regionLength && self.index != nil) {
+            PackedValue.write(value, at: base + entry.regionStart)
+            return
+        }
+        if self.index != nil {
+            // Entries of an indexed object stay where they are: a value that outgrows its region is boxed.
+            Self.writeBoxed(value, at: base + entry.regionStart)
+            return
+        }
+        // A small object: the region takes the value's size, the entries after it move.
+        let length = size ?? PackedValue.boxedSize
+        let used = self.used
+        let delta = length - entry.regionLength
+        if delta > 0 { base = self.reserve(used + delta) }
+        (base + entry.end + delta).copyMemory(from: base + entry.end, byteCount: used - entry.end)
+        base.storeBytes(of: UInt8(length), toByteOffset: entry.regionStart - 1, as: UInt8.self)
+        self.setHeader(4, UInt32(used + delta))
+        if size != nil {
+            PackedValue.write(value, at: base + entry.regionStart)
+        } else {
+            Self.writeBoxed(value, at: base + entry.regionStart)
         }
     }
 
-    private func buildIndex() {
-        var index: [String: Int] = [:]
-        index.reserveCapacity(self.entries.count)
-        for (position, entry) in self.entries.enumerated() { index[entry.key] = position }
+    private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {
+        let size = PackedValue.inlineSize(value)
+        var regionLength = size ?? PackedValue.boxedSize
+        if self.index != nil { regionLength = max(regionLength, PackedValue.boxedSize) }
+        let keyLength = key.utf8.count
+        let entrySize = Self.varintSize(keyLength) + keyLength + 9 + regionLength
+        if self.storage == nil {
+            let base = malloc(Self.headerSize + entrySize)!
+            self.storage = base
+            self.setHeader(0, UInt32(Self.headerSize + entrySize))
+            self.setHeader(4, UInt32(Self.headerSize))
+            self.setHeader(8, 0)
+            base.storeBytes(of: 0, toByteOffset: 12, as: UInt64.self)
+        }
+        let used = self.used
+        var position = used
+        if let rank = self.objectClass.declarationIndex(key) {
+            self.forEachEntry { base, entry in
+                guard position == used,
+                    (self.objectClass.declarationIndex(Self.key(base, entry)) ?? Int.max) > rank
+                else { return }
+                position = entry.start
+            }
+        }
+        let base = self.reserve(used + entrySize)
+        if position < used {
+            (base + position + entrySize).copyMemory(from: base + position, byteCount: used - position)
+        }
+        var at = position + Self.writeVarint(keyLength, at: base + position)
+        withUTF8(of: key) { bytes in
+            if let start = bytes.baseAddress { (base + at).copyMemory(from: start, byteCount: bytes.count) }
+        }
+        at += keyLength
+        base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+        base.storeBytes(of: UInt8(regionLength), toByteOffset: at + 8, as: UInt8.self)
+        let region = base + at + 9
+        let written = size != nil ? PackedValue.write(value, at: region) : Self.writeBoxed(value, at: region)
+        if written < regionLength { (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written) }
+        self.setHeader(4, UInt32(used + entrySize))
+        self.setHeader(8, self.header(8) + 1)
+        if self.index != nil {
+            if position == used { self.indexInsert(position, hash: hash) } else { self.rebuildIndex() }
+        } else if self.count > Self.indexThreshold {
+            self.makeIndexed()
+        }
+    }
+
+    // MARK: - Entries
+
+    static let headerSize = 20
+
+    /// Where the parts of one entry are (byte offsets from the start of the storage).
+    private struct Entry {
+        let start: Int
+        let keyStart: Int
+        let keyLength: Int
+        var modSeqAt: Int { self.keyStart + self.keyLength }
+        var regionStart: Int { self.keyStart + self.keyLength + 9 }
+        let regionLength: Int
+        var end: Int { self.regionStart + self.regionLength }
+    }
+
+    @inline(__always)
+    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int) -> Entry {
+        let (keyLength, size) = self.readVarint(base, offset)
+        let keyStart = offset + size
+        return Entry(
+            start: offset, keyStart: keyStart, keyLength: keyLength,
+            regionLength: Int(base.load(fromByteOffset: keyStart + keyLength + 8, as: UInt8.self)))
+    }
+
+    private func forEachEntry(_ body: (UnsafeMutableRawPointer, Entry) -> Void) {
+        guard let base = self.storage else { return }
+        var offset = Self.headerSize
+        let used = self.used
+        while offset < used {
+            let entry = Self.entry(base, at: offset)
+            body(base, entry)
+            offset = entry.end
+        }
+    }
+
+    private static func key(_ base: UnsafeMutableRawPointer, _ entry: Entry) -> String {
+        String(decoding: UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength), as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func value(_ base: UnsafeMutableRawPointer, _ regionStart: Int) -> Value {
+        if base.load(fromByteOffset: regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue {
+            let bits = base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt.self)
+            return Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().value
+        }
+        return PackedValue.read(at: base + regionStart).value
+    }
+
+    @discardableResult
+    private static func writeBoxed(_ value: Value, at region: UnsafeMutableRawPointer) -> Int {
+        region.storeBytes(of: PackedValue.Tag.boxed.rawValue, as: UInt8.self)
+        let box = Unmanaged.passRetained(ValueBox(value)).toOpaque()
+        region.storeBytes(of: UInt(bitPattern: box), toByteOffset: 1, as: UInt.self)
+        return PackedValue.boxedSize
+    }
+
+    @inline(__always)
+    private static func releaseBox(_ base: UnsafeMutableRawPointer, _ regionStart: Int) {
+        guard base.load(fromByteOffset: regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue else { return }
+        let bits = base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt.self)
+        Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+    }
+
+    /// The offset of `key`'s entry (nil when it was never set) and, for an indexed object, the key's hash.
+    @inline(__always)
+    private func locate(_ key: String) -> (offset: Int?, hash: Int) {
+        guard let base = self.storage else { return (nil, 0) }
+        return withUTF8(of: key) { bytes in
+            if let index = self.index {
+                let hash = Self.hash(bytes)
+                return (Self.indexLookup(index, base, bytes, hash: hash), hash)
+            }
+            var offset = Self.headerSize
+            let used = self.used
+            while offset < used {
+                let entry = Self.entry(base, at: offset)
+                if Self.keyEquals(base, entry, bytes) { return (offset, 0) }
+                offset = entry.end
+            }
+            return (nil, 0)
+        }
+    }
+
+    @inline(__always)
+    private static func keyEquals(_ base: UnsafeMutableRawPointer, _ entry: Entry, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard entry.keyLength == bytes.count else { return false }
+        guard let start = bytes.baseAddress, entry.keyLength > 0 else { return true }
+        return memcmp(base + entry.keyStart, start, entry.keyLength) == 0
+    }
+
+    // MARK: - Storage
+
+    @inline(__always)
+    private func header(_ offset: Int) -> UInt32 { self.storage!.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+
+    @inline(__always)
+    private func setHeader(_ offset: Int, _ value: UInt32) { self.storage!.storeBytes(of: value, toByteOffset: offset, as: UInt32.self) }
+
+    /// The end of the last entry.
+    private var used: Int { Int(self.header(4)) }
+
+    /// The key index, or nil for a small object.
+    private var index: UnsafeMutableRawPointer? {
+        get { UnsafeMutableRawPointer(bitPattern: self.storage.map { $0.loadUnaligned(fromByteOffset: 12, as: UInt.self) } ?? 0) }
+        set { self.storage!.storeBytes(of: UInt(bitPattern: newValue), toByteOffset: 12, as: UInt.self) }
+    }
+
+    /// Makes room for `bytes` bytes in all; returns the (possibly moved) storage. Small objects grow to the size
+    /// asked for, indexed ones by half again.
+    private func reserve(_ bytes: Int) -> UnsafeMutableRawPointer {
+        let base = self.storage!
+        let capacity = Int(self.header(0))
+        guard bytes > capacity else { return base }
+        let wanted = self.index == nil ? bytes : max(bytes, capacity + capacity / 2)
+        precondition(wanted <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
+        let moved = realloc(base, wanted)!
+        self.storage = moved
+        self.setHeader(0, UInt32(wanted))
+        return moved
+    }
+
+    // MARK: - Key index
+
+    // The index: capacity (a power of two, 8 bytes), then that many UInt32 slots, each 0 (free) or an entry offset.
+
+    private static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        return hasher.finalize()
+    }
+
+    private static func hash(_ base: UnsafeMutableRawPointer, entryAt offset: Int) -> Int {
+        let entry = self.entry(base, at: offset)
+        return self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength))
+    }
+
+    private static func indexLookup(
+        _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int
+    ) -> Int? {
+        let mask = index.load(as: Int.self) - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        var slot = hash & mask
+        while true {
+            let offset = Int(slots[slot])
+            if offset == 0 { return nil }
+            if self.keyEquals(base, self.entry(base, at: offset), bytes) { return offset }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    private func indexInsert(_ offset: Int, hash: Int) {
+        let index = self.index!
+        if self.count * 4 > index.load(as: Int.self) * 3 {
+            self.rebuildIndex()  // which indexes the new entry too
+            return
+        }
+        let mask = index.load(as: Int.self) - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        var slot = hash & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = UInt32(offset)
+    }
+
+    /// Removes `offset` from the index (backward-shift deletion keeps every other key reachable).
+    private func indexRemove(_ offset: Int, hash: Int) {
+        let base = self.storage!
+        let index = self.index!
+        let mask = index.load(as: Int.self) - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        var hole = hash & mask
+        while Int(slots[hole]) != offset { hole = (hole + 1) & mask }
+        var next = hole
+        while true {
+            next = (next + 1) & mask
+            let moved = Int(slots[next])
+            if moved == 0 { break }
+            let home = Self.hash(base, entryAt: moved) & mask
+            // The entry at `next` may fill the hole unless its home lies cyclically in (hole, next].
+            let inRange = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
+            if !inRange {
+                slots[hole] = slots[next]
+                hole = next
+            }
+        }
+        slots[hole] = 0
+    }
+
+    /// Builds the index anew for every entry, sized for the count at most half full.
+    private func rebuildIndex() {
+        if let old = self.index { free(old) }
+        var capacity = 16
+        while capacity < self.count * 2 { capacity *= 2 }
+        let index = calloc(1, 8 + capacity * 4)!
+        index.storeBytes(of: capacity, as: Int.self)
         self.index = index
+        let mask = capacity - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        self.forEachEntry { base, entry in
+            var slot = Self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength)) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = UInt32(entry.start)
+        }
+    }
+
+    /// Turns a small object into an indexed one: every region grows to at least `boxedSize` (so any later value
+    /// fits, boxed), then the index is built.
+    private func makeIndexed() {
+        let old = self.storage!
+        var needed = Self.headerSize
+        self.forEachEntry { _, entry in needed += entry.end - entry.start + max(0, PackedValue.boxedSize - entry.regionLength) }
+        let base = malloc(needed)!
+        base.copyMemory(from: old, byteCount: Self.headerSize)
+        var at = Self.headerSize
+        self.forEachEntry { old, entry in
+            let regionLength = max(entry.regionLength, PackedValue.boxedSize)
+            (base + at).copyMemory(from: old + entry.start, byteCount: entry.regionStart - entry.start)
+            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + entry.regionStart - entry.start - 1, as: UInt8.self)
+            at += entry.regionStart - entry.start
+            (base + at).copyMemory(from: old + entry.regionStart, byteCount: entry.regionLength)
+            if regionLength > entry.regionLength {
+                (base + at + entry.regionLength).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - entry.regionLength)
+            }
+            at += regionLength
+        }
+        free(old)
+        self.storage = base
+        self.setHeader(0, UInt32(needed))
+        self.setHeader(4, UInt32(needed))
+        self.index = nil
+        self.rebuildIndex()
+    }
+
+    // MARK: - Varints
+
+    @inline(__always)
+    private static func readVarint(_ base: UnsafeMutableRawPointer, _ offset: Int) -> (value: Int, size: Int) {
+        let first = base.load(fromByteOffset: offset, as: UInt8.self)
+        if first < 0x80 { return (Int(first), 1) }
+        var value = Int(first & 0x7f)
+        var shift = 7
+        var size = 1
+        while true {
+            let byte = base.load(fromByteOffset: offset + size, as: UInt8.self)
+            value |= Int(byte & 0x7f) << shift
+            size += 1
+            if byte < 0x80 { return (value, size) }
+            shift += 7
+        }
+    }
+
+    private static func varintSize(_ value: Int) -> Int {
+        var size = 1
+        var rest = value >> 7
+        while rest != 0 {
+            size += 1
+            rest >>= 7
+        }
+        return size
+    }
+
+    private static func writeVarint(_ value: Int, at pointer: UnsafeMutableRawPointer) -> Int {
+        var rest = value
+        var size = 0
+        while rest >= 0x80 {
+            pointer.storeBytes(of: UInt8(rest & 0x7f) | 0x80, toByteOffset: size, as: UInt8.self)
+            rest >>= 7
+            size += 1
+        }
+        pointer.storeBytes(of: UInt8(rest), toByteOffset: size, as: UInt8.self)
+        return size + 1
     }
 }
