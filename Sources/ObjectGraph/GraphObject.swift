@@ -4,9 +4,10 @@
 // The stored values live in one malloc'd block of packed entries in key order (like Redis's listpack), read and
 // written in place; docs/ARCHITECTURE.md#objects-in-memory draws one. An entry is
 //
-//     key length (varint) | key (UTF-8) | modSeq (8 bytes) | region length (1 byte) | region: the value (PackedValue)
+//     key length (varint) | key (UTF-8) | modSeq | region length (1 byte) | region: the value (PackedValue)
 //
-// after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A value that
+// where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and 8 bytes in an indexed one (written
+// in place), after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A value that
 // does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with an index
 // keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its regions is at
 // least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the entries (a few byte
@@ -44,13 +45,7 @@ final class GraphObject {
 
     deinit {
         guard let base = self.storage else { return }
-        var offset = Self.headerSize
-        let used = self.used
-        while offset < used {
-            let entry = Self.entry(base, at: offset)
-            Self.releaseBox(base, entry.regionStart)
-            offset = entry.end
-        }
+        self.forEachEntry { base, entry in Self.releaseBox(base, entry.regionStart) }
         if let index = self.index { free(index) }
         free(base)
     }
@@ -80,16 +75,17 @@ final class GraphObject {
     var modSeqs: [UInt64] {
         var modSeqs: [UInt64] = []
         modSeqs.reserveCapacity(self.count)
-        self.forEachEntry { base, entry in modSeqs.append(base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self)) }
+        self.forEachEntry { base, entry in modSeqs.append(Self.modSeq(base, entry)) }
         return modSeqs
     }
 
     /// Calls `body` with each key and its value, in key order (no lookups).
     func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
         guard let base = self.storage else { return }
+        let fixed = self.index != nil
         var offset = Self.headerSize
         while offset < self.used {
-            let entry = Self.entry(base, at: offset)
+            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
             try body(Self.key(base, entry), Self.value(base, entry.regionStart))
             offset = entry.end
         }
@@ -110,22 +106,20 @@ final class GraphObject {
     @inline(__always)
     func value(forKey key: String) -> Value? {
         guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
-        return Self.value(base, Self.entry(base, at: offset).regionStart)
+        return Self.value(base, Self.entry(base, at: offset, fixedModSeq: self.index != nil).regionStart)
     }
 
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
         guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
-        return base.loadUnaligned(fromByteOffset: Self.entry(base, at: offset).modSeqAt, as: UInt64.self)
+        return Self.modSeq(base, Self.entry(base, at: offset, fixedModSeq: self.index != nil))
     }
 
     /// The stored value with its modSeq (for undo), or nil when the key was never set.
     func slot(forKey key: String) -> Slot? {
         guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
-        let entry = Self.entry(base, at: offset)
-        return Slot(
-            value: Self.value(base, entry.regionStart),
-            modSeq: base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self))
+        let entry = Self.entry(base, at: offset, fixedModSeq: self.index != nil)
+        return Slot(value: Self.value(base, entry.regionStart), modSeq: Self.modSeq(base, entry))
     }
 
     // MARK: - Writing
@@ -149,7 +143,7 @@ final class GraphObject {
         }
         let (found, hash) = self.locate(key)
         guard let offset = found, let base = self.storage else { return }
-        let entry = Self.entry(base, at: offset)
+        let entry = Self.entry(base, at: offset, fixedModSeq: self.index != nil)
         Self.releaseBox(base, entry.regionStart)
         let used = self.used
         let last = entry.end == used
@@ -163,40 +157,48 @@ final class GraphObject {
 
     private func overwrite(at offset: Int, _ value: Value, modSeq: UInt64) {
         var base = self.storage!
-        let entry = Self.entry(base, at: offset)
-        base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+        let indexed = self.index != nil
+        let entry = Self.entry(base, at: offset, fixedModSeq: indexed)
         Self.releaseBox(base, entry.regionStart)
         let size = PackedValue.inlineSize(value)
-        if let size, size == entry.regionLength || (size < entry.regionLength && self.index != nil) {
-            PackedValue.write(value, at: base + entry.regionStart)
-            return
-        }
-        if self.index != nil {
+        if indexed {
             // Entries of an indexed object stay where they are: a value that outgrows its region is boxed.
-            Self.writeBoxed(value, at: base + entry.regionStart)
+            base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+            if let size, size <= entry.regionLength {
+                PackedValue.write(value, at: base + entry.regionStart)
+            } else {
+                Self.writeBoxed(value, at: base + entry.regionStart)
+            }
             return
         }
-        // A small object: the region takes the value's size, the entries after it move.
+        // A small object: modSeq and region take their new sizes, the entries after them move.
+        let modSeqLength = Self.varintSize(modSeq)
         let length = size ?? PackedValue.boxedSize
-        let used = self.used
-        let delta = length - entry.regionLength
-        if delta > 0 { base = self.reserve(used + delta) }
-        (base + entry.end + delta).copyMemory(from: base + entry.end, byteCount: used - entry.end)
-        base.storeBytes(of: UInt8(length), toByteOffset: entry.regionStart - 1, as: UInt8.self)
-        self.setHeader(4, UInt32(used + delta))
+        let delta = modSeqLength - entry.modSeqLength + length - entry.regionLength
+        if delta != 0 {
+            let used = self.used
+            if delta > 0 { base = self.reserve(used + delta) }
+            (base + entry.end + delta).copyMemory(from: base + entry.end, byteCount: used - entry.end)
+            self.setHeader(4, UInt32(used + delta))
+        }
+        Self.writeVarint(modSeq, at: base + entry.modSeqAt)
+        base.storeBytes(of: UInt8(length), toByteOffset: entry.modSeqAt + modSeqLength, as: UInt8.self)
+        let region = base + entry.modSeqAt + modSeqLength + 1
         if size != nil {
-            PackedValue.write(value, at: base + entry.regionStart)
+            PackedValue.write(value, at: region)
         } else {
-            Self.writeBoxed(value, at: base + entry.regionStart)
+            Self.writeBoxed(value, at: region)
         }
     }
 
     private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {
         let size = PackedValue.inlineSize(value)
         var regionLength = size ?? PackedValue.boxedSize
-        if self.index != nil { regionLength = max(regionLength, PackedValue.boxedSize) }
+        let indexed = self.index != nil
+        if indexed { regionLength = max(regionLength, PackedValue.boxedSize) }
         let keyLength = key.utf8.count
-        let entrySize = Self.varintSize(keyLength) + keyLength + 9 + regionLength
+        let modSeqLength = indexed ? 8 : Self.varintSize(modSeq)
+        let entrySize = Self.varintSize(UInt64(keyLength)) + keyLength + modSeqLength + 1 + regionLength
         if self.storage == nil {
             let base = malloc(Self.headerSize + entrySize)!
             self.storage = base
@@ -219,19 +221,23 @@ final class GraphObject {
         if position < used {
             (base + position + entrySize).copyMemory(from: base + position, byteCount: used - position)
         }
-        var at = position + Self.writeVarint(keyLength, at: base + position)
+        var at = position + Self.writeVarint(UInt64(keyLength), at: base + position)
         withUTF8(of: key) { bytes in
             if let start = bytes.baseAddress { (base + at).copyMemory(from: start, byteCount: bytes.count) }
         }
         at += keyLength
-        base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
-        base.storeBytes(of: UInt8(regionLength), toByteOffset: at + 8, as: UInt8.self)
-        let region = base + at + 9
+        if indexed {
+            base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+        } else {
+            Self.writeVarint(modSeq, at: base + at)
+        }
+        base.storeBytes(of: UInt8(regionLength), toByteOffset: at + modSeqLength, as: UInt8.self)
+        let region = base + at + modSeqLength + 1
         let written = size != nil ? PackedValue.write(value, at: region) : Self.writeBoxed(value, at: region)
         if written < regionLength { (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written) }
         self.setHeader(4, UInt32(used + entrySize))
         self.setHeader(8, self.header(8) + 1)
-        if self.index != nil {
+        if indexed {
             if position == used { self.indexInsert(position, hash: hash) } else { self.rebuildIndex() }
         } else if self.count > Self.indexThreshold {
             self.makeIndexed()
@@ -247,27 +253,46 @@ final class GraphObject {
         let start: Int
         let keyStart: Int
         let keyLength: Int
+        /// 8 (a fixed modSeq) or the varint's length.
+        let modSeqLength: Int
+        let fixedModSeq: Bool
         var modSeqAt: Int { self.keyStart + self.keyLength }
-        var regionStart: Int { self.keyStart + self.keyLength + 9 }
+        var regionStart: Int { self.keyStart + self.keyLength + self.modSeqLength + 1 }
         let regionLength: Int
         var end: Int { self.regionStart + self.regionLength }
     }
 
     @inline(__always)
-    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int) -> Entry {
-        let (keyLength, size) = self.readVarint(base, offset)
+    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int, fixedModSeq: Bool) -> Entry {
+        let (length, size) = self.readVarint(base, offset)
+        let keyLength = Int(length)
         let keyStart = offset + size
+        var modSeqLength = 8
+        if !fixedModSeq {
+            modSeqLength = 1
+            while base.load(fromByteOffset: keyStart + keyLength + modSeqLength - 1, as: UInt8.self) >= 0x80 {
+                modSeqLength += 1
+            }
+        }
         return Entry(
-            start: offset, keyStart: keyStart, keyLength: keyLength,
-            regionLength: Int(base.load(fromByteOffset: keyStart + keyLength + 8, as: UInt8.self)))
+            start: offset, keyStart: keyStart, keyLength: keyLength, modSeqLength: modSeqLength,
+            fixedModSeq: fixedModSeq,
+            regionLength: Int(base.load(fromByteOffset: keyStart + keyLength + modSeqLength, as: UInt8.self)))
+    }
+
+    @inline(__always)
+    private static func modSeq(_ base: UnsafeMutableRawPointer, _ entry: Entry) -> UInt64 {
+        if entry.fixedModSeq { return base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self) }
+        return self.readVarint(base, entry.modSeqAt).value
     }
 
     private func forEachEntry(_ body: (UnsafeMutableRawPointer, Entry) -> Void) {
         guard let base = self.storage else { return }
+        let fixed = self.index != nil
         var offset = Self.headerSize
         let used = self.used
         while offset < used {
-            let entry = Self.entry(base, at: offset)
+            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
             body(base, entry)
             offset = entry.end
         }
@@ -313,7 +338,7 @@ final class GraphObject {
             var offset = Self.headerSize
             let used = self.used
             while offset < used {
-                let entry = Self.entry(base, at: offset)
+                let entry = Self.entry(base, at: offset, fixedModSeq: false)
                 if Self.keyEquals(base, entry, bytes) { return (offset, 0) }
                 offset = entry.end
             }
@@ -370,7 +395,7 @@ final class GraphObject {
     }
 
     private static func hash(_ base: UnsafeMutableRawPointer, entryAt offset: Int) -> Int {
-        let entry = self.entry(base, at: offset)
+        let entry = self.entry(base, at: offset, fixedModSeq: true)
         return self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength))
     }
 
@@ -383,7 +408,7 @@ final class GraphObject {
         while true {
             let offset = Int(slots[slot])
             if offset == 0 { return nil }
-            if self.keyEquals(base, self.entry(base, at: offset), bytes) { return offset }
+            if self.keyEquals(base, self.entry(base, at: offset, fixedModSeq: true), bytes) { return offset }
             slot = (slot + 1) & mask
         }
     }
@@ -447,15 +472,19 @@ final class GraphObject {
     private func makeIndexed() {
         let old = self.storage!
         var needed = Self.headerSize
-        self.forEachEntry { _, entry in needed += entry.end - entry.start + max(0, PackedValue.boxedSize - entry.regionLength) }
+        self.forEachEntry { _, entry in
+            needed += entry.modSeqAt - entry.start + 9 + max(entry.regionLength, PackedValue.boxedSize)
+        }
         let base = malloc(needed)!
         base.copyMemory(from: old, byteCount: Self.headerSize)
         var at = Self.headerSize
         self.forEachEntry { old, entry in
             let regionLength = max(entry.regionLength, PackedValue.boxedSize)
-            (base + at).copyMemory(from: old + entry.start, byteCount: entry.regionStart - entry.start)
-            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + entry.regionStart - entry.start - 1, as: UInt8.self)
-            at += entry.regionStart - entry.start
+            (base + at).copyMemory(from: old + entry.start, byteCount: entry.modSeqAt - entry.start)
+            at += entry.modSeqAt - entry.start
+            base.storeBytes(of: Self.modSeq(old, entry), toByteOffset: at, as: UInt64.self)
+            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + 8, as: UInt8.self)
+            at += 9
             (base + at).copyMemory(from: old + entry.regionStart, byteCount: entry.regionLength)
             if regionLength > entry.regionLength {
                 (base + at + entry.regionLength).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - entry.regionLength)
@@ -473,22 +502,23 @@ final class GraphObject {
     // MARK: - Varints
 
     @inline(__always)
-    private static func readVarint(_ base: UnsafeMutableRawPointer, _ offset: Int) -> (value: Int, size: Int) {
+    private static func readVarint(_ base: UnsafeMutableRawPointer, _ offset: Int) -> (value: UInt64, size: Int) {
         let first = base.load(fromByteOffset: offset, as: UInt8.self)
-        if first < 0x80 { return (Int(first), 1) }
-        var value = Int(first & 0x7f)
-        var shift = 7
+        if first < 0x80 { return (UInt64(first), 1) }
+        var value = UInt64(first & 0x7f)
+        var shift: UInt64 = 7
         var size = 1
         while true {
             let byte = base.load(fromByteOffset: offset + size, as: UInt8.self)
-            value |= Int(byte & 0x7f) << shift
+            value |= UInt64(byte & 0x7f) << shift
             size += 1
             if byte < 0x80 { return (value, size) }
             shift += 7
         }
     }
 
-    private static func varintSize(_ value: Int) -> Int {
+    @inline(__always)
+    private static func varintSize(_ value: UInt64) -> Int {
         var size = 1
         var rest = value >> 7
         while rest != 0 {
@@ -498,11 +528,12 @@ final class GraphObject {
         return size
     }
 
-    private static func writeVarint(_ value: Int, at pointer: UnsafeMutableRawPointer) -> Int {
+    @discardableResult
+    private static func writeVarint(_ value: UInt64, at pointer: UnsafeMutableRawPointer) -> Int {
         var rest = value
         var size = 0
         while rest >= 0x80 {
-            pointer.storeBytes(of: UInt8(rest & 0x7f) | 0x80, toByteOffset: size, as: UInt8.self)
+            pointer.storeBytes(of: UInt8(truncatingIfNeeded: rest) | 0x80, toByteOffset: size, as: UInt8.self)
             rest >>= 7
             size += 1
         }
