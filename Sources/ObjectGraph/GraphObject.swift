@@ -105,20 +105,19 @@ final class GraphObject {
     /// The stored value, or nil when the key was never set.
     @inline(__always)
     func value(forKey key: String) -> Value? {
-        guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
-        return Self.value(base, Self.entry(base, at: offset, fixedModSeq: self.index != nil).regionStart)
+        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        return Self.value(base, entry.regionStart)
     }
 
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
-        guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
-        return Self.modSeq(base, Self.entry(base, at: offset, fixedModSeq: self.index != nil))
+        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        return Self.modSeq(base, entry)
     }
 
     /// The stored value with its modSeq (for undo), or nil when the key was never set.
     func slot(forKey key: String) -> Slot? {
-        guard let offset = self.locate(key).offset, let base = self.storage else { return nil }
-        let entry = Self.entry(base, at: offset, fixedModSeq: self.index != nil)
+        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
         return Slot(value: Self.value(base, entry.regionStart), modSeq: Self.modSeq(base, entry))
     }
 
@@ -127,9 +126,9 @@ final class GraphObject {
     /// Stores a value. A new key goes to the end of the key order, except that a key the class declares goes
     /// among the declared keys in declaration order (so `get` shows a typed object's keys as its class lists them).
     func setValue(_ value: Value, forKey key: String, modSeq: UInt64) {
-        let (offset, hash) = self.locate(key)
-        if let offset {
-            self.overwrite(at: offset, value, modSeq: modSeq)
+        let (entry, hash) = self.locate(key)
+        if let entry {
+            self.overwrite(entry, value, modSeq: modSeq)
         } else {
             self.insert(key, hash: hash, value, modSeq: modSeq)
         }
@@ -142,8 +141,8 @@ final class GraphObject {
             return
         }
         let (found, hash) = self.locate(key)
-        guard let offset = found, let base = self.storage else { return }
-        let entry = Self.entry(base, at: offset, fixedModSeq: self.index != nil)
+        guard let entry = found, let base = self.storage else { return }
+        let offset = entry.start
         Self.releaseBox(base, entry.regionStart)
         let used = self.used
         let last = entry.end == used
@@ -155,10 +154,9 @@ final class GraphObject {
         if self.index != nil && !last { self.rebuildIndex() }
     }
 
-    private func overwrite(at offset: Int, _ value: Value, modSeq: UInt64) {
+    private func overwrite(_ entry: Entry, _ value: Value, modSeq: UInt64) {
         var base = self.storage!
-        let indexed = self.index != nil
-        let entry = Self.entry(base, at: offset, fixedModSeq: indexed)
+        let indexed = entry.fixedModSeq
         Self.releaseBox(base, entry.regionStart)
         let size = PackedValue.inlineSize(value)
         if indexed {
@@ -269,9 +267,17 @@ final class GraphObject {
         let keyStart = offset + size
         var modSeqLength = 8
         if !fixedModSeq {
-            modSeqLength = 1
-            while base.load(fromByteOffset: keyStart + keyLength + modSeqLength - 1, as: UInt8.self) >= 0x80 {
-                modSeqLength += 1
+            // The varint's length: the first byte without its high bit (at least two bytes follow any modSeq).
+            let first = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: keyStart + keyLength, as: UInt16.self))
+            if first & 0x80 == 0 {
+                modSeqLength = 1
+            } else if first & 0x8000 == 0 {
+                modSeqLength = 2
+            } else {
+                modSeqLength = 3
+                while base.load(fromByteOffset: keyStart + keyLength + modSeqLength - 1, as: UInt8.self) >= 0x80 {
+                    modSeqLength += 1
+                }
             }
         }
         return Entry(
@@ -304,7 +310,11 @@ final class GraphObject {
 
     @inline(__always)
     private static func value(_ base: UnsafeMutableRawPointer, _ regionStart: Int) -> Value {
-        if base.load(fromByteOffset: regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue {
+        let tag = base.load(fromByteOffset: regionStart, as: UInt8.self)
+        if tag == PackedValue.Tag.object32.rawValue {  // the common case of a path's intermediate keys
+            return .object(Int(base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt32.self)))
+        }
+        if tag == PackedValue.Tag.boxed.rawValue {
             let bits = base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt.self)
             return Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().value
         }
@@ -326,9 +336,9 @@ final class GraphObject {
         Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
     }
 
-    /// The offset of `key`'s entry (nil when it was never set) and, for an indexed object, the key's hash.
+    /// `key`'s entry (nil when it was never set) and, for an indexed object, the key's hash.
     @inline(__always)
-    private func locate(_ key: String) -> (offset: Int?, hash: Int) {
+    private func locate(_ key: String) -> (entry: Entry?, hash: Int) {
         guard let base = self.storage else { return (nil, 0) }
         return withUTF8(of: key) { bytes in
             if let index = self.index {
@@ -339,7 +349,7 @@ final class GraphObject {
             let used = self.used
             while offset < used {
                 let entry = Self.entry(base, at: offset, fixedModSeq: false)
-                if Self.keyEquals(base, entry, bytes) { return (offset, 0) }
+                if Self.keyEquals(base, entry, bytes) { return (entry, 0) }
                 offset = entry.end
             }
             return (nil, 0)
@@ -350,7 +360,20 @@ final class GraphObject {
     private static func keyEquals(_ base: UnsafeMutableRawPointer, _ entry: Entry, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard entry.keyLength == bytes.count else { return false }
         guard let start = bytes.baseAddress, entry.keyLength > 0 else { return true }
-        return memcmp(base + entry.keyStart, start, entry.keyLength) == 0
+        // Keys are short: a word at a time, then bytes (cheaper than calling memcmp).
+        let stored = UnsafeRawPointer(base + entry.keyStart)
+        var at = 0
+        while at + 8 <= entry.keyLength {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt64.self) != start.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
+                return false
+            }
+            at += 8
+        }
+        while at < entry.keyLength {
+            if stored.load(fromByteOffset: at, as: UInt8.self) != start.load(fromByteOffset: at, as: UInt8.self) { return false }
+            at += 1
+        }
+        return true
     }
 
     // MARK: - Storage
@@ -401,14 +424,15 @@ final class GraphObject {
 
     private static func indexLookup(
         _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int
-    ) -> Int? {
+    ) -> Entry? {
         let mask = index.load(as: Int.self) - 1
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
         var slot = hash & mask
         while true {
             let offset = Int(slots[slot])
             if offset == 0 { return nil }
-            if self.keyEquals(base, self.entry(base, at: offset, fixedModSeq: true), bytes) { return offset }
+            let entry = self.entry(base, at: offset, fixedModSeq: true)
+            if self.keyEquals(base, entry, bytes) { return entry }
             slot = (slot + 1) & mask
         }
     }
