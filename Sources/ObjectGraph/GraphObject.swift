@@ -180,7 +180,9 @@ final class GraphObject {
             self.setHeader(4, UInt32(used + delta))
         }
         Self.writeVarint(modSeq, at: base + entry.modSeqAt)
-        base.storeBytes(of: UInt8(length), toByteOffset: entry.modSeqAt + modSeqLength, as: UInt8.self)
+        if modSeqLength != entry.modSeqLength || length != entry.regionLength {  // the length byte moved or changed
+            base.storeBytes(of: UInt8(length), toByteOffset: entry.modSeqAt + modSeqLength, as: UInt8.self)
+        }
         let region = base + entry.modSeqAt + modSeqLength + 1
         if size != nil {
             PackedValue.write(value, at: region)
@@ -360,20 +362,29 @@ final class GraphObject {
     private static func keyEquals(_ base: UnsafeMutableRawPointer, _ entry: Entry, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard entry.keyLength == bytes.count else { return false }
         guard let start = bytes.baseAddress, entry.keyLength > 0 else { return true }
-        // Keys are short: a word at a time, then bytes (cheaper than calling memcmp).
+        // Keys are short: 8 bytes at a time, then 4, 2 and 1 (cheaper than calling memcmp).
         let stored = UnsafeRawPointer(base + entry.keyStart)
+        let length = entry.keyLength
         var at = 0
-        while at + 8 <= entry.keyLength {
+        while at + 8 <= length {
             if stored.loadUnaligned(fromByteOffset: at, as: UInt64.self) != start.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
                 return false
             }
             at += 8
         }
-        while at < entry.keyLength {
-            if stored.load(fromByteOffset: at, as: UInt8.self) != start.load(fromByteOffset: at, as: UInt8.self) { return false }
-            at += 1
+        if at + 4 <= length {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt32.self) != start.loadUnaligned(fromByteOffset: at, as: UInt32.self) {
+                return false
+            }
+            at += 4
         }
-        return true
+        if at + 2 <= length {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt16.self) != start.loadUnaligned(fromByteOffset: at, as: UInt16.self) {
+                return false
+            }
+            at += 2
+        }
+        return at == length || stored.load(fromByteOffset: at, as: UInt8.self) == start.load(fromByteOffset: at, as: UInt8.self)
     }
 
     // MARK: - Storage
