@@ -7,12 +7,13 @@
 //     key length (varint) | key (UTF-8) | modSeq | region length (1 byte) | region: the value (PackedValue)
 //
 // where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and 8 bytes in an indexed one (written
-// in place), after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A value that
-// does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with an index
-// keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its regions is at
-// least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the entries (a few byte
-// compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most 3/4 full) hashed
-// with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes the key it added.
+// in place), after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A
+// value that does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with
+// an index keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its
+// regions is at least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the
+// entries (a few byte compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most
+// 3/4 full) hashed with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes
+// the key it added.
 
 #if canImport(Glibc)
 import Glibc
@@ -234,7 +235,9 @@ final class GraphObject {
         base.storeBytes(of: UInt8(regionLength), toByteOffset: at + modSeqLength, as: UInt8.self)
         let region = base + at + modSeqLength + 1
         let written = size != nil ? PackedValue.write(value, at: region) : Self.writeBoxed(value, at: region)
-        if written < regionLength { (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written) }
+        if written < regionLength {
+            (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written)
+        }
         self.setHeader(4, UInt32(used + entrySize))
         self.setHeader(8, self.header(8) + 1)
         if indexed {
@@ -359,7 +362,9 @@ final class GraphObject {
     }
 
     @inline(__always)
-    private static func keyEquals(_ base: UnsafeMutableRawPointer, _ entry: Entry, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    private static func keyEquals(
+        _ base: UnsafeMutableRawPointer, _ entry: Entry, _ bytes: UnsafeRawBufferPointer
+    ) -> Bool {
         guard entry.keyLength == bytes.count else { return false }
         guard let start = bytes.baseAddress, entry.keyLength > 0 else { return true }
         // Keys are short: 8 bytes at a time, then 4, 2 and 1 (cheaper than calling memcmp).
@@ -367,40 +372,53 @@ final class GraphObject {
         let length = entry.keyLength
         var at = 0
         while at + 8 <= length {
-            if stored.loadUnaligned(fromByteOffset: at, as: UInt64.self) != start.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                != start.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+            {
                 return false
             }
             at += 8
         }
         if at + 4 <= length {
-            if stored.loadUnaligned(fromByteOffset: at, as: UInt32.self) != start.loadUnaligned(fromByteOffset: at, as: UInt32.self) {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+                != start.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+            {
                 return false
             }
             at += 4
         }
         if at + 2 <= length {
-            if stored.loadUnaligned(fromByteOffset: at, as: UInt16.self) != start.loadUnaligned(fromByteOffset: at, as: UInt16.self) {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt16.self)
+                != start.loadUnaligned(fromByteOffset: at, as: UInt16.self)
+            {
                 return false
             }
             at += 2
         }
-        return at == length || stored.load(fromByteOffset: at, as: UInt8.self) == start.load(fromByteOffset: at, as: UInt8.self)
+        return at == length
+            || stored.load(fromByteOffset: at, as: UInt8.self) == start.load(fromByteOffset: at, as: UInt8.self)
     }
 
     // MARK: - Storage
 
     @inline(__always)
-    private func header(_ offset: Int) -> UInt32 { self.storage!.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+    private func header(_ offset: Int) -> UInt32 {
+        self.storage!.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+    }
 
     @inline(__always)
-    private func setHeader(_ offset: Int, _ value: UInt32) { self.storage!.storeBytes(of: value, toByteOffset: offset, as: UInt32.self) }
+    private func setHeader(_ offset: Int, _ value: UInt32) {
+        self.storage!.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
+    }
 
     /// The end of the last entry.
     private var used: Int { Int(self.header(4)) }
 
     /// The key index, or nil for a small object.
     private var index: UnsafeMutableRawPointer? {
-        get { UnsafeMutableRawPointer(bitPattern: self.storage.map { $0.loadUnaligned(fromByteOffset: 12, as: UInt.self) } ?? 0) }
+        get {
+            UnsafeMutableRawPointer(bitPattern: self.storage.map { $0.loadUnaligned(fromByteOffset: 12, as: UInt.self) } ?? 0)
+        }
         set { self.storage!.storeBytes(of: UInt(bitPattern: newValue), toByteOffset: 12, as: UInt.self) }
     }
 
@@ -522,7 +540,8 @@ final class GraphObject {
             at += 9
             (base + at).copyMemory(from: old + entry.regionStart, byteCount: entry.regionLength)
             if regionLength > entry.regionLength {
-                (base + at + entry.regionLength).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - entry.regionLength)
+                (base + at + entry.regionLength).initializeMemory(
+                    as: UInt8.self, repeating: 0, count: regionLength - entry.regionLength)
             }
             at += regionLength
         }

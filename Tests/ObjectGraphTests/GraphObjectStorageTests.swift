@@ -29,7 +29,8 @@ struct GraphObjectStorageTests {
         case 7: return .string(String(repeating: "é", count: Int.random(in: 0...8, using: &random)))
         case 8: return .string(String(repeating: "x", count: Int.random(in: 0...300, using: &random)))
         case 9 where depth < 3:
-            return .array((0..<Int.random(in: 0...6, using: &random)).map { _ in Self.randomValue(&random, depth: depth + 1) })
+            let count = Int.random(in: 0...6, using: &random)
+            return .array((0..<count).map { _ in Self.randomValue(&random, depth: depth + 1) })
         case 10: return .array((0..<Int.random(in: 0...300, using: &random)).map { .int(Int64($0)) })
         default: return .string("v\(Int.random(in: 0...99, using: &random))")
         }
