@@ -144,5 +144,14 @@ struct GraphObjectStorageTests {
         table[256] = GraphObject(id: 256, objectClass: .open)
         #expect(table.map(\.id) == [0, 1, 255, 256, 70_000])
         #expect(table.count == 5)
+        // Ids far past the direct chunk list (a snapshot may name them) cost their chunks only.
+        let far = [1 << 40, Int.max - 1, (1 << 28) + 3]
+        for id in far { table[id] = GraphObject(id: id, objectClass: .open) }
+        #expect(table.map(\.id) == [0, 1, 255, 256, 70_000, (1 << 28) + 3, 1 << 40, Int.max - 1])
+        #expect(table[1 << 40]?.id == 1 << 40 && table[(1 << 40) + 1] == nil)
+        table.removeAll { $0.id == Int.max - 1 }
+        table[1 << 40] = nil
+        #expect(table.map(\.id) == [0, 1, 255, 256, 70_000, (1 << 28) + 3])
+        #expect(table.count == 6)
     }
 }
