@@ -158,6 +158,7 @@ final class GraphObject {
     private func overwrite(_ entry: Entry, _ value: Value, modSeq: UInt64) {
         var base = self.storage!
         let indexed = entry.fixedModSeq
+        if !indexed, case .int(let number) = value, self.overwriteInt(entry, number, modSeq: modSeq) { return }
         Self.releaseBox(base, entry.regionStart)
         let size = PackedValue.inlineSize(value)
         if indexed {
@@ -190,6 +191,33 @@ final class GraphObject {
         } else {
             Self.writeBoxed(value, at: region)
         }
+    }
+
+    /// The common overwrite of a small object's int by an int that fits the stored width, with a modSeq of the same
+    /// length: two stores, nothing moves. False when it does not apply.
+    @inline(__always)
+    private func overwriteInt(_ entry: Entry, _ number: Int64, modSeq: UInt64) -> Bool {
+        let base = self.storage!
+        let tag = base.load(fromByteOffset: entry.regionStart, as: UInt8.self)
+        guard Self.varintSize(modSeq) == entry.modSeqLength else { return false }
+        let at = entry.regionStart + 1
+        switch tag {
+        case PackedValue.Tag.int8.rawValue:
+            guard let narrow = Int8(exactly: number) else { return false }
+            base.storeBytes(of: narrow, toByteOffset: at, as: Int8.self)
+        case PackedValue.Tag.int16.rawValue:
+            guard let narrow = Int16(exactly: number) else { return false }
+            base.storeBytes(of: narrow, toByteOffset: at, as: Int16.self)
+        case PackedValue.Tag.int32.rawValue:
+            guard let narrow = Int32(exactly: number) else { return false }
+            base.storeBytes(of: narrow, toByteOffset: at, as: Int32.self)
+        case PackedValue.Tag.int64.rawValue:
+            base.storeBytes(of: number, toByteOffset: at, as: Int64.self)
+        default:
+            return false
+        }
+        Self.writeVarint(modSeq, at: base + entry.modSeqAt)
+        return true
     }
 
     private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {

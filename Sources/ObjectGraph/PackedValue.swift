@@ -3,7 +3,7 @@
 // whole encoding fits `maxInlineSize`; anything else is boxed: the object keeps a counted reference to a `ValueBox`.
 //
 //     null, false, true   tag
-//     int                 tag (int8/16/32/64, the narrowest that holds it), 1/2/4/8 bytes
+//     int                 tag (int8/16/32/64: the narrowest that holds it, or the width already stored), 1/2/4/8 bytes
 //     double              tag, 8 bytes
 //     object              tag (object32/64), 4 or 8 bytes of id
 //     string              tag, length (1 byte), UTF-8 bytes
