@@ -50,7 +50,7 @@ extension Graph {
     /// The graph's state now (unreachable objects are collected first, so they are not kept forever).
     public func makeSnapshot() -> GraphSnapshot {
         if self.manualBrackets.isEmpty && self.undoLog == nil { self.collectGarbage() }
-        let objects = self.objects.values.sorted { $0.id < $1.id }.map { object in
+        let objects = self.objects.map { object in
             GraphSnapshot.Object(
                 id: object.id, className: object.objectClass.name, keys: object.keys, values: object.values,
                 modSeqs: object.modSeqs)
@@ -94,7 +94,7 @@ public final class GraphRestorer {
     let model: Model
     let seq: UInt64
     let nextObjectID: ObjectID
-    private var restored: [ObjectID: GraphObject] = [:]
+    private var restored = ObjectTable()
     private var deadlines = DeadlineTable()
 
     /// A restorer for a snapshot at `seq` whose next object id is `nextObjectID`.
@@ -141,7 +141,10 @@ public final class GraphRestorer {
 
     func finish(into graph: Graph) throws(SnapshotError) {
         guard self.restored[.root] != nil else { throw SnapshotError("the snapshot has no root object") }
-        for object in self.restored.values {
+        for object in self.restored {
+            var missing = false
+            object.forEachReference { if self.restored[$0] == nil { missing = true } }
+            guard missing else { continue }
             var dangling: (key: String, missing: ObjectID)?
             object.forEachValue { key, value in
                 guard dangling == nil else { return }
@@ -160,7 +163,7 @@ public final class GraphRestorer {
         graph.seq = self.seq
         graph.deadlines = self.deadlines
         graph.allocatedSinceCollection = 0
-        self.restored = [:]
+        self.restored = ObjectTable()
         self.deadlines = DeadlineTable()
     }
 }

@@ -13,7 +13,7 @@ public final class Graph {
 
     // The hot members below skip runtime exclusivity checks (about 45 instructions per access, a few dozen
     // accesses per set): a graph has one owner, and no inout access to them spans a call.
-    @exclusivity(unchecked) var objects: [ObjectID: GraphObject] = [:]
+    @exclusivity(unchecked) var objects = ObjectTable()
     @exclusivity(unchecked) var nextObjectID: ObjectID = ObjectID.root + 1
     let registry = ObservationRegistry()
     /// Objects created since the last collection; drives when garbage collection runs.

@@ -1,25 +1,34 @@
 // One object in the graph: its identity, its class and its stored values. It knows nothing of observation or
 // validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
 //
-// In memory an object is one array of entries in key order, each a key and its slot (48 bytes):
+// The stored values live in one malloc'd block of packed entries in key order (like Redis's listpack), read and
+// written in place; docs/ARCHITECTURE.md#objects-in-memory draws one. An entry is
 //
-//     GraphObject ── id, class
-//       entries: [ "name" .string("object 1") seq | "n" .int(1) seq | "tags" .array(→ heap) seq ]
-//                  (a key: 16 bytes, inline when short; a Slot: a 24-byte Value and its 8-byte modSeq)
-//       index:   nil, or [key: position] once the object has more than `indexThreshold` keys
+//     key length (varint) | key (UTF-8) | modSeq | region length (1 byte) | region: the value (PackedValue)
 //
-// A key is found by a linear scan of the keys (a few string compares, cheaper than hashing for the small objects
-// graphs are made of) or, for a large object (an open root holding 100,000 keys), through the index.
+// where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and 8 bytes in an indexed one (written
+// in place), after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A
+// value that does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with
+// an index keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its
+// regions is at least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the
+// entries (a few byte compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most
+// 3/4 full) hashed with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes
+// the key it added.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An object in a graph. Loop-owned by whoever owns the graph.
 final class GraphObject {
     let id: ObjectID
     let objectClass: ObjectClass
-    /// The keys and their slots in the order the keys were first set (declared keys in declaration order).
-    /// (Unchecked exclusivity: see Graph.objects.)
-    @exclusivity(unchecked) private var entries: [Entry] = []
-    /// Positions by key, for objects with more than `indexThreshold` keys.
-    @exclusivity(unchecked) private var index: [String: Int]?
+    /// The packed entries (see above); nil until the first key is set. (Unchecked exclusivity: see Graph.objects.)
+    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer?
 
     /// Up to this many keys an object has no index.
     static let indexThreshold = 12
@@ -30,97 +39,587 @@ final class GraphObject {
         var modSeq: UInt64
     }
 
-    private struct Entry {
-        let key: String
-        var slot: Slot
-    }
-
-    /// The keys in order.
-    var keys: [String] { self.entries.map(\.key) }
-
-    /// The stored values in key order.
-    var values: [Value] { self.entries.map(\.slot.value) }
-
-    /// The modSeqs in key order.
-    var modSeqs: [UInt64] { self.entries.map(\.slot.modSeq) }
-
-    /// Calls `body` with each key and its value, in key order (no lookups).
-    @inline(__always)
-    func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        for entry in self.entries { try body(entry.key, entry.slot.value) }
-    }
-
     init(id: ObjectID, objectClass: ObjectClass) {
         self.id = id
         self.objectClass = objectClass
     }
 
-    /// The position of `key` in `entries`.
-    @inline(__always)
-    private func position(of key: String) -> Int? {
-        if let index = self.index { return index[key] }
-        return self.entries.firstIndex { $0.key == key }
+    deinit {
+        guard let base = self.storage else { return }
+        self.forEachEntry { base, entry in Self.releaseBox(base, entry.regionStart) }
+        if let index = self.index { free(index) }
+        free(base)
+    }
+
+    // MARK: - Reading
+
+    /// The number of keys.
+    var count: Int { self.storage == nil ? 0 : Int(self.header(8)) }
+
+    /// The keys in order.
+    var keys: [String] {
+        var keys: [String] = []
+        keys.reserveCapacity(self.count)
+        self.forEachEntry { base, entry in keys.append(Self.key(base, entry)) }
+        return keys
+    }
+
+    /// The stored values in key order.
+    var values: [Value] {
+        var values: [Value] = []
+        values.reserveCapacity(self.count)
+        self.forEachEntry { base, entry in values.append(Self.value(base, entry.regionStart)) }
+        return values
+    }
+
+    /// The modSeqs in key order.
+    var modSeqs: [UInt64] {
+        var modSeqs: [UInt64] = []
+        modSeqs.reserveCapacity(self.count)
+        self.forEachEntry { base, entry in modSeqs.append(Self.modSeq(base, entry)) }
+        return modSeqs
+    }
+
+    /// Calls `body` with each key and its value, in key order (no lookups).
+    func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
+        guard let base = self.storage else { return }
+        let fixed = self.index != nil
+        var offset = Self.headerSize
+        while offset < self.used {
+            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
+            try body(Self.key(base, entry), Self.value(base, entry.regionStart))
+            offset = entry.end
+        }
+    }
+
+    /// Calls `body` with the id of each object a stored value refers to, in key order (decoding nothing else).
+    func forEachReference(_ body: (ObjectID) -> Void) {
+        self.forEachEntry { base, entry in
+            if base.load(fromByteOffset: entry.regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue {
+                Graph.forEachReferenceIn(Self.value(base, entry.regionStart), body)
+            } else {
+                PackedValue.forEachReference(at: base + entry.regionStart, body)
+            }
+        }
     }
 
     /// The stored value, or nil when the key was never set.
     @inline(__always)
     func value(forKey key: String) -> Value? {
-        guard let position = self.position(of: key) else { return nil }
-        return self.entries[position].slot.value
+        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        return Self.value(base, entry.regionStart)
     }
 
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
-        guard let position = self.position(of: key) else { return nil }
-        return self.entries[position].slot.modSeq
+        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        return Self.modSeq(base, entry)
     }
 
     /// The stored value with its modSeq (for undo), or nil when the key was never set.
     func slot(forKey key: String) -> Slot? {
-        guard let position = self.position(of: key) else { return nil }
-        return self.entries[position].slot
+        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        return Slot(value: Self.value(base, entry.regionStart), modSeq: Self.modSeq(base, entry))
     }
+
+    // MARK: - Writing
 
     /// Stores a value. A new key goes to the end of the key order, except that a key the class declares goes
     /// among the declared keys in declaration order (so `get` shows a typed object's keys as its class lists them).
     func setValue(_ value: Value, forKey key: String, modSeq: UInt64) {
-        let slot = Slot(value: value, modSeq: modSeq)
-        if let position = self.position(of: key) {
-            self.entries[position].slot = slot
-            return
+        let (entry, hash) = self.locate(key)
+        if let entry {
+            self.overwrite(entry, value, modSeq: modSeq)
+        } else {
+            self.insert(key, hash: hash, value, modSeq: modSeq)
         }
-        guard let rank = self.objectClass.declarationIndex(key) else {
-            self.entries.append(Entry(key: key, slot: slot))
-            if self.index != nil {
-                self.index![key] = self.entries.count - 1
-            } else if self.entries.count > Self.indexThreshold {
-                self.buildIndex()
-            }
-            return
-        }
-        let position =
-            self.entries.firstIndex { (self.objectClass.declarationIndex($0.key) ?? Int.max) > rank }
-            ?? self.entries.count
-        self.entries.insert(Entry(key: key, slot: slot), at: position)
-        if self.index != nil || self.entries.count > Self.indexThreshold { self.buildIndex() }
     }
 
     /// Puts a key back as it was (undo): `previous` nil removes the key.
     func restore(_ key: String, to previous: Slot?) {
         if let previous {
             self.setValue(previous.value, forKey: key, modSeq: previous.modSeq)
-        } else if let position = self.position(of: key) {
-            self.entries.remove(at: position)
-            guard self.index != nil else { return }
-            // Undo removes the key it added, which is the last one (a large object's new keys are appended).
-            if position == self.entries.count { self.index![key] = nil } else { self.buildIndex() }
+            return
+        }
+        let (found, hash) = self.locate(key)
+        guard let entry = found, let base = self.storage else { return }
+        let offset = entry.start
+        Self.releaseBox(base, entry.regionStart)
+        let used = self.used
+        let last = entry.end == used
+        if self.index != nil && last { self.indexRemove(offset, hash: hash) }
+        (base + offset).copyMemory(from: base + entry.end, byteCount: used - entry.end)
+        self.setHeader(4, UInt32(used - (entry.end - offset)))
+        self.setHeader(8, self.header(8) - 1)
+        // Undo removes the key it added, which is the last one, unless it was a declared key of a large object.
+        if self.index != nil && !last { self.rebuildIndex() }
+    }
+
+    private func overwrite(_ entry: Entry, _ value: Value, modSeq: UInt64) {
+        var base = self.storage!
+        let indexed = entry.fixedModSeq
+        if !indexed, case .int(let number) = value, self.overwriteInt(entry, number, modSeq: modSeq) { return }
+        Self.releaseBox(base, entry.regionStart)
+        let size = PackedValue.inlineSize(value)
+        if indexed {
+            // Entries of an indexed object stay where they are: a value that outgrows its region is boxed.
+            base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+            if let size, size <= entry.regionLength {
+                PackedValue.write(value, at: base + entry.regionStart)
+            } else {
+                Self.writeBoxed(value, at: base + entry.regionStart)
+            }
+            return
+        }
+        // A small object: modSeq and region take their new sizes, the entries after them move.
+        let modSeqLength = Self.varintSize(modSeq)
+        let length = size ?? PackedValue.boxedSize
+        let delta = modSeqLength - entry.modSeqLength + length - entry.regionLength
+        if delta != 0 {
+            let used = self.used
+            if delta > 0 { base = self.reserve(used + delta) }
+            (base + entry.end + delta).copyMemory(from: base + entry.end, byteCount: used - entry.end)
+            self.setHeader(4, UInt32(used + delta))
+        }
+        Self.writeVarint(modSeq, at: base + entry.modSeqAt)
+        if modSeqLength != entry.modSeqLength || length != entry.regionLength {  // the length byte moved or changed
+            base.storeBytes(of: UInt8(length), toByteOffset: entry.modSeqAt + modSeqLength, as: UInt8.self)
+        }
+        let region = base + entry.modSeqAt + modSeqLength + 1
+        if size != nil {
+            PackedValue.write(value, at: region)
+        } else {
+            Self.writeBoxed(value, at: region)
         }
     }
 
-    private func buildIndex() {
-        var index: [String: Int] = [:]
-        index.reserveCapacity(self.entries.count)
-        for (position, entry) in self.entries.enumerated() { index[entry.key] = position }
+    /// The common overwrite of a small object's int by an int that fits the stored width, with a modSeq of the same
+    /// length: two stores, nothing moves. False when it does not apply.
+    @inline(__always)
+    private func overwriteInt(_ entry: Entry, _ number: Int64, modSeq: UInt64) -> Bool {
+        let base = self.storage!
+        let tag = base.load(fromByteOffset: entry.regionStart, as: UInt8.self)
+        guard Self.varintSize(modSeq) == entry.modSeqLength else { return false }
+        let at = entry.regionStart + 1
+        switch tag {
+        case PackedValue.Tag.int8.rawValue:
+            guard let narrow = Int8(exactly: number) else { return false }
+            base.storeBytes(of: narrow, toByteOffset: at, as: Int8.self)
+        case PackedValue.Tag.int16.rawValue:
+            guard let narrow = Int16(exactly: number) else { return false }
+            base.storeBytes(of: narrow, toByteOffset: at, as: Int16.self)
+        case PackedValue.Tag.int32.rawValue:
+            guard let narrow = Int32(exactly: number) else { return false }
+            base.storeBytes(of: narrow, toByteOffset: at, as: Int32.self)
+        case PackedValue.Tag.int64.rawValue:
+            base.storeBytes(of: number, toByteOffset: at, as: Int64.self)
+        default:
+            return false
+        }
+        Self.writeVarint(modSeq, at: base + entry.modSeqAt)
+        return true
+    }
+
+    private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {
+        let size = PackedValue.inlineSize(value)
+        var regionLength = size ?? PackedValue.boxedSize
+        let indexed = self.index != nil
+        if indexed { regionLength = max(regionLength, PackedValue.boxedSize) }
+        let keyLength = key.utf8.count
+        let modSeqLength = indexed ? 8 : Self.varintSize(modSeq)
+        let entrySize = Self.varintSize(UInt64(keyLength)) + keyLength + modSeqLength + 1 + regionLength
+        if self.storage == nil {
+            let base = malloc(Self.headerSize + entrySize)!
+            self.storage = base
+            self.setHeader(0, UInt32(Self.headerSize + entrySize))
+            self.setHeader(4, UInt32(Self.headerSize))
+            self.setHeader(8, 0)
+            base.storeBytes(of: 0, toByteOffset: 12, as: UInt64.self)
+        }
+        let used = self.used
+        var position = used
+        if let rank = self.objectClass.declarationIndex(key) {
+            self.forEachEntry { base, entry in
+                guard position == used,
+                    (self.objectClass.declarationIndex(Self.key(base, entry)) ?? Int.max) > rank
+                else { return }
+                position = entry.start
+            }
+        }
+        let base = self.reserve(used + entrySize)
+        if position < used {
+            (base + position + entrySize).copyMemory(from: base + position, byteCount: used - position)
+        }
+        var at = position + Self.writeVarint(UInt64(keyLength), at: base + position)
+        withUTF8(of: key) { bytes in
+            if let start = bytes.baseAddress { (base + at).copyMemory(from: start, byteCount: bytes.count) }
+        }
+        at += keyLength
+        if indexed {
+            base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+        } else {
+            Self.writeVarint(modSeq, at: base + at)
+        }
+        base.storeBytes(of: UInt8(regionLength), toByteOffset: at + modSeqLength, as: UInt8.self)
+        let region = base + at + modSeqLength + 1
+        let written = size != nil ? PackedValue.write(value, at: region) : Self.writeBoxed(value, at: region)
+        if written < regionLength {
+            (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written)
+        }
+        self.setHeader(4, UInt32(used + entrySize))
+        self.setHeader(8, self.header(8) + 1)
+        if indexed {
+            if position == used { self.indexInsert(position, hash: hash) } else { self.rebuildIndex() }
+        } else if self.count > Self.indexThreshold {
+            self.makeIndexed()
+        }
+    }
+
+    // MARK: - Entries
+
+    static let headerSize = 20
+
+    /// Where the parts of one entry are (byte offsets from the start of the storage).
+    private struct Entry {
+        let start: Int
+        let keyStart: Int
+        let keyLength: Int
+        /// 8 (a fixed modSeq) or the varint's length.
+        let modSeqLength: Int
+        let fixedModSeq: Bool
+        var modSeqAt: Int { self.keyStart + self.keyLength }
+        var regionStart: Int { self.keyStart + self.keyLength + self.modSeqLength + 1 }
+        let regionLength: Int
+        var end: Int { self.regionStart + self.regionLength }
+    }
+
+    @inline(__always)
+    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int, fixedModSeq: Bool) -> Entry {
+        let (length, size) = self.readVarint(base, offset)
+        let keyLength = Int(length)
+        let keyStart = offset + size
+        var modSeqLength = 8
+        if !fixedModSeq {
+            // The varint's length: the first byte without its high bit (at least two bytes follow any modSeq).
+            let first = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: keyStart + keyLength, as: UInt16.self))
+            if first & 0x80 == 0 {
+                modSeqLength = 1
+            } else if first & 0x8000 == 0 {
+                modSeqLength = 2
+            } else {
+                modSeqLength = 3
+                while base.load(fromByteOffset: keyStart + keyLength + modSeqLength - 1, as: UInt8.self) >= 0x80 {
+                    modSeqLength += 1
+                }
+            }
+        }
+        return Entry(
+            start: offset, keyStart: keyStart, keyLength: keyLength, modSeqLength: modSeqLength,
+            fixedModSeq: fixedModSeq,
+            regionLength: Int(base.load(fromByteOffset: keyStart + keyLength + modSeqLength, as: UInt8.self)))
+    }
+
+    @inline(__always)
+    private static func modSeq(_ base: UnsafeMutableRawPointer, _ entry: Entry) -> UInt64 {
+        if entry.fixedModSeq { return base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self) }
+        return self.readVarint(base, entry.modSeqAt).value
+    }
+
+    private func forEachEntry(_ body: (UnsafeMutableRawPointer, Entry) -> Void) {
+        guard let base = self.storage else { return }
+        let fixed = self.index != nil
+        var offset = Self.headerSize
+        let used = self.used
+        while offset < used {
+            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
+            body(base, entry)
+            offset = entry.end
+        }
+    }
+
+    private static func key(_ base: UnsafeMutableRawPointer, _ entry: Entry) -> String {
+        String(decoding: UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength), as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func value(_ base: UnsafeMutableRawPointer, _ regionStart: Int) -> Value {
+        let tag = base.load(fromByteOffset: regionStart, as: UInt8.self)
+        if tag == PackedValue.Tag.object32.rawValue {  // the common case of a path's intermediate keys
+            return .object(Int(base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt32.self)))
+        }
+        if tag == PackedValue.Tag.boxed.rawValue {
+            let bits = base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt.self)
+            return Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().value
+        }
+        return PackedValue.read(at: base + regionStart).value
+    }
+
+    @discardableResult
+    private static func writeBoxed(_ value: Value, at region: UnsafeMutableRawPointer) -> Int {
+        region.storeBytes(of: PackedValue.Tag.boxed.rawValue, as: UInt8.self)
+        let box = Unmanaged.passRetained(ValueBox(value)).toOpaque()
+        region.storeBytes(of: UInt(bitPattern: box), toByteOffset: 1, as: UInt.self)
+        return PackedValue.boxedSize
+    }
+
+    @inline(__always)
+    private static func releaseBox(_ base: UnsafeMutableRawPointer, _ regionStart: Int) {
+        guard base.load(fromByteOffset: regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue else { return }
+        let bits = base.loadUnaligned(fromByteOffset: regionStart + 1, as: UInt.self)
+        Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+    }
+
+    /// `key`'s entry (nil when it was never set) and, for an indexed object, the key's hash.
+    @inline(__always)
+    private func locate(_ key: String) -> (entry: Entry?, hash: Int) {
+        guard let base = self.storage else { return (nil, 0) }
+        return withUTF8(of: key) { bytes in
+            if let index = self.index {
+                let hash = Self.hash(bytes)
+                return (Self.indexLookup(index, base, bytes, hash: hash), hash)
+            }
+            var offset = Self.headerSize
+            let used = self.used
+            while offset < used {
+                let entry = Self.entry(base, at: offset, fixedModSeq: false)
+                if Self.keyEquals(base, entry, bytes) { return (entry, 0) }
+                offset = entry.end
+            }
+            return (nil, 0)
+        }
+    }
+
+    @inline(__always)
+    private static func keyEquals(
+        _ base: UnsafeMutableRawPointer, _ entry: Entry, _ bytes: UnsafeRawBufferPointer
+    ) -> Bool {
+        guard entry.keyLength == bytes.count else { return false }
+        guard let start = bytes.baseAddress, entry.keyLength > 0 else { return true }
+        // Keys are short: 8 bytes at a time, then 4, 2 and 1 (cheaper than calling memcmp).
+        let stored = UnsafeRawPointer(base + entry.keyStart)
+        let length = entry.keyLength
+        var at = 0
+        while at + 8 <= length {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                != start.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+            {
+                return false
+            }
+            at += 8
+        }
+        if at + 4 <= length {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+                != start.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+            {
+                return false
+            }
+            at += 4
+        }
+        if at + 2 <= length {
+            if stored.loadUnaligned(fromByteOffset: at, as: UInt16.self)
+                != start.loadUnaligned(fromByteOffset: at, as: UInt16.self)
+            {
+                return false
+            }
+            at += 2
+        }
+        return at == length
+            || stored.load(fromByteOffset: at, as: UInt8.self) == start.load(fromByteOffset: at, as: UInt8.self)
+    }
+
+    // MARK: - Storage
+
+    @inline(__always)
+    private func header(_ offset: Int) -> UInt32 {
+        self.storage!.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+    }
+
+    @inline(__always)
+    private func setHeader(_ offset: Int, _ value: UInt32) {
+        self.storage!.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
+    }
+
+    /// The end of the last entry.
+    private var used: Int { Int(self.header(4)) }
+
+    /// The key index, or nil for a small object.
+    private var index: UnsafeMutableRawPointer? {
+        get {
+            UnsafeMutableRawPointer(bitPattern: self.storage.map { $0.loadUnaligned(fromByteOffset: 12, as: UInt.self) } ?? 0)
+        }
+        set { self.storage!.storeBytes(of: UInt(bitPattern: newValue), toByteOffset: 12, as: UInt.self) }
+    }
+
+    /// Makes room for `bytes` bytes in all; returns the (possibly moved) storage. Small objects grow to the size
+    /// asked for, indexed ones by half again.
+    private func reserve(_ bytes: Int) -> UnsafeMutableRawPointer {
+        let base = self.storage!
+        let capacity = Int(self.header(0))
+        guard bytes > capacity else { return base }
+        let wanted = self.index == nil ? bytes : max(bytes, capacity + capacity / 2)
+        precondition(wanted <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
+        let moved = realloc(base, wanted)!
+        self.storage = moved
+        self.setHeader(0, UInt32(wanted))
+        return moved
+    }
+
+    // MARK: - Key index
+
+    // The index: capacity (a power of two, 8 bytes), then that many UInt32 slots, each 0 (free) or an entry offset.
+
+    private static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        return hasher.finalize()
+    }
+
+    private static func hash(_ base: UnsafeMutableRawPointer, entryAt offset: Int) -> Int {
+        let entry = self.entry(base, at: offset, fixedModSeq: true)
+        return self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength))
+    }
+
+    private static func indexLookup(
+        _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int
+    ) -> Entry? {
+        let mask = index.load(as: Int.self) - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        var slot = hash & mask
+        while true {
+            let offset = Int(slots[slot])
+            if offset == 0 { return nil }
+            let entry = self.entry(base, at: offset, fixedModSeq: true)
+            if self.keyEquals(base, entry, bytes) { return entry }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    private func indexInsert(_ offset: Int, hash: Int) {
+        let index = self.index!
+        if self.count * 4 > index.load(as: Int.self) * 3 {
+            self.rebuildIndex()  // which indexes the new entry too
+            return
+        }
+        let mask = index.load(as: Int.self) - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        var slot = hash & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = UInt32(offset)
+    }
+
+    /// Removes `offset` from the index (backward-shift deletion keeps every other key reachable).
+    private func indexRemove(_ offset: Int, hash: Int) {
+        let base = self.storage!
+        let index = self.index!
+        let mask = index.load(as: Int.self) - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        var hole = hash & mask
+        while Int(slots[hole]) != offset { hole = (hole + 1) & mask }
+        var next = hole
+        while true {
+            next = (next + 1) & mask
+            let moved = Int(slots[next])
+            if moved == 0 { break }
+            let home = Self.hash(base, entryAt: moved) & mask
+            // The entry at `next` may fill the hole unless its home lies cyclically in (hole, next].
+            let inRange = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
+            if !inRange {
+                slots[hole] = slots[next]
+                hole = next
+            }
+        }
+        slots[hole] = 0
+    }
+
+    /// Builds the index anew for every entry, sized for the count at most half full.
+    private func rebuildIndex() {
+        if let old = self.index { free(old) }
+        var capacity = 16
+        while capacity < self.count * 2 { capacity *= 2 }
+        let index = calloc(1, 8 + capacity * 4)!
+        index.storeBytes(of: capacity, as: Int.self)
         self.index = index
+        let mask = capacity - 1
+        let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
+        self.forEachEntry { base, entry in
+            var slot = Self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength)) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = UInt32(entry.start)
+        }
+    }
+
+    /// Turns a small object into an indexed one: every region grows to at least `boxedSize` (so any later value
+    /// fits, boxed), then the index is built.
+    private func makeIndexed() {
+        let old = self.storage!
+        var needed = Self.headerSize
+        self.forEachEntry { _, entry in
+            needed += entry.modSeqAt - entry.start + 9 + max(entry.regionLength, PackedValue.boxedSize)
+        }
+        let base = malloc(needed)!
+        base.copyMemory(from: old, byteCount: Self.headerSize)
+        var at = Self.headerSize
+        self.forEachEntry { old, entry in
+            let regionLength = max(entry.regionLength, PackedValue.boxedSize)
+            (base + at).copyMemory(from: old + entry.start, byteCount: entry.modSeqAt - entry.start)
+            at += entry.modSeqAt - entry.start
+            base.storeBytes(of: Self.modSeq(old, entry), toByteOffset: at, as: UInt64.self)
+            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + 8, as: UInt8.self)
+            at += 9
+            (base + at).copyMemory(from: old + entry.regionStart, byteCount: entry.regionLength)
+            if regionLength > entry.regionLength {
+                (base + at + entry.regionLength).initializeMemory(
+                    as: UInt8.self, repeating: 0, count: regionLength - entry.regionLength)
+            }
+            at += regionLength
+        }
+        free(old)
+        self.storage = base
+        self.setHeader(0, UInt32(needed))
+        self.setHeader(4, UInt32(needed))
+        self.index = nil
+        self.rebuildIndex()
+    }
+
+    // MARK: - Varints
+
+    @inline(__always)
+    private static func readVarint(_ base: UnsafeMutableRawPointer, _ offset: Int) -> (value: UInt64, size: Int) {
+        let first = base.load(fromByteOffset: offset, as: UInt8.self)
+        if first < 0x80 { return (UInt64(first), 1) }
+        var value = UInt64(first & 0x7f)
+        var shift: UInt64 = 7
+        var size = 1
+        while true {
+            let byte = base.load(fromByteOffset: offset + size, as: UInt8.self)
+            value |= UInt64(byte & 0x7f) << shift
+            size += 1
+            if byte < 0x80 { return (value, size) }
+            shift += 7
+        }
+    }
+
+    @inline(__always)
+    private static func varintSize(_ value: UInt64) -> Int {
+        var size = 1
+        var rest = value >> 7
+        while rest != 0 {
+            size += 1
+            rest >>= 7
+        }
+        return size
+    }
+
+    @discardableResult
+    private static func writeVarint(_ value: UInt64, at pointer: UnsafeMutableRawPointer) -> Int {
+        var rest = value
+        var size = 0
+        while rest >= 0x80 {
+            pointer.storeBytes(of: UInt8(truncatingIfNeeded: rest) | 0x80, toByteOffset: size, as: UInt8.self)
+            rest >>= 7
+            size += 1
+        }
+        pointer.storeBytes(of: UInt8(rest), toByteOffset: size, as: UInt8.self)
+        return size + 1
     }
 }

@@ -84,17 +84,9 @@ extension Graph {
         stack.append(contentsOf: self.deadlines.objects)
         while let id = stack.popLast() {
             guard marked.insert(id).inserted, let object = self.objects[id] else { continue }
-            object.forEachValue { _, value in Self.references(in: value, into: &stack) }
+            object.forEachReference { stack.append($0) }
         }
         if marked.count == self.objects.count { return }
-        self.objects = self.objects.filter { marked.contains($0.key) }
-    }
-
-    private static func references(in value: Value, into stack: inout [ObjectID]) {
-        switch value {
-        case .object(let id): stack.append(id)
-        case .array(let elements): for element in elements { Self.references(in: element, into: &stack) }
-        default: return
-        }
+        self.objects.removeAll { !marked.contains($0.id) }
     }
 }

@@ -1,0 +1,157 @@
+@testable import ObjectGraph
+import Testing
+
+/// An object's packed storage (GraphObject.swift) and the object table (ObjectTable.swift), checked against plain
+/// Swift collections: random sets, overwrites and undos of every kind of value, through the switch to an indexed
+/// object and past its growth, must read back exactly as the model says, keys in order.
+struct GraphObjectStorageTests {
+    /// A reproducible generator (SplitMix64), so a failure names its seed.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            self.state &+= 0x9E37_79B9_7F4A_7C15
+            var z = self.state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func randomValue(_ random: inout Generator, depth: Int = 0) -> Value {
+        switch Int.random(in: 0..<12, using: &random) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &random))
+        case 2: return .int(Int64.random(in: -100...100, using: &random))
+        case 3: return .int(Int64.random(in: -40000...40000, using: &random))
+        case 4: return .int(Int64.random(in: Int64.min...Int64.max, using: &random))
+        case 5: return .double(Double.random(in: -1e9...1e9, using: &random))
+        case 6: return .object(Int.random(in: 0...Int(UInt32.max) + 10, using: &random))
+        case 7: return .string(String(repeating: "é", count: Int.random(in: 0...8, using: &random)))
+        case 8: return .string(String(repeating: "x", count: Int.random(in: 0...300, using: &random)))
+        case 9 where depth < 3:
+            let count = Int.random(in: 0...6, using: &random)
+            return .array((0..<count).map { _ in Self.randomValue(&random, depth: depth + 1) })
+        case 10: return .array((0..<Int.random(in: 0...300, using: &random)).map { .int(Int64($0)) })
+        default: return .string("v\(Int.random(in: 0...99, using: &random))")
+        }
+    }
+
+    static func randomKey(_ random: inout Generator, among count: Int) -> String {
+        let number = Int.random(in: 0..<count, using: &random)
+        switch number % 5 {
+        case 0: return "k\(number)"
+        case 1: return String(repeating: "long", count: 40) + "\(number)"  // a two-byte length
+        case 2: return "ключ\(number)"
+        default: return "\(number)"
+        }
+    }
+
+    @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6])
+    func randomSetsAndUndosReadBackAsTheModelSays(seed: UInt64) {
+        var random = Generator(state: seed)
+        let object = GraphObject(id: 1, objectClass: .open)
+        var keys: [String] = []
+        var slots: [String: GraphObject.Slot] = [:]
+        // Keys a step added (undone by removing them) and slots it replaced, newest last, as the undo log keeps them.
+        var undo: [(key: String, previous: GraphObject.Slot?)] = []
+        let keySpace = seed.isMultiple(of: 2) ? 12 : 400  // small objects only, or past the index threshold
+        for step in 0..<4000 {
+            if Int.random(in: 0..<10, using: &random) == 0, !undo.isEmpty {
+                // Undo the newest writes, as a rolled-back transaction does.
+                for _ in 0..<Int.random(in: 1...min(5, undo.count), using: &random) {
+                    let (key, previous) = undo.removeLast()
+                    object.restore(key, to: previous)
+                    if let previous {
+                        slots[key] = previous
+                    } else {
+                        slots[key] = nil
+                        keys.removeAll { $0 == key }
+                    }
+                }
+            } else {
+                let key = Self.randomKey(&random, among: keySpace)
+                let value = Self.randomValue(&random)
+                undo.append((key, object.slot(forKey: key)))
+                if undo.count > 20 { undo.removeFirst() }
+                object.setValue(value, forKey: key, modSeq: UInt64(step) << 40)
+                if slots[key] == nil { keys.append(key) }
+                slots[key] = GraphObject.Slot(value: value, modSeq: UInt64(step) << 40)
+            }
+            if step % 97 == 0 || step == 3999 {
+                #expect(object.keys == keys, "seed \(seed) step \(step)")
+                #expect(object.values == keys.map { slots[$0]!.value }, "seed \(seed) step \(step)")
+                #expect(object.modSeqs == keys.map { slots[$0]!.modSeq }, "seed \(seed) step \(step)")
+                #expect(object.count == keys.count)
+                for key in keys {
+                    #expect(object.value(forKey: key) == slots[key]!.value, "seed \(seed) step \(step) key \(key)")
+                    #expect(object.modSeq(forKey: key) == slots[key]!.modSeq)
+                }
+                #expect(object.value(forKey: "never set") == nil)
+                var references: [ObjectID] = []
+                object.forEachReference { references.append($0) }
+                var expected: [ObjectID] = []
+                for key in keys { Graph.forEachReferenceIn(slots[key]!.value) { expected.append($0) } }
+                #expect(references == expected, "seed \(seed) step \(step)")
+            }
+        }
+    }
+
+    @Test func declaredKeysStayInDeclarationOrderInSmallAndIndexedObjects() {
+        let declared = (0..<20).map { "d\($0)" }
+        let objectClass = ObjectClass(
+            name: "Wide", isOpen: true, properties: declared.map { .stored($0, StoredProperty(type: .any)) })
+        for extra in [0, 30] {
+            let object = GraphObject(id: 1, objectClass: objectClass)
+            for number in 0..<extra { object.setValue(.int(Int64(number)), forKey: "u\(number)", modSeq: 1) }
+            for name in declared.reversed() { object.setValue(.string(name), forKey: name, modSeq: 2) }
+            #expect(object.keys == declared + (0..<extra).map { "u\($0)" })
+            // Undo of a declared key in the middle (rebuilds a large object's index) keeps every other key.
+            object.restore("d7", to: nil)
+            #expect(object.value(forKey: "d7") == nil)
+            #expect(object.keys == declared.filter { $0 != "d7" } + (0..<extra).map { "u\($0)" })
+            for number in 0..<extra { #expect(object.value(forKey: "u\(number)") == .int(Int64(number))) }
+            #expect(object.value(forKey: "d19") == .string("d19"))
+        }
+    }
+
+    @Test func aValueThatOutgrowsItsRegionInALargeObjectIsBoxedAndReadsBack() {
+        let object = GraphObject(id: 1, objectClass: .open)
+        for number in 0..<1000 { object.setValue(.bool(true), forKey: "k\(number)", modSeq: UInt64(number)) }
+        let long = Value.string(String(repeating: "y", count: 1000))
+        for number in stride(from: 0, to: 1000, by: 3) { object.setValue(long, forKey: "k\(number)", modSeq: 5000) }
+        for number in stride(from: 0, to: 1000, by: 6) { object.setValue(.int(7), forKey: "k\(number)", modSeq: 6000) }
+        for number in 0..<1000 {
+            let expected: Value = number % 6 == 0 ? .int(7) : number % 3 == 0 ? long : .bool(true)
+            #expect(object.value(forKey: "k\(number)") == expected)
+        }
+        #expect(object.keys == (0..<1000).map { "k\($0)" })
+    }
+
+    @Test func theObjectTableKeepsObjectsByIdInIdOrderAndFreesEmptyChunks() {
+        var table = ObjectTable()
+        let ids = [0, 1, 255, 256, 257, 1000, 70_000]
+        for id in ids { table[id] = GraphObject(id: id, objectClass: .open) }
+        #expect(table.count == ids.count)
+        #expect(table.map(\.id) == ids)
+        #expect(table[2] == nil && table[-1] == nil && table[1 << 40] == nil)
+        #expect(table[1000]?.id == 1000)
+        table[1000] = nil
+        table[1000] = nil  // removing a missing object changes nothing
+        table[5000] = nil
+        #expect(table.count == ids.count - 1)
+        table.removeAll { $0.id >= 256 && $0.id < 300 }
+        #expect(table.map(\.id) == [0, 1, 255, 70_000])
+        table[256] = GraphObject(id: 256, objectClass: .open)
+        #expect(table.map(\.id) == [0, 1, 255, 256, 70_000])
+        #expect(table.count == 5)
+        // Ids far past the direct chunk list (a snapshot may name them) cost their chunks only.
+        let far = [1 << 40, Int.max - 1, (1 << 28) + 3]
+        for id in far { table[id] = GraphObject(id: id, objectClass: .open) }
+        #expect(table.map(\.id) == [0, 1, 255, 256, 70_000, (1 << 28) + 3, 1 << 40, Int.max - 1])
+        #expect(table[1 << 40]?.id == 1 << 40 && table[(1 << 40) + 1] == nil)
+        table.removeAll { $0.id == Int.max - 1 }
+        table[1 << 40] = nil
+        #expect(table.map(\.id) == [0, 1, 255, 256, 70_000, (1 << 28) + 3])
+        #expect(table.count == 6)
+    }
+}
