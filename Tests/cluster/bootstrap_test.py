@@ -10,9 +10,9 @@ leader's history; every role change is one JSON log line naming the old and new 
 the follower -> leader change after the leader is SIGKILLed. Standard library only; uses cluster_test.py's helpers.
 Exits 0 when every check passed.
 """
-import hashlib, json, os, re, shutil, signal, sys, tempfile, time, urllib.request
+import hashlib, json, os, re, signal, sys, time, urllib.request
 
-from cluster_test import LEASE, Client, Cluster, call, check, log, value, wait_for
+from cluster_test import LEASE, Client, check, value, wait_for, run_scenario
 
 BACKLOG = 20
 EXTRA = ["--replication-backlog", str(BACKLOG), "--metrics-port", "0", "--log-format", "json"]
@@ -69,148 +69,131 @@ def wait_caught_up(cluster, name, leader, seconds):
     return target
 
 
+def scenario(cluster, root):
+    for name in cluster.etcd_names:
+        cluster.start_etcd(name)
+    wait_for("etcd quorum", cluster.etcd_healthy, 20)
+    members = ["k0", "k1", "k2"]
+    for name in members:
+        cluster.start_kvod(name, EXTRA)
+    leader = wait_for("one writable leader", cluster.leader, 15)
+    followers = [n for n in members if n != leader]
+    lp = cluster.kvod_ports[leader]
+    wait_for("followers linked", lambda: all(
+        cluster.hello(n).get("leader") == f"127.0.0.1:{lp}" and cluster.hello(n).get("role") == "follower"
+        for n in followers), 8)
+
+    # A few writes, then the metrics of a leader and a follower, agreeing with hello.
+    writer = Client(lp)
+    for i in range(10):
+        response = writer.call("set", {"path": f"k{i}", "value": {"value": i}})
+        assert "result" in response, response
+    wait_caught_up(cluster, followers[0], leader, 5)
+    wait_caught_up(cluster, followers[1], leader, 5)
+    hello = cluster.hello(leader)
+    wait_for("the leader's metrics to count two streaming followers", lambda: len(
+        [k for k in metrics(cluster, leader) if k.startswith("kvod_cluster_follower_lag{")]) == 2, 3)
+    m = metrics(cluster, leader)
+    check(m['kvod_cluster_role{role="leader"}'] == 1 and m['kvod_cluster_role{role="follower"}'] == 0
+          and m["kvod_cluster_writable"] == 1, "the leader's metrics: role leader, writable")
+    check(m["kvod_cluster_term"] == hello["term"] and m["kvod_cluster_applied_seq"] == hello["appliedSeq"],
+          f"the leader's metrics: term {hello['term']} and applied seq {hello['appliedSeq']} as hello says")
+    check(m["kvod_cluster_followers"] == 2 and m["kvod_cluster_replication_lag"] == 0,
+          "the leader's metrics: 2 followers, lag 0 once idle")
+    f = metrics(cluster, followers[0])
+    check(f['kvod_cluster_role{role="follower"}'] == 1 and f['kvod_cluster_role{role="leader"}'] == 0
+          and f["kvod_cluster_writable"] == 0 and f["kvod_cluster_linked"] == 1,
+          "a follower's metrics: role follower, linked, not writable")
+    check(f["kvod_cluster_term"] == hello["term"] and f["kvod_cluster_applied_seq"] == hello["appliedSeq"]
+          and f["kvod_cluster_leader_seq"] == hello["appliedSeq"] and f["kvod_cluster_replication_lag"] == 0,
+          "a follower's metrics: the leader's term, applied seq = leader's seq, lag 0")
+
+    # A follower down while the leader writes far past its backlog: it bootstraps from a snapshot.
+    lagging = followers[0]
+    cluster.kvods[lagging].send_signal(signal.SIGKILL)
+    cluster.kvods[lagging].wait()
+    paths = [f"k{i}.value" for i in range(10)] + ["counter.value"]
+    writer.call("set", {"path": "counter", "value": {"value": 0}})
+    for i in range(1, 8 * BACKLOG + 1):
+        response = writer.call("set", {"path": "counter.value" if i % 3 else f"k{i % 10}.value", "value": i})
+        assert "result" in response, response
+    wait_caught_up(cluster, followers[1], leader, 5)
+    f = metrics(cluster, followers[1])
+    check(f["kvod_cluster_applied_seq"] == cluster.hello(leader)["appliedSeq"],
+          "the other follower's applied-seq metric follows the writes")
+    cluster.start_kvod(lagging, EXTRA)
+    target = wait_caught_up(cluster, lagging, leader, 20)
+    boots = messages(cluster, lagging, "bootstrapping from the leader's snapshot")
+    sent = messages(cluster, leader, "snapshot sent to a follower")
+    check(len(boots) >= 1 and len(sent) >= 1,
+          f"{lagging}, {8 * BACKLOG} mutations behind a backlog of {BACKLOG}, bootstrapped from a snapshot "
+          f"({boots[-1] if boots else None})")
+    leader_view, follower_view = snapshot_of(lp, paths), snapshot_of(cluster.kvod_ports[lagging], paths)
+    check(leader_view == follower_view and all(v is not None for v in leader_view.values()),
+          f"{lagging} has the leader's exact values and modSeqs at seq {target}")
+    response = writer.call("set", {"path": "counter.value", "value": -5})
+    wait_for(f"{lagging} streaming after the bootstrap",
+             lambda: value(cluster.kvod_ports[lagging], "counter.value") == -5, 5)
+    check(True, f"{lagging} streams the leader's writes after its bootstrap")
+    wait_for("the leader's metrics to count the snapshot sent", lambda: metrics(cluster, leader).get(
+        "kvod_cluster_snapshots_sent_total", 0) >= 1, 3)
+    check(True, "the leader's kvod_cluster_snapshots_sent_total counts it")
+
+    # A graph of several MB: several chunks, while the leader keeps writing.
+    cluster.kvods[lagging].send_signal(signal.SIGKILL)
+    cluster.kvods[lagging].wait()
+    big_paths = []
+    for i in range(40):
+        text = hashlib.sha256(str(i).encode()).hexdigest() * 1600  # ~100 KB
+        response = writer.call("set", {"path": f"big{i}", "value": {"text": text}})
+        assert "result" in response, response
+        big_paths.append(f"big{i}.text")
+    for i in range(3 * BACKLOG):
+        writer.call("set", {"path": "counter.value", "value": 1000 + i})
+    before = len(messages(cluster, lagging, "bootstrapping from the leader's snapshot"))
+    cluster.start_kvod(lagging, EXTRA)
+    # Writes go on while the follower bootstraps (the backlog keeps what it needs meanwhile).
+    for i in range(BACKLOG):
+        writer.call("set", {"path": "counter.value", "value": 2000 + i})
+        time.sleep(0.01)
+    target = wait_caught_up(cluster, lagging, leader, 60)
+    boots = messages(cluster, lagging, "bootstrapping from the leader's snapshot")[before:]
+    size = int(boots[0]["bytes"]) if boots else 0
+    check(len(boots) >= 1 and size > 3 * 768 * 1024,
+          f"{lagging} bootstrapped from a snapshot of {size} bytes (at least 4 chunks of 768 KiB)")
+    all_paths = paths + big_paths
+    leader_view = snapshot_of(lp, all_paths)
+    follower_view = snapshot_of(cluster.kvod_ports[lagging], all_paths)
+    check(leader_view == follower_view, f"{lagging} has the leader's exact values and modSeqs at seq {target}")
+
+    # Role changes are JSON log lines with the old and new role, term and leader; a failover adds one.
+    changes = messages(cluster, leader, "cluster role changed")
+    won = [c for c in changes if c.get("cluster.role") == "leader"]
+    check(len(won) == 1 and won[0].get("cluster.previous.role") == "candidate"
+          and won[0].get("cluster.term") == str(hello["term"]) and won[0].get("cluster.leader") == f"127.0.0.1:{lp}",
+          f"the leader logged its change candidate -> leader as JSON ({won[0] if won else changes})")
+    writer.close()
+    cluster.kvods[leader].send_signal(signal.SIGKILL)
+    cluster.kvods[leader].wait()
+    del cluster.kvods[leader]
+    new_leader = wait_for("a new leader", cluster.leader, LEASE + 6)
+    promoted = [c for c in messages(cluster, new_leader, "cluster role changed") if c.get("cluster.role") == "leader"]
+    check(len(promoted) >= 1 and promoted[-1].get("cluster.previous.role") in ("follower", "candidate")
+          and promoted[-1].get("cluster.previous.leader") in (f"127.0.0.1:{lp}", "none")
+          and int(promoted[-1]["cluster.term"]) > hello["term"],
+          f"{new_leader} logged its promotion with the old role, term and leader ({promoted[-1] if promoted else None})")
+    followed = [c for n in members if n not in (leader, new_leader)
+                for c in messages(cluster, n, "cluster role changed")]
+    check(any(c.get("cluster.previous.role") == "follower" and c.get("cluster.previous.leader") == f"127.0.0.1:{lp}"
+              for c in followed + messages(cluster, new_leader, "cluster role changed")),
+          "a member logged leaving the old leader (previous role follower, previous leader named)")
+    m = metrics(cluster, new_leader)
+    check(m['kvod_cluster_role{role="leader"}'] == 1 and m["kvod_cluster_term"] > hello["term"],
+          f"{new_leader}'s metrics say leader, term {int(m['kvod_cluster_term'])}")
+
+
 def main():
-    root = tempfile.mkdtemp(prefix="kvod-bootstrap-")
-    cluster = Cluster(root)
-    ok = False
-    try:
-        for name in cluster.etcd_names:
-            cluster.start_etcd(name)
-        wait_for("etcd quorum", cluster.etcd_healthy, 20)
-        members = ["k0", "k1", "k2"]
-        for name in members:
-            cluster.start_kvod(name, EXTRA)
-        leader = wait_for("one writable leader", cluster.leader, 15)
-        followers = [n for n in members if n != leader]
-        lp = cluster.kvod_ports[leader]
-        wait_for("followers linked", lambda: all(
-            cluster.hello(n).get("leader") == f"127.0.0.1:{lp}" and cluster.hello(n).get("role") == "follower"
-            for n in followers), 8)
-
-        # A few writes, then the metrics of a leader and a follower, agreeing with hello.
-        writer = Client(lp)
-        for i in range(10):
-            response = writer.call("set", {"path": f"k{i}", "value": {"value": i}})
-            assert "result" in response, response
-        wait_caught_up(cluster, followers[0], leader, 5)
-        wait_caught_up(cluster, followers[1], leader, 5)
-        hello = cluster.hello(leader)
-        wait_for("the leader's metrics to count two streaming followers", lambda: len(
-            [k for k in metrics(cluster, leader) if k.startswith("kvod_cluster_follower_lag{")]) == 2, 3)
-        m = metrics(cluster, leader)
-        check(m['kvod_cluster_role{role="leader"}'] == 1 and m['kvod_cluster_role{role="follower"}'] == 0
-              and m["kvod_cluster_writable"] == 1, "the leader's metrics: role leader, writable")
-        check(m["kvod_cluster_term"] == hello["term"] and m["kvod_cluster_applied_seq"] == hello["appliedSeq"],
-              f"the leader's metrics: term {hello['term']} and applied seq {hello['appliedSeq']} as hello says")
-        check(m["kvod_cluster_followers"] == 2 and m["kvod_cluster_replication_lag"] == 0,
-              "the leader's metrics: 2 followers, lag 0 once idle")
-        f = metrics(cluster, followers[0])
-        check(f['kvod_cluster_role{role="follower"}'] == 1 and f['kvod_cluster_role{role="leader"}'] == 0
-              and f["kvod_cluster_writable"] == 0 and f["kvod_cluster_linked"] == 1,
-              "a follower's metrics: role follower, linked, not writable")
-        check(f["kvod_cluster_term"] == hello["term"] and f["kvod_cluster_applied_seq"] == hello["appliedSeq"]
-              and f["kvod_cluster_leader_seq"] == hello["appliedSeq"] and f["kvod_cluster_replication_lag"] == 0,
-              "a follower's metrics: the leader's term, applied seq = leader's seq, lag 0")
-
-        # A follower down while the leader writes far past its backlog: it bootstraps from a snapshot.
-        lagging = followers[0]
-        cluster.kvods[lagging].send_signal(signal.SIGKILL)
-        cluster.kvods[lagging].wait()
-        paths = [f"k{i}.value" for i in range(10)] + ["counter.value"]
-        writer.call("set", {"path": "counter", "value": {"value": 0}})
-        for i in range(1, 8 * BACKLOG + 1):
-            response = writer.call("set", {"path": "counter.value" if i % 3 else f"k{i % 10}.value", "value": i})
-            assert "result" in response, response
-        wait_caught_up(cluster, followers[1], leader, 5)
-        f = metrics(cluster, followers[1])
-        check(f["kvod_cluster_applied_seq"] == cluster.hello(leader)["appliedSeq"],
-              "the other follower's applied-seq metric follows the writes")
-        cluster.start_kvod(lagging, EXTRA)
-        target = wait_caught_up(cluster, lagging, leader, 20)
-        boots = messages(cluster, lagging, "bootstrapping from the leader's snapshot")
-        sent = messages(cluster, leader, "snapshot sent to a follower")
-        check(len(boots) >= 1 and len(sent) >= 1,
-              f"{lagging}, {8 * BACKLOG} mutations behind a backlog of {BACKLOG}, bootstrapped from a snapshot "
-              f"({boots[-1] if boots else None})")
-        leader_view, follower_view = snapshot_of(lp, paths), snapshot_of(cluster.kvod_ports[lagging], paths)
-        check(leader_view == follower_view and all(v is not None for v in leader_view.values()),
-              f"{lagging} has the leader's exact values and modSeqs at seq {target}")
-        response = writer.call("set", {"path": "counter.value", "value": -5})
-        wait_for(f"{lagging} streaming after the bootstrap",
-                 lambda: value(cluster.kvod_ports[lagging], "counter.value") == -5, 5)
-        check(True, f"{lagging} streams the leader's writes after its bootstrap")
-        wait_for("the leader's metrics to count the snapshot sent", lambda: metrics(cluster, leader).get(
-            "kvod_cluster_snapshots_sent_total", 0) >= 1, 3)
-        check(True, "the leader's kvod_cluster_snapshots_sent_total counts it")
-
-        # A graph of several MB: several chunks, while the leader keeps writing.
-        cluster.kvods[lagging].send_signal(signal.SIGKILL)
-        cluster.kvods[lagging].wait()
-        big_paths = []
-        for i in range(40):
-            text = hashlib.sha256(str(i).encode()).hexdigest() * 1600  # ~100 KB
-            response = writer.call("set", {"path": f"big{i}", "value": {"text": text}})
-            assert "result" in response, response
-            big_paths.append(f"big{i}.text")
-        for i in range(3 * BACKLOG):
-            writer.call("set", {"path": "counter.value", "value": 1000 + i})
-        before = len(messages(cluster, lagging, "bootstrapping from the leader's snapshot"))
-        cluster.start_kvod(lagging, EXTRA)
-        # Writes go on while the follower bootstraps (the backlog keeps what it needs meanwhile).
-        for i in range(BACKLOG):
-            writer.call("set", {"path": "counter.value", "value": 2000 + i})
-            time.sleep(0.01)
-        target = wait_caught_up(cluster, lagging, leader, 60)
-        boots = messages(cluster, lagging, "bootstrapping from the leader's snapshot")[before:]
-        size = int(boots[0]["bytes"]) if boots else 0
-        check(len(boots) >= 1 and size > 3 * 768 * 1024,
-              f"{lagging} bootstrapped from a snapshot of {size} bytes (at least 4 chunks of 768 KiB)")
-        all_paths = paths + big_paths
-        leader_view = snapshot_of(lp, all_paths)
-        follower_view = snapshot_of(cluster.kvod_ports[lagging], all_paths)
-        check(leader_view == follower_view, f"{lagging} has the leader's exact values and modSeqs at seq {target}")
-
-        # Role changes are JSON log lines with the old and new role, term and leader; a failover adds one.
-        changes = messages(cluster, leader, "cluster role changed")
-        won = [c for c in changes if c.get("cluster.role") == "leader"]
-        check(len(won) == 1 and won[0].get("cluster.previous.role") == "candidate"
-              and won[0].get("cluster.term") == str(hello["term"]) and won[0].get("cluster.leader") == f"127.0.0.1:{lp}",
-              f"the leader logged its change candidate -> leader as JSON ({won[0] if won else changes})")
-        writer.close()
-        cluster.kvods[leader].send_signal(signal.SIGKILL)
-        cluster.kvods[leader].wait()
-        del cluster.kvods[leader]
-        new_leader = wait_for("a new leader", cluster.leader, LEASE + 6)
-        promoted = [c for c in messages(cluster, new_leader, "cluster role changed") if c.get("cluster.role") == "leader"]
-        check(len(promoted) >= 1 and promoted[-1].get("cluster.previous.role") in ("follower", "candidate")
-              and promoted[-1].get("cluster.previous.leader") in (f"127.0.0.1:{lp}", "none")
-              and int(promoted[-1]["cluster.term"]) > hello["term"],
-              f"{new_leader} logged its promotion with the old role, term and leader ({promoted[-1] if promoted else None})")
-        followed = [c for n in members if n not in (leader, new_leader)
-                    for c in messages(cluster, n, "cluster role changed")]
-        check(any(c.get("cluster.previous.role") == "follower" and c.get("cluster.previous.leader") == f"127.0.0.1:{lp}"
-                  for c in followed + messages(cluster, new_leader, "cluster role changed")),
-              "a member logged leaving the old leader (previous role follower, previous leader named)")
-        m = metrics(cluster, new_leader)
-        check(m['kvod_cluster_role{role="leader"}'] == 1 and m["kvod_cluster_term"] > hello["term"],
-              f"{new_leader}'s metrics say leader, term {int(m['kvod_cluster_term'])}")
-        ok = True
-    except AssertionError as failure:
-        log(f"FAIL: {failure}")
-    finally:
-        cluster.stop()
-        if not ok:
-            for name in sorted(os.listdir(root)):
-                if name.endswith(".log") and name.startswith("k"):
-                    print(f"---- {name} (last 30 lines)")
-                    with open(os.path.join(root, name), errors="replace") as f:
-                        print("".join(f.readlines()[-30:]))
-        if os.environ.get("KVOD_CLUSTER_KEEP"):
-            log(f"kept {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    log("PASS" if ok else "FAILED")
-    return 0 if ok else 1
+    return run_scenario("bootstrap", scenario)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ def wait_for(what, condition, seconds):
 class Cluster:
     def __init__(self, root):
         self.root = root
+        self.cleanups = []  # called first by stop(): what a scenario started beside the cluster (a kvoctl watch)
         self.etcd = {}
         peer, client = free_ports(3), free_ports(3)
         self.etcd_names = ["e0", "e1", "e2"]
@@ -166,6 +167,8 @@ class Cluster:
         return leaders[0] if len(leaders) == 1 else None
 
     def stop(self):
+        for cleanup in self.cleanups:
+            cleanup()
         for process in list(self.kvods.values()) + list(self.etcd.values()):
             if process.poll() is None:
                 process.kill()
@@ -182,133 +185,24 @@ def check(condition, message):
     log(f"ok: {message}")
 
 
-def main():
-    root = tempfile.mkdtemp(prefix="kvod-cluster-")
+def run_scenario(name, scenario):
+    """Runs `scenario(cluster, root)` on a cluster in a new temporary directory (kept with KVOD_CLUSTER_KEEP): an
+    AssertionError fails it; the members are killed, and on failure the last lines of every kvod's log printed."""
+    root = tempfile.mkdtemp(prefix=f"kvod-{name}-")
     cluster = Cluster(root)
     ok = False
     try:
-        for name in cluster.etcd_names:
-            cluster.start_etcd(name)
-        wait_for("etcd quorum", cluster.etcd_healthy, 20)
-        log("etcd: 3 members up")
-        members = ["k0", "k1", "k2"]
-        for name in members:
-            cluster.start_kvod(name)
-
-        leader = wait_for("one writable leader", cluster.leader, 15)
-        wait_for("two followers", lambda: sum(h.get("role") == "follower" for h in cluster.roles().values()) == 2, 5)
-        roles = cluster.roles()
-        followers = [n for n in members if n != leader]
-        check(all(roles[n]["role"] == "follower" for n in followers), f"one leader ({leader}), two followers")
-        term = roles[leader]["term"]
-        check(all(roles[n]["term"] == term for n in members) and term > 0, f"every member names term {term}")
-        wait_for("followers linked", lambda: all(
-            cluster.hello(n).get("leader") == f"127.0.0.1:{cluster.kvod_ports[leader]}" for n in followers), 5)
-
-        # A subscriber on a follower, before the writes.
-        sub = Client(cluster.kvod_ports[followers[0]])
-        lp = cluster.kvod_ports[leader]
-        writer = Client(lp)
-        created = writer.call("set", {"path": "counter", "value": {"value": 0}})
-        check("result" in created, f"the leader accepts a write ({created.get('result', created.get('error'))})")
-        wait_for("the follower has counter", lambda: value(
-            cluster.kvod_ports[followers[0]], "counter.value") == 0, 5)
-        sub_response = sub.call("subscribe", {"path": "counter.value", "options": ["new"]})
-        check("result" in sub_response, "subscribe works on a follower")
-        seqs = []
-        for i in range(1, 101):
-            response = writer.call("set", {"path": "counter.value", "value": i})
-            seqs.append(response["result"]["seq"] if isinstance(response.get("result"), dict) else None)
-        leader_seq = cluster.hello(leader)["appliedSeq"]
-        wait_for("followers at the leader's seq", lambda: all(
-            cluster.hello(n)["appliedSeq"] == leader_seq for n in followers), 5)
-        for name in followers:
-            got = call(cluster.kvod_ports[name], "get", {"path": "counter.value", "meta": True})
-            check(got["result"]["value"] == 100, f"{name} has the last value at appliedSeq {leader_seq}")
-        leader_meta = call(lp, "get", {"path": "counter.value", "meta": True})["result"]
-        follower_meta = call(cluster.kvod_ports[followers[1]], "get", {"path": "counter.value", "meta": True})["result"]
-        check(leader_meta == follower_meta, f"leader and follower agree on value and modSeq ({leader_meta})")
-
-        # The subscriber saw every change, in order.
-        values, change_seqs = [], []
-        deadline = time.monotonic() + 5
-        while len(values) < 100 and time.monotonic() < deadline:
-            line = sub.notifications.pop(0) if sub.notifications else sub.read_line(5)
-            if line.get("method") == "change":
-                values.append(line["params"].get("new"))
-                change_seqs.append(line["params"].get("seq"))
-        values, change_seqs = values[-100:], change_seqs[-100:]
-        check(values == list(range(1, 101)) and change_seqs == seqs,
-              f"a subscriber on a follower saw the 100 changes in order, with the leader's seqs ({values[:3]}, {change_seqs[:3]}, {seqs[:3]})")
-
-        # A mutation on a follower: 1012 naming the leader.
-        refused = call(cluster.kvod_ports[followers[1]], "set", {"path": "counter.value", "value": -1})
-        error = refused.get("error", {})
-        check(error.get("code") == 1012 and error.get("data", {}).get("leader") == f"127.0.0.1:{lp}",
-              f"a mutation on a follower gets 1012 naming the leader ({error})")
-
-        # SIGKILL the leader: a follower leads within lease + 2 s, with every replicated write.
-        writer.close()
-        sub.close()
-        killed_at = time.monotonic()
-        cluster.kvods[leader].send_signal(signal.SIGKILL)
-        cluster.kvods[leader].wait()
-        del cluster.kvods[leader]
-        new_leader = wait_for("a new leader", cluster.leader, LEASE + 6)
-        took = time.monotonic() - killed_at
-        check(took <= LEASE + 2, f"{new_leader} leads {took:.2f} s after the kill (lease {LEASE} s)")
-        np = cluster.kvod_ports[new_leader]
-        check(value(np, "counter.value") == 100, "the new leader has every replicated write")
-        response = call(np, "set", {"path": "counter.value", "value": 101})
-        check("result" in response, "the new leader accepts writes")
-        other = [n for n in followers if n != new_leader][0]
-        wait_for("the other follower follows the new leader", lambda: value(cluster.kvod_ports[other], "counter.value") == 101, 8)
-        check(cluster.hello(other)["leader"] == f"127.0.0.1:{np}", f"{other} follows {new_leader}")
-
-        # Two etcd members down: the leader stops acknowledging; reads continue. Restored: writes resume.
-        for name in ["e1", "e2"]:
-            cluster.etcd[name].kill()
-            cluster.etcd[name].wait()
-        acknowledged = [101]
-        def refused_with_reason():
-            r = call(np, "set", {"path": "counter.value", "value": 102})
-            if "result" in r:
-                acknowledged.append(102)  # the lease was still proven
-            return r.get("error") if r.get("error", {}).get("code") == 1012 else None
-        error = wait_for("the leader refusing writes", refused_with_reason, LEASE + 3)
-        check("reason" in error.get("data", {}), f"without etcd quorum the leader refuses: {error['data']}")
-        check(value(np, "counter.value") == acknowledged[-1], "reads continue on the leader")
-        wait_for("the follower has the last acknowledged write",
-                 lambda: value(cluster.kvod_ports[other], "counter.value") == acknowledged[-1], 3)
-        check(True, "reads continue on the follower")
-        for name in ["e1", "e2"]:
-            cluster.start_etcd(name)
-        def write_accepted():
-            leader_now = cluster.leader()
-            if leader_now is None:
-                return None
-            r = call(cluster.kvod_ports[leader_now], "set", {"path": "counter.value", "value": 103})
-            return leader_now if "result" in r else None
-        resumed = wait_for("writes to resume", write_accepted, 20)
-        check(True, f"etcd restored: writes resume on {resumed}")
-
-        # A fourth member joining late catches up (from the leader's backlog).
-        joined = "k3"
-        cluster.start_kvod(joined)
-        rp = cluster.kvod_ports[resumed]
-        wait_for("k3 catches up", lambda: value(cluster.kvod_ports[joined], "counter.value") == 103 and cluster.hello(joined)["role"] == "follower", 15)
-        check(cluster.hello(joined)["appliedSeq"] == cluster.hello(resumed)["appliedSeq"],
-              "a member joining late has the leader's seq")
+        scenario(cluster, root)
         ok = True
     except AssertionError as failure:
         log(f"FAIL: {failure}")
     finally:
         cluster.stop()
         if not ok:
-            for name in sorted(os.listdir(root)):
-                if name.endswith(".log") and name.startswith("k"):
-                    print(f"---- {name} (last 30 lines)")
-                    with open(os.path.join(root, name), errors="replace") as f:
+            for entry in sorted(os.listdir(root)):
+                if entry.endswith(".log") and entry.startswith("k"):
+                    print(f"---- {entry} (last 30 lines)")
+                    with open(os.path.join(root, entry), errors="replace") as f:
                         print("".join(f.readlines()[-30:]))
         if os.environ.get("KVOD_CLUSTER_KEEP"):
             log(f"kept {root}")
@@ -316,6 +210,124 @@ def main():
             shutil.rmtree(root, ignore_errors=True)
     log("PASS" if ok else "FAILED")
     return 0 if ok else 1
+
+
+def scenario(cluster, root):
+    for name in cluster.etcd_names:
+        cluster.start_etcd(name)
+    wait_for("etcd quorum", cluster.etcd_healthy, 20)
+    log("etcd: 3 members up")
+    members = ["k0", "k1", "k2"]
+    for name in members:
+        cluster.start_kvod(name)
+
+    leader = wait_for("one writable leader", cluster.leader, 15)
+    wait_for("two followers", lambda: sum(h.get("role") == "follower" for h in cluster.roles().values()) == 2, 5)
+    roles = cluster.roles()
+    followers = [n for n in members if n != leader]
+    check(all(roles[n]["role"] == "follower" for n in followers), f"one leader ({leader}), two followers")
+    term = roles[leader]["term"]
+    check(all(roles[n]["term"] == term for n in members) and term > 0, f"every member names term {term}")
+    wait_for("followers linked", lambda: all(
+        cluster.hello(n).get("leader") == f"127.0.0.1:{cluster.kvod_ports[leader]}" for n in followers), 5)
+
+    # A subscriber on a follower, before the writes.
+    sub = Client(cluster.kvod_ports[followers[0]])
+    lp = cluster.kvod_ports[leader]
+    writer = Client(lp)
+    created = writer.call("set", {"path": "counter", "value": {"value": 0}})
+    check("result" in created, f"the leader accepts a write ({created.get('result', created.get('error'))})")
+    wait_for("the follower has counter", lambda: value(
+        cluster.kvod_ports[followers[0]], "counter.value") == 0, 5)
+    sub_response = sub.call("subscribe", {"path": "counter.value", "options": ["new"]})
+    check("result" in sub_response, "subscribe works on a follower")
+    seqs = []
+    for i in range(1, 101):
+        response = writer.call("set", {"path": "counter.value", "value": i})
+        seqs.append(response["result"]["seq"] if isinstance(response.get("result"), dict) else None)
+    leader_seq = cluster.hello(leader)["appliedSeq"]
+    wait_for("followers at the leader's seq", lambda: all(
+        cluster.hello(n)["appliedSeq"] == leader_seq for n in followers), 5)
+    for name in followers:
+        got = call(cluster.kvod_ports[name], "get", {"path": "counter.value", "meta": True})
+        check(got["result"]["value"] == 100, f"{name} has the last value at appliedSeq {leader_seq}")
+    leader_meta = call(lp, "get", {"path": "counter.value", "meta": True})["result"]
+    follower_meta = call(cluster.kvod_ports[followers[1]], "get", {"path": "counter.value", "meta": True})["result"]
+    check(leader_meta == follower_meta, f"leader and follower agree on value and modSeq ({leader_meta})")
+
+    # The subscriber saw every change, in order.
+    values, change_seqs = [], []
+    deadline = time.monotonic() + 5
+    while len(values) < 100 and time.monotonic() < deadline:
+        line = sub.notifications.pop(0) if sub.notifications else sub.read_line(5)
+        if line.get("method") == "change":
+            values.append(line["params"].get("new"))
+            change_seqs.append(line["params"].get("seq"))
+    values, change_seqs = values[-100:], change_seqs[-100:]
+    check(values == list(range(1, 101)) and change_seqs == seqs,
+          f"a subscriber on a follower saw the 100 changes in order, with the leader's seqs ({values[:3]}, {change_seqs[:3]}, {seqs[:3]})")
+
+    # A mutation on a follower: 1012 naming the leader.
+    refused = call(cluster.kvod_ports[followers[1]], "set", {"path": "counter.value", "value": -1})
+    error = refused.get("error", {})
+    check(error.get("code") == 1012 and error.get("data", {}).get("leader") == f"127.0.0.1:{lp}",
+          f"a mutation on a follower gets 1012 naming the leader ({error})")
+
+    # SIGKILL the leader: a follower leads within lease + 2 s, with every replicated write.
+    writer.close()
+    sub.close()
+    killed_at = time.monotonic()
+    cluster.kvods[leader].send_signal(signal.SIGKILL)
+    cluster.kvods[leader].wait()
+    del cluster.kvods[leader]
+    new_leader = wait_for("a new leader", cluster.leader, LEASE + 6)
+    took = time.monotonic() - killed_at
+    check(took <= LEASE + 2, f"{new_leader} leads {took:.2f} s after the kill (lease {LEASE} s)")
+    np = cluster.kvod_ports[new_leader]
+    check(value(np, "counter.value") == 100, "the new leader has every replicated write")
+    response = call(np, "set", {"path": "counter.value", "value": 101})
+    check("result" in response, "the new leader accepts writes")
+    other = [n for n in followers if n != new_leader][0]
+    wait_for("the other follower follows the new leader", lambda: value(cluster.kvod_ports[other], "counter.value") == 101, 8)
+    check(cluster.hello(other)["leader"] == f"127.0.0.1:{np}", f"{other} follows {new_leader}")
+
+    # Two etcd members down: the leader stops acknowledging; reads continue. Restored: writes resume.
+    for name in ["e1", "e2"]:
+        cluster.etcd[name].kill()
+        cluster.etcd[name].wait()
+    acknowledged = [101]
+    def refused_with_reason():
+        r = call(np, "set", {"path": "counter.value", "value": 102})
+        if "result" in r:
+            acknowledged.append(102)  # the lease was still proven
+        return r.get("error") if r.get("error", {}).get("code") == 1012 else None
+    error = wait_for("the leader refusing writes", refused_with_reason, LEASE + 3)
+    check("reason" in error.get("data", {}), f"without etcd quorum the leader refuses: {error['data']}")
+    check(value(np, "counter.value") == acknowledged[-1], "reads continue on the leader")
+    wait_for("the follower has the last acknowledged write",
+             lambda: value(cluster.kvod_ports[other], "counter.value") == acknowledged[-1], 3)
+    check(True, "reads continue on the follower")
+    for name in ["e1", "e2"]:
+        cluster.start_etcd(name)
+    def write_accepted():
+        leader_now = cluster.leader()
+        if leader_now is None:
+            return None
+        r = call(cluster.kvod_ports[leader_now], "set", {"path": "counter.value", "value": 103})
+        return leader_now if "result" in r else None
+    resumed = wait_for("writes to resume", write_accepted, 20)
+    check(True, f"etcd restored: writes resume on {resumed}")
+
+    # A fourth member joining late catches up (from the leader's backlog).
+    joined = "k3"
+    cluster.start_kvod(joined)
+    wait_for("k3 catches up", lambda: value(cluster.kvod_ports[joined], "counter.value") == 103 and cluster.hello(joined)["role"] == "follower", 15)
+    check(cluster.hello(joined)["appliedSeq"] == cluster.hello(resumed)["appliedSeq"],
+          "a member joining late has the leader's seq")
+
+
+def main():
+    return run_scenario("cluster", scenario)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,10 @@ leader, more writes after it left, the leader SIGKILLed: on the new leader (whic
 follower) and on the other survivors, a `since` resubscription replays every missed change, those of the old leader
 and the new one's, then live ones. Standard library only; exits 0 when every check passed.
 """
-import os, shutil, signal, sys, tempfile, time
+import os, signal, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_test import LEASE, Client, Cluster, check, log, wait_for  # noqa: E402
+from cluster_test import LEASE, Client, check, wait_for, run_scenario  # noqa: E402
 
 
 def notifications(client, count, timeout=5.0):
@@ -86,94 +86,77 @@ def move(cluster, leader, path, start, to, check_name, also_live_on=None):
     return live[-1][1]
 
 
+def scenario(cluster, root):
+    for name in cluster.etcd_names:
+        cluster.start_etcd(name)
+    wait_for("etcd quorum", cluster.etcd_healthy, 20)
+    members = ["k0", "k1", "k2"]
+    for name in members:
+        cluster.start_kvod(name)
+    leader = wait_for("one writable leader", cluster.leader, 15)
+    a, b = [n for n in members if n != leader]
+    leader_address = f"127.0.0.1:{cluster.kvod_ports[leader]}"
+    wait_for("two followers", lambda: all(cluster.hello(n).get("leader") == leader_address for n in (a, b)), 10)
+    # Both links streaming (a write applied everywhere), so each subscription below is announced when it starts,
+    # not when a link is established (a member also asks its new leader to record every path it records).
+    ready = write(cluster.kvod_ports[leader], "moves.ready", [True])[0][1]
+    wait_for("two linked followers", lambda: applied(cluster, [a, b], ready), 10)
+    last = move(cluster, leader, "moves.toFollower", a, b, "follower to follower")
+    move(cluster, leader, "moves.toLeader", a, leader, "follower to leader")
+
+    # A member joining later records the leader's recorded paths from where it resumes (here: seq 0).
+    cluster.start_kvod("k3")
+    seq = cluster.hello(leader)["appliedSeq"]
+    wait_for("k3 caught up", lambda: applied(cluster, ["k3"], seq), 10)
+    missed = write(cluster.kvod_ports[leader], "moves.toFollower", [8, 9])
+    wait_for("k3 at the last write", lambda: applied(cluster, ["k3"], missed[-1][1]), 10)
+    joiner = Client(cluster.kvod_ports["k3"])
+    answer = joiner.call("subscribe", {"path": "moves.toFollower", "options": ["new"], "since": last})
+    check("result" in answer and notifications(joiner, 2) == missed and nothing_more(joiner),
+          f"late joiner: k3, started after the path was recorded, replays {missed} from seq {last} ({answer})")
+    joiner.close()
+
+    # Failover: the path is subscribed on the leader only; the survivors record it from its record line.
+    port = cluster.kvod_ports
+    path = "moves.failover"
+    subscriber = Client(port[leader])
+    assert "result" in subscriber.call("subscribe", {"path": path, "options": ["new"]})
+    write(port[leader], path, [1, 2])
+    since = notifications(subscriber, 2)[-1][1]
+    subscriber.close()
+    missed = write(port[leader], path, [3, 4])
+    survivors = [a, b, "k3"]
+    wait_for("the followers applied the writes", lambda: applied(cluster, survivors, missed[-1][1]), 10)
+    cluster.kvods[leader].send_signal(signal.SIGKILL)
+    cluster.kvods[leader].wait()
+    del cluster.kvods[leader]
+    new_leader = wait_for("a new leader", cluster.leader, LEASE + 10)
+    others = [n for n in survivors if n != new_leader]
+    new_address = f"127.0.0.1:{port[new_leader]}"
+    wait_for(f"{others} following {new_leader}", lambda: all(
+        cluster.hello(n).get("leader") == new_address for n in others), 10)
+    missed += write(port[new_leader], path, [5, 6])
+    wait_for(f"{others} at seq {missed[-1][1]}", lambda: applied(cluster, others, missed[-1][1]), 10)
+    resumed = {}
+    for name in [new_leader] + others:
+        client = Client(port[name])
+        answer = client.call("subscribe", {"path": path, "options": ["new"], "since": since})
+        check("result" in answer, f"failover: subscribe on {name} with since {since} succeeds ({answer})")
+        resumed[name] = client
+    for name, client in resumed.items():
+        role = "the new leader" if name == new_leader else "the follower"
+        replayed = notifications(client, 4)
+        check(replayed == missed,
+              f"failover: {role} {name} replays the missed changes of both leaders {missed} ({replayed})")
+    live = write(port[new_leader], path, [7])
+    for name, client in resumed.items():
+        check(notifications(client, 1) == live and nothing_more(client),
+              f"failover: {name} then delivers the live change {live}, and nothing twice")
+        client.close()
+
+
 def main():
-    root = tempfile.mkdtemp(prefix="kvod-resume-")
-    cluster = Cluster(root)
-    ok = False
-    try:
-        for name in cluster.etcd_names:
-            cluster.start_etcd(name)
-        wait_for("etcd quorum", cluster.etcd_healthy, 20)
-        members = ["k0", "k1", "k2"]
-        for name in members:
-            cluster.start_kvod(name)
-        leader = wait_for("one writable leader", cluster.leader, 15)
-        a, b = [n for n in members if n != leader]
-        leader_address = f"127.0.0.1:{cluster.kvod_ports[leader]}"
-        wait_for("two followers", lambda: all(cluster.hello(n).get("leader") == leader_address for n in (a, b)), 10)
-        # Both links streaming (a write applied everywhere), so each subscription below is announced when it starts,
-        # not when a link is established (a member also asks its new leader to record every path it records).
-        ready = write(cluster.kvod_ports[leader], "moves.ready", [True])[0][1]
-        wait_for("two linked followers", lambda: applied(cluster, [a, b], ready), 10)
-        last = move(cluster, leader, "moves.toFollower", a, b, "follower to follower")
-        move(cluster, leader, "moves.toLeader", a, leader, "follower to leader")
-
-        # A member joining later records the leader's recorded paths from where it resumes (here: seq 0).
-        cluster.start_kvod("k3")
-        seq = cluster.hello(leader)["appliedSeq"]
-        wait_for("k3 caught up", lambda: applied(cluster, ["k3"], seq), 10)
-        missed = write(cluster.kvod_ports[leader], "moves.toFollower", [8, 9])
-        wait_for("k3 at the last write", lambda: applied(cluster, ["k3"], missed[-1][1]), 10)
-        joiner = Client(cluster.kvod_ports["k3"])
-        answer = joiner.call("subscribe", {"path": "moves.toFollower", "options": ["new"], "since": last})
-        check("result" in answer and notifications(joiner, 2) == missed and nothing_more(joiner),
-              f"late joiner: k3, started after the path was recorded, replays {missed} from seq {last} ({answer})")
-        joiner.close()
-
-        # Failover: the path is subscribed on the leader only; the survivors record it from its record line.
-        port = cluster.kvod_ports
-        path = "moves.failover"
-        subscriber = Client(port[leader])
-        assert "result" in subscriber.call("subscribe", {"path": path, "options": ["new"]})
-        first = write(port[leader], path, [1, 2])
-        since = notifications(subscriber, 2)[-1][1]
-        subscriber.close()
-        missed = write(port[leader], path, [3, 4])
-        survivors = [a, b, "k3"]
-        wait_for("the followers applied the writes", lambda: applied(cluster, survivors, missed[-1][1]), 10)
-        cluster.kvods[leader].send_signal(signal.SIGKILL)
-        cluster.kvods[leader].wait()
-        del cluster.kvods[leader]
-        new_leader = wait_for("a new leader", cluster.leader, LEASE + 10)
-        others = [n for n in survivors if n != new_leader]
-        new_address = f"127.0.0.1:{port[new_leader]}"
-        wait_for(f"{others} following {new_leader}", lambda: all(
-            cluster.hello(n).get("leader") == new_address for n in others), 10)
-        missed += write(port[new_leader], path, [5, 6])
-        wait_for(f"{others} at seq {missed[-1][1]}", lambda: applied(cluster, others, missed[-1][1]), 10)
-        resumed = {}
-        for name in [new_leader] + others:
-            client = Client(port[name])
-            answer = client.call("subscribe", {"path": path, "options": ["new"], "since": since})
-            check("result" in answer, f"failover: subscribe on {name} with since {since} succeeds ({answer})")
-            resumed[name] = client
-        for name, client in resumed.items():
-            role = "the new leader" if name == new_leader else "the follower"
-            replayed = notifications(client, 4)
-            check(replayed == missed,
-                  f"failover: {role} {name} replays the missed changes of both leaders {missed} ({replayed})")
-        live = write(port[new_leader], path, [7])
-        for name, client in resumed.items():
-            check(notifications(client, 1) == live and nothing_more(client),
-                  f"failover: {name} then delivers the live change {live}, and nothing twice")
-            client.close()
-        ok = True
-    except AssertionError as failure:
-        log(f"FAIL: {failure}")
-    finally:
-        cluster.stop()
-        if not ok:
-            for name in sorted(os.listdir(root)):
-                if name.endswith(".log") and name.startswith("k"):
-                    print(f"---- {name} (last 30 lines)")
-                    with open(os.path.join(root, name), errors="replace") as f:
-                        print("".join(f.readlines()[-30:]))
-        if os.environ.get("KVOD_CLUSTER_KEEP"):
-            log(f"kept {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    log("PASS" if ok else "FAILED")
-    return 0 if ok else 1
+    return run_scenario("resume", scenario)
 
 
 if __name__ == "__main__":
