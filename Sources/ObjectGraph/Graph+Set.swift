@@ -120,7 +120,7 @@ extension Graph {
         else { return nil }
         guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil else { return nil }
         if !self.registry.triggerIndex.isEmpty,
-            let entries = self.registry.triggerIndex[Touch(object: object.id, key: last)]
+            let entries = self.registry.entries(for: Touch(object: object.id, key: last))
         {
             return self.observedPlainStore(path, value, in: object, key: last, entries)
         }

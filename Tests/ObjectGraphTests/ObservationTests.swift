@@ -213,6 +213,25 @@ struct ObservationTests {
         #expect(try graph.get("quiet") == 2)
     }
 
+    @Test func aKeySetUnobservedIsNotifiedOnceObserved() throws {
+        // Sets of `x` while only `y` is observed, then `x` observed: its next set notifies (nothing stale about
+        // which keys are observed survives a subscription or a removal).
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "y", [.new], name: "y")
+        try graph.set("x", to: 1)
+        try graph.set("x", to: 2)
+        let id = try recorder.observe(graph, "x", [.new, .old], name: "x")
+        try graph.set("x", to: 3)
+        try graph.removeObservation(id)
+        try graph.set("x", to: 4)
+        try recorder.observe(graph, "x", [.new], name: "x again")
+        try graph.set("x", to: 5)
+        #expect(recorder.events == ["x:after", "x again:after"])
+        #expect(recorder.log[0].old == 2 && recorder.log[0].new == 3)
+        #expect(recorder.log[1].new == 5)
+    }
+
     @Test func unrelatedChangesNotifyNobody() throws {
         let graph = Graph()
         let recorder = Recorder()

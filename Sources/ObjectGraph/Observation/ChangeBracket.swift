@@ -51,7 +51,7 @@ extension Graph {
         registry.commitCounter += 1
         let mark = registry.commitCounter
         for mutation in mutations {
-            guard let entries = registry.triggerIndex[mutation.touch] else { continue }
+            guard let entries = registry.entries(for: mutation.touch) else { continue }
             for entry in entries {
                 let path = entry.path
                 let role = entry.role
