@@ -162,6 +162,76 @@ struct ObservationTests {
         #expect(log == ["first:true", "first:false"])
     }
 
+    @Test func removalInsideAnAfterRoundStopsItAtOnce() throws {
+        // Notified in reverse order: the later observer runs first and removes the earlier one.
+        let graph = Graph()
+        var log: [String] = []
+        var firstID: ObservationID = 0
+        firstID = try graph.addObservation(KeyPath(parsing: "a.x"), options: [.new, .old]) { change in
+            log.append("first:\(change.new ?? .null)")
+        }.id
+        _ = try graph.addObservation(KeyPath(parsing: "a.x"), options: [.new]) { change in
+            log.append("second:\(change.new ?? .null)")
+            if change.new == 2 { try? graph.removeObservation(firstID) }
+        }
+        try graph.set(KeyPath(parsing: "a.x"), to: 1)
+        try graph.set(KeyPath(parsing: "a.x"), to: 2)
+        try graph.set(KeyPath(parsing: "a.x"), to: 3)
+        #expect(log == ["second:int(1)", "first:int(1)", "second:int(2)", "second:int(3)"])
+    }
+
+    @Test func repeatedSetsOfAnObservedKeyCarryEachOldAndNewValue() throws {
+        let graph = Graph()
+        try graph.set(KeyPath(parsing: "a.x"), to: [1, 2])
+        let recorder = Recorder()
+        try recorder.observe(graph, "a.x", [.new, .old], name: "first")
+        try recorder.observe(graph, "a.x", [.old], name: "second")
+        var seqs: [UInt64] = []
+        for value: Value in [1, "two", 3.5, .null, true] {
+            seqs.append(try graph.set(KeyPath(parsing: "a.x"), to: value).seq)
+        }
+        #expect(recorder.events == Array(repeating: ["second:after", "first:after"], count: 5).flatMap { $0 })
+        let first = recorder.log.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        #expect(first.map(\.old) == [[1, 2], 1, "two", 3.5, .null])
+        #expect(first.map(\.new) == [1, "two", 3.5, .null, true])
+        #expect(first.map(\.seq) == seqs)
+        #expect(recorder.log[0].new == nil, "an observer without new gets none")
+        #expect(recorder.log[0].old == [1, 2])
+        #expect(Set(recorder.log.map(\.payloadID)).count == 5, "one payload per change, shared by its observers")
+    }
+
+    @Test func anOpenClassThatDoesNotNotifyAutomaticallyIsSilentForUndeclaredKeys() throws {
+        let manual = ObjectClass(name: "Manual", isOpen: true, automaticallyNotifies: { key in key != "quiet" })
+        let graph = Graph(model: try Model(root: manual, classes: []))
+        let recorder = Recorder()
+        try recorder.observe(graph, "quiet", [.new, .old], name: "quiet")
+        try recorder.observe(graph, "loud", [.new], name: "loud")
+        try graph.set("quiet", to: 1)
+        try graph.set("quiet", to: 2)
+        try graph.set("loud", to: 1)
+        #expect(recorder.events == ["loud:after"])
+        #expect(try graph.get("quiet") == 2)
+    }
+
+    @Test func aKeySetUnobservedIsNotifiedOnceObserved() throws {
+        // Sets of `x` while only `y` is observed, then `x` observed: its next set notifies (nothing stale about
+        // which keys are observed survives a subscription or a removal).
+        let graph = Graph()
+        let recorder = Recorder()
+        try recorder.observe(graph, "y", [.new], name: "y")
+        try graph.set("x", to: 1)
+        try graph.set("x", to: 2)
+        let id = try recorder.observe(graph, "x", [.new, .old], name: "x")
+        try graph.set("x", to: 3)
+        try graph.removeObservation(id)
+        try graph.set("x", to: 4)
+        try recorder.observe(graph, "x", [.new], name: "x again")
+        try graph.set("x", to: 5)
+        #expect(recorder.events == ["x:after", "x again:after"])
+        #expect(recorder.log[0].old == 2 && recorder.log[0].new == 3)
+        #expect(recorder.log[1].new == 5)
+    }
+
     @Test func unrelatedChangesNotifyNobody() throws {
         let graph = Graph()
         let recorder = Recorder()

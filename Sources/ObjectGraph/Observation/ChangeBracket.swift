@@ -51,7 +51,7 @@ extension Graph {
         registry.commitCounter += 1
         let mark = registry.commitCounter
         for mutation in mutations {
-            guard let entries = registry.triggerIndex[mutation.touch] else { continue }
+            guard let entries = registry.entries(for: mutation.touch) else { continue }
             for entry in entries {
                 let path = entry.path
                 let role = entry.role
@@ -142,15 +142,8 @@ extension Graph {
             bracket.paths[index].newValue = value
         }
         if bracket.observerPaths.isEmpty {
-            let change = Self.sharedChange(bracket.paths[0], seq: bracket.seq, isPrior: false)
-            let observers = bracket.observers
-            var position = observers.count
-            while position > 0 {
-                position -= 1
-                // (`observers` keeps it alive: no retain per notification.)
-                unowned(unsafe) let observer = observers[position]
-                if observer.isActive { observer.sink.observe(change, options: observer.options) }
-            }
+            Observer.notifyInReverse(
+                bracket.observers, Self.sharedChange(bracket.paths[0], seq: bracket.seq, isPrior: false))
         } else {
             let changes = bracket.paths.map { Self.sharedChange($0, seq: bracket.seq, isPrior: false) }
             for position in bracket.observers.indices.reversed() where bracket.observers[position].isActive {

@@ -9,8 +9,12 @@ final class ObservationRegistry {
     @exclusivity(unchecked) var paths: [KeyPath: ObservedPath] = [:]
     /// Live observations.
     @exclusivity(unchecked) var observerCount = 0
-    /// The paths each (object, key) reaches, with what the key is to each (so a commit needs one lookup).
-    @exclusivity(unchecked) var triggerIndex: [Touch: [TriggerEntry]] = [:]
+    /// The paths each (object, key) reaches, with what the key is to each (so a commit needs one lookup). Changed
+    /// only by `setTriggers`; read through `entries(for:)`.
+    @exclusivity(unchecked) private(set) var triggerIndex: [Touch: [TriggerEntry]] = [:]
+    /// The last lookup in the trigger index and its answer, until the index changes: sets repeat the same key, and
+    /// hashing a `Touch` (its key string) costs more than the rest of a plain set's checks.
+    @exclusivity(unchecked) private var lastLookup: (touch: Touch, entries: [TriggerEntry]?)?
     var nextObservationID: ObservationID = 1
     @exclusivity(unchecked) var commitCounter: UInt64 = 0
     @exclusivity(unchecked) var payloadCounter: UInt64 = 0
@@ -20,8 +24,18 @@ final class ObservationRegistry {
         return self.payloadCounter
     }
 
+    /// The paths `touch` reaches, with what it is to each; nil when none.
+    @inline(__always)
+    func entries(for touch: Touch) -> [TriggerEntry]? {
+        if let last = self.lastLookup, last.touch == touch { return last.entries }
+        let entries = self.triggerIndex[touch]
+        self.lastLookup = (touch, entries)
+        return entries
+    }
+
     /// Replaces the triggers of `path` with `newTriggers`, touching the index only where they differ.
     func setTriggers(_ newTriggers: [Touch: TriggerRole], for path: ObservedPath) {
+        self.lastLookup = nil
         for touch in path.triggers.keys where newTriggers[touch] == nil {
             self.unindex(touch, path)
         }

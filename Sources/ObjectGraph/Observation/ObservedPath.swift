@@ -73,6 +73,22 @@ public final class Observer {
     public var keyPath: KeyPath { self.path.keyPath }
 }
 
+extension Observer {
+    /// Sends `change` to each active observer of `observers`, last first (after notifications), retaining neither
+    /// an observer nor its sink per notification: `observers` keeps both alive, and a sink that removes an observer
+    /// during the round only marks it inactive.
+    @inline(__always)
+    static func notifyInReverse(_ observers: [Observer], _ change: Change) {
+        var position = observers.count
+        while position > 0 {
+            position -= 1
+            Unmanaged.passUnretained(observers[position])._withUnsafeGuaranteedRef { observer in
+                if observer.isActive { observer.sink.observe(change, options: observer.options) }
+            }
+        }
+    }
+}
+
 /// Every observation of one key path, and the triggers that path currently goes through.
 final class ObservedPath {
     let keyPath: KeyPath
