@@ -5,8 +5,20 @@ import Testing
 import WireProtocol
 
 struct RPCPlainSetTests {
-    static func plainSet(_ text: String, maxDepth: Int = 64) -> RPCPlainSet? {
-        bytes(text).withUnsafeBytes { RPCMessage.decodePlainSet($0, maxDepth: maxDepth) }
+    /// What `decodePlainSet` read, copied out while the line is alive (its `path` points into the line).
+    struct Read {
+        let id: Int64
+        let path: [UInt8]
+        let value: JSONValue
+        let request: RPCRequest
+    }
+
+    static func plainSet(_ text: String, maxDepth: Int = 64) -> Read? {
+        bytes(text).withUnsafeBytes { line in
+            RPCMessage.decodePlainSet(line, maxDepth: maxDepth).map {
+                Read(id: $0.id, path: Array($0.path), value: $0.value, request: $0.request)
+            }
+        }
     }
 
     /// `decodePlainSet`'s reading of `text` as the general request, or nil.
@@ -44,7 +56,7 @@ struct RPCPlainSetTests {
     func parts() throws {
         let plain = try #require(Self.plainSet(Self.line(id: "-12", path: "a.b", value: #""v""#)))
         #expect(plain.id == -12)
-        #expect(Array(plain.path) == Array("a.b".utf8))
+        #expect(plain.path == Array("a.b".utf8))
         #expect(plain.value == .string("v"))
     }
 
@@ -143,8 +155,8 @@ struct RPCPlainSetTests {
                 default: line.insert(line[position], at: position)
                 }
             }
-            guard let plain = line.withUnsafeBytes({ RPCMessage.decodePlainSet($0) }) else { continue }
-            #expect(RPCMessage.decode(line) == .single(.request(plain.request)), "\(String(decoding: line, as: UTF8.self))")
+            guard let request = line.withUnsafeBytes({ RPCMessage.decodePlainSet($0)?.request }) else { continue }
+            #expect(RPCMessage.decode(line) == .single(.request(request)), "\(String(decoding: line, as: UTF8.self))")
         }
     }
 
