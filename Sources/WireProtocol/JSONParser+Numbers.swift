@@ -8,8 +8,31 @@ extension JSONParser {
     mutating func parseNumber() throws(WireError) -> JSONValue {
         // The usual case, an integer of at most 18 digits (which cannot overflow), without the general machinery;
         // anything else (including every error) starts over on the general path.
+        if let integer = self.scanShortInteger() {
+            let position = integer.end
+            if position == self.bytes.count
+                || (self.bytes[position] != UInt8(ascii: ".") && self.bytes[position] | 0x20 != UInt8(ascii: "e"))
+            {
+                self.index = position
+                return .int(integer.value)
+            }
+            if self.bytes[position] == UInt8(ascii: "."), integer.digits <= 15,
+                let value = self.parseShortFraction(
+                    at: position, integerPart: integer.magnitude, integerDigits: integer.digits)
+            {
+                return .double(integer.isNegative ? -value : value)
+            }
+        }
+        return try self.parseGeneralNumber()
+    }
+
+    /// A short integer at `index`: an optional `-`, then 1 to 18 digits (which cannot overflow) with no leading zero.
+    /// Where its digits end (`index` is not moved), its magnitude, sign and digit count; nil for anything else. What
+    /// may follow the digits is the caller's to check.
+    @inline(__always)
+    func scanShortInteger() -> (value: Int64, magnitude: Int64, isNegative: Bool, digits: Int, end: Int)? {
         var position = self.index
-        let isNegative = self.bytes[position] == UInt8(ascii: "-")
+        let isNegative = position < self.bytes.count && self.bytes[position] == UInt8(ascii: "-")
         if isNegative { position &+= 1 }
         let digitsStart = position
         var magnitude: Int64 = 0
@@ -19,21 +42,9 @@ extension JSONParser {
             magnitude = magnitude &* 10 &+ Int64(digit)
             position &+= 1
         }
-        let digitCount = position &- digitsStart
-        if digitCount > 0 && digitCount <= 18 && (digitCount == 1 || self.bytes[digitsStart] != UInt8(ascii: "0")) {
-            if position == self.bytes.count
-                || (self.bytes[position] != UInt8(ascii: ".") && self.bytes[position] | 0x20 != UInt8(ascii: "e"))
-            {
-                self.index = position
-                return .int(isNegative ? -magnitude : magnitude)
-            }
-            if self.bytes[position] == UInt8(ascii: "."), digitCount <= 15,
-                let value = self.parseShortFraction(at: position, integerPart: magnitude, integerDigits: digitCount)
-            {
-                return .double(isNegative ? -value : value)
-            }
-        }
-        return try self.parseGeneralNumber()
+        let digits = position &- digitsStart
+        guard digits > 0, digits <= 18, digits == 1 || self.bytes[digitsStart] != UInt8(ascii: "0") else { return nil }
+        return (isNegative ? -magnitude : magnitude, magnitude, isNegative, digits, position)
     }
 
     /// The usual decimal: the fraction at `position` (its `.`) of a number whose integer part (valid, no sign) has

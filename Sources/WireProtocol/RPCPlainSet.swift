@@ -76,23 +76,10 @@ extension JSONParser {
     /// something that is no part of a number; `index` ends just past it. Nil for anything else.
     @inline(__always)
     private mutating func plainInteger() -> Int64? {
-        var position = self.index
-        let isNegative = position < self.bytes.count && self.bytes[position] == UInt8(ascii: "-")
-        if isNegative { position &+= 1 }
-        let digitsStart = position
-        var magnitude: Int64 = 0
-        while position < self.bytes.count {
-            let digit = self.bytes[position] &- UInt8(ascii: "0")
-            guard digit < 10 else { break }
-            magnitude = magnitude &* 10 &+ Int64(digit)
-            position &+= 1
-        }
-        let digitCount = position &- digitsStart
-        guard digitCount > 0, digitCount <= 18, digitCount == 1 || self.bytes[digitsStart] != UInt8(ascii: "0"),
-            position < self.bytes.count, self.bytes[position] != UInt8(ascii: "."),
-            self.bytes[position] | 0x20 != UInt8(ascii: "e")
+        guard let integer = self.scanShortInteger(), integer.end < self.bytes.count,
+            self.bytes[integer.end] != UInt8(ascii: "."), self.bytes[integer.end] | 0x20 != UInt8(ascii: "e")
         else { return nil }
-        self.index = position
-        return isNegative ? -magnitude : magnitude
+        self.index = integer.end
+        return integer.value
     }
 }
