@@ -60,6 +60,6 @@ public final class BeforePollHook: LoopHandleOwner {
 }
 
 private let onBeforePoll: uv_prepare_cb = { handle in
-    guard let hook = owner(of: handle.map(asHandle), as: BeforePollHook.self) else { return }
-    MainActor.assumeIsolated { hook.fire() }
+    guard let handle = handle.map(asHandle), let hook = owner(of: handle, as: BeforePollHook.self) else { return }
+    enterLoop(handle, hook, ()) { hook, _ in hook.fire() }
 }

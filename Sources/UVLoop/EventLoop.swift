@@ -32,6 +32,8 @@ public final class EventLoop {
     private var isLoopClosed = false
     /// The clock as last read before shutdown; `uv_now` must not touch a closed loop.
     private var clockAtShutdown: UInt64 = 0
+    /// The thread the loop was made on, the main actor's: every callback must arrive on it (`enterLoop`).
+    nonisolated let thread: pthread_t
 
     /// The size of the shared read buffer (libuv's suggested 64 KiB).
     static let readBufferBytes = 64 * 1024
@@ -53,6 +55,7 @@ public final class EventLoop {
         }
         self.raw = raw
         self.readBuffer = .allocate(byteCount: Self.readBufferBytes, alignment: 16)
+        self.thread = pthread_self()
         raw.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -71,6 +74,9 @@ public final class EventLoop {
         guard let data = handle.pointee.loop?.pointee.data else { return nil }
         return Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue()
     }
+
+    /// Whether the caller runs on the loop's thread (the main actor's).
+    nonisolated var isOnLoopThread: Bool { pthread_equal(pthread_self(), self.thread) != 0 }
 
     /// Throws `UVError(UV_EINVAL, call)` after `shutdown()`: a closed loop takes no new handles.
     func checkOpen(_ call: String) throws(UVError) {

@@ -64,6 +64,6 @@ public final class LoopTimer: LoopHandleOwner {
 }
 
 private let onTimerFired: uv_timer_cb = { handle in
-    guard let timer = owner(of: handle.map(asHandle), as: LoopTimer.self) else { return }
-    MainActor.assumeIsolated { timer.fire() }
+    guard let handle = handle.map(asHandle), let timer = owner(of: handle, as: LoopTimer.self) else { return }
+    enterLoop(handle, timer, ()) { timer, _ in timer.fire() }
 }

@@ -103,6 +103,6 @@ public final class TCPListener: LoopHandleOwner {
 
 private let onConnectionArrived: uv_connection_cb = { server, status in
     // `status` is checked first thing in didReceiveConnection.
-    guard let listener = owner(of: server.map(asHandle), as: TCPListener.self) else { return }
-    MainActor.assumeIsolated { listener.didReceiveConnection(status) }
+    guard let handle = server.map(asHandle), let listener = owner(of: handle, as: TCPListener.self) else { return }
+    enterLoop(handle, listener, status) { $0.didReceiveConnection($1) }
 }

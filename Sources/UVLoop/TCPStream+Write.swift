@@ -123,8 +123,8 @@ private let onWriteCompleted: uv_write_cb = { request, status in
     guard let request else { return }
     let handle = request.pointee.handle
     UnsafeMutableRawPointer(request).deallocate()  // the [uv_write_t | payload] block from enqueue
-    guard let stream = owner(of: handle.map(asHandle), as: TCPStream.self) else { return }
-    MainActor.assumeIsolated { stream.didWrite(status) }
+    guard let handle = handle.map(asHandle), let stream = owner(of: handle, as: TCPStream.self) else { return }
+    enterLoop(handle, stream, status) { $0.didWrite($1) }
 }
 
 private let onShutdownCompleted: uv_shutdown_cb = { request, status in

@@ -12,7 +12,8 @@ internal import CLibUV
 @MainActor
 public final class TCPStream: LoopHandleOwner {
     /// Called with each chunk read; the bytes are valid only during the call (they live in the loop's read buffer).
-    public var onRead: (@MainActor (UnsafeRawBufferPointer) -> Void)?
+    /// (Read on every read: loop-owned, without runtime exclusivity checks, as the flags below.)
+    @exclusivity(unchecked) public var onRead: (@MainActor (UnsafeRawBufferPointer) -> Void)?
     /// Called once when the peer closed (EOF → nil) or a read/write error occurred (the error); the owner decides to
     /// close.
     public var onEnd: (@MainActor (UVError?) -> Void)?
@@ -195,8 +196,8 @@ private let onAllocateReadBuffer: uv_alloc_cb = { handle, _, buffer in
 
 private let onReadCompleted: uv_read_cb = { handle, count, _ in
     // `count` is the status: < 0 error or EOF, 0 EAGAIN, > 0 bytes in the loop's read buffer.
-    guard let stream = owner(of: handle.map(asHandle), as: TCPStream.self) else { return }
-    MainActor.assumeIsolated { stream.didRead(count) }
+    guard let handle = handle.map(asHandle), let stream = owner(of: handle, as: TCPStream.self) else { return }
+    enterLoop(handle, stream, count) { $0.didRead($1) }
 }
 
 private let onConnectCompleted: uv_connect_cb = { request, status in

@@ -25,8 +25,12 @@ final class RecordingTransport: Transport {
     private(set) var isReadingPaused = false
     private(set) var closedWith: TransportClose?
 
+    /// Called after each write (tests that follow the order of writes across connections).
+    var onWrite: (() -> Void)?
+
     func write(_ messages: UnsafeRawBufferPointer) {
         self.written.append(contentsOf: messages)
+        self.onWrite?()
     }
 
     func pauseReading() {

@@ -24,6 +24,26 @@ import WireProtocol
         #expect(seen[1]["params"]?["old"] == .null && seen[1]["params"]?["new"] == 5 && seen[1]["params"]?["seq"] == 1)
     }
 
+    @Test func aTurnWritesTheSettersResponseBeforeTheFanOut() throws {
+        let server = InProcessServer()
+        var order: [String] = []
+        var watchers: [RecordingTransport] = []
+        for index in 1...3 {
+            let (_, watcher) = server.connect()
+            _ = try server.request(watcher, 1, "subscribe", #"{"path":"a","options":["new"]}"#)
+            watcher.onWrite = { order.append("watcher \(index)") }
+            watchers.append(watcher)
+        }
+        let (_, writer) = server.connect()
+        writer.onWrite = { order.append("writer") }
+        // One turn: the set queues three notifications, then its response; the flush writes the response first.
+        let written = try server.request(writer, 1, "set", #"{"path":"a","value":5}"#)
+        #expect(written.count == 1 && written[0]["result"]?["seq"] == 1)
+        #expect(order.first == "writer" && order.count == 4)
+        #expect(Set(order.dropFirst()) == ["watcher 1", "watcher 2", "watcher 3"])
+        for watcher in watchers { #expect(try watcher.takeMessages().map { $0["params"]?["new"] } == [5]) }
+    }
+
     @Test func initialNotificationsFollowTheWholeBatchResponse() throws {
         let server = InProcessServer()
         let (_, peer) = server.connect()

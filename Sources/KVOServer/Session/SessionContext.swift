@@ -155,13 +155,19 @@ final class Sessions {
         return expired
     }
 
-    /// Hands every session's queued output to its transport.
+    /// Hands every session's queued output to its transport, the session listed last first (as redis's
+    /// beforeSleep does). A mutation lists its subscribers' sessions before its own (notifications are queued before
+    /// the response), so the setter's response reaches the socket first: the client can send its next request while
+    /// the loop still writes the fan-out, and the loop then finds it waiting instead of sleeping. (Subscribers first,
+    /// kvod slept and woke once per set at M = 10 with one set in flight, redis 0.3–0.6 times, and with 16
+    /// publishers at M = 1,000 it wrote twice as often per set: smaller batches.) Each connection's own messages
+    /// keep their order; only the order of the `write`s across connections changes.
     func flushAll() {
         guard !self.needsFlush.isEmpty else { return }
         // The list is swapped with a spare one (no copy, no allocation per turn); a flush can close a session (output
         // limit), which never adds to the list, and anything listed meanwhile waits for the next flush.
         swap(&self.needsFlush, &self.flushing)
-        for session in self.flushing { session.flush() }
+        for session in self.flushing.reversed() { session.flush() }
         self.flushing.removeAll(keepingCapacity: true)
     }
 }

@@ -38,13 +38,15 @@ final class SocketTransport: Transport {
 
     /// The session. Not `weak`: a weakly referenced object's every retain and release takes the runtime's slow path
     /// (a side table), which costs the fan-out path ~13 %; the session owns this transport and is forgotten only
-    /// after `transportClosed`, the last event.
-    unowned(unsafe) var events: (any TransportEvents)?
+    /// after `transportClosed`, the last event. (This and `mode` and `framer` are read on every read: loop-owned and
+    /// never accessed re-entrantly — a line's handling never reaches the framer — so without runtime exclusivity
+    /// checks, which cost ~150 instructions per read.)
+    @exclusivity(unchecked) unowned(unsafe) var events: (any TransportEvents)?
     private let stream: TCPStream
     private let loop: EventLoop
     private let settings: SocketTransportSettings
-    private(set) var mode: Mode
-    private var framer: LineFramer?
+    @exclusivity(unchecked) private(set) var mode: Mode
+    @exclusivity(unchecked) private var framer: LineFramer?
     /// What only a WebSocket needs, made when a connection turns out to be one (a TCP connection pays a pointer).
     private var webSocketState: WebSocketState?
     private var webSocket: WebSocketState {
@@ -72,7 +74,9 @@ final class SocketTransport: Transport {
 
     /// Starts reading; messages go to the session as they complete.
     func start() throws(UVError) {
-        self.stream.onRead = { [unowned self] bytes in self.received(bytes) }
+        // unowned(unsafe): the stream drops its callbacks when it closes, before the session lets this transport go;
+        // `unowned` would cost a checked retain and release per read.
+        self.stream.onRead = { [unowned(unsafe) self] bytes in self.received(bytes) }
         self.stream.onEnd = { [unowned self] error in self.events?.transportEnded(error: error != nil) }
         self.stream.onClose = { [unowned self] in
             self.lingerTimer?.close()
