@@ -2,7 +2,8 @@
 """Snapshots under load: how long the loop stalls, how long a snapshot and a restart take, memory before and after.
 
     python3 Benchmarks/snapshot.py [--kvod .build/release/kvod] [--objects 1000000] [--seconds 10]
-                                   [--snapshot-every 20000] [--journal 100000] [--json FILE]
+                                   [--snapshot-every 20000] [--journal 100000] [--json FILE] [--no-replay]
+                                   [--redis] [--realtime-probe] [--kvod-cpus LIST] [--perf-sched FILE]
 
 Phases, each on 127.0.0.1 with a fresh data directory (standard library only; nothing is left running):
   1. load     kvod --snapshot-every 0; N objects {"name":"object i","n":i,"tags":["a","b"]} set under o<i> of the
@@ -17,6 +18,11 @@ Phases, each on 127.0.0.1 with a fresh data directory (standard library only; no
               (/proc/PID/schedstat: on a busy machine, the share of the stalls that is the machine's)
   4. replay   SIGTERM, then kvod --snapshot-every 0 writes J more records and is SIGKILLed: the restart loads the
               snapshot and replays J journal records; time to `kvod listening`
+  --redis    then the same phase 3 on redis-server: N hashes of the same 3 fields, appendonly everysec, an RDB
+             BGSAVE (a fork) whenever K writes and a second have passed (`save "1 K"`), the same writer and pinger
+--realtime-probe runs the pinger SCHED_FIFO (root), so its own waits for a CPU on a busy machine are not counted as
+the server's; --perf-sched FILE records the machine's scheduler events (and kvod's CPU samples, FILE.cpu) during
+phase 3, for `python3 Benchmarks/stall-causes.py JSON FILE`, which tells where each ping over 10 ms went.
 The figures go to stdout as a table and, with --json, as one JSON object, with the load average at the start and
 at the end. Timings are wall-clock on a shared
 machine: compare runs made side by side (e.g. two kvod builds in one session), not absolute numbers.
@@ -171,7 +177,7 @@ def probe_under_load(port, options, figures, ping, set_line, pid=None):
                 ["perf", "record", "-e", "cpu-clock", "-F", "4000"] + clock + ["-p", str(pid), "-o",
                  options.perf_sched + ".cpu", "--", "sleep", str(options.seconds + 1)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(0.5)
+        time.sleep(2)  # perf takes a while to start on a busy machine; the first snapshot forks at once
     stop_at = time.monotonic() + options.seconds
     results = multiprocessing.Queue()
     workers = [multiprocessing.Process(target=writer, args=(port, stop_at, results, set_line)),
