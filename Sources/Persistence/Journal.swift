@@ -44,6 +44,16 @@ public struct JournalScan: Sendable {
 public final class Journal {
     private let file: FileHandle
     private var pending: [UInt8] = []
+    /// Bytes in the file: where the next write goes.
+    private var size: Int
+    /// The file's blocks are allocated up to here (`fallocate` keeping the size; `Int.max` where that is not supported).
+    private var allocatedThrough = 0
+    /// How far ahead of the records the blocks are allocated. Appends then only fill blocks that exist: on ext4 an
+    /// append that allocates leaves the writeback to convert and merge extents under the inode's block-map lock, which
+    /// the loop's next append waits for; on ext4 without a journal and with `discard`, that conversion can free an
+    /// extent block and wait for its discard (the loop's `write` blocked 5–32 ms, a few times per 10 s of load, while a
+    /// snapshot was written; none with the blocks allocated ahead).
+    static let allocationStep = 64 << 20
     /// Records written since the last fsync.
     public private(set) var isDirty = false
     /// Records in the file (since the last snapshot).
@@ -57,12 +67,32 @@ public final class Journal {
         let file = try FileHandle(path: path, flags: O_WRONLY | O_CREAT)
         try file.truncate(to: bytes.count - scan.tornBytes)
         if scan.tornBytes > 0 { try file.sync() }
-        return (Journal(file: file, recordCount: scan.records.count), scan)
+        let journal = Journal(file: file, recordCount: scan.records.count, size: bytes.count - scan.tornBytes)
+        journal.allocateAhead(of: journal.size)
+        return (journal, scan)
     }
 
-    private init(file: FileHandle, recordCount: Int) {
+    private init(file: FileHandle, recordCount: Int, size: Int) {
         self.file = file
         self.recordCount = recordCount
+        self.size = size
+    }
+
+    /// Allocates the blocks from `allocatedThrough` to a step past `end`, keeping the file's size
+    /// (`fallocate(FALLOC_FL_KEEP_SIZE)`, looked up at run time: a GNU extension the Glibc module does not import). On a
+    /// file system without it the journal grows as any file does.
+    private func allocateAhead(of end: Int) {
+        guard end >= self.allocatedThrough - Self.allocationStep / 2 else { return }
+        typealias Fallocate = @convention(c) (Int32, Int32, off_t, off_t) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate") else { return }
+        let start = max(self.allocatedThrough, end)
+        let keepSize: Int32 = 1  // FALLOC_FL_KEEP_SIZE
+        let length = end + Self.allocationStep - start
+        if unsafeBitCast(symbol, to: Fallocate.self)(self.file.descriptor, keepSize, off_t(start), off_t(length)) == 0 {
+            self.allocatedThrough = start + length
+        } else {
+            self.allocatedThrough = Int.max  // not supported here (or no space): never try again
+        }
     }
 
     /// Buffers one record; `write()` puts it in the file.
@@ -90,7 +120,9 @@ public final class Journal {
     /// Writes buffered records to the file (one write).
     public func write() throws(PersistenceError) {
         guard !self.pending.isEmpty else { return }
+        self.allocateAhead(of: self.size + self.pending.count)
         try self.file.writeAll(self.pending)
+        self.size += self.pending.count
         self.pending.removeAll(keepingCapacity: self.pending.capacity <= 1 << 20)
         self.isDirty = true
     }
@@ -128,6 +160,9 @@ public final class Journal {
         try self.file.sync()
         self.isDirty = false
         self.recordCount = 0
+        self.size = 0
+        self.allocatedThrough = 0
+        self.allocateAhead(of: 0)
     }
 
     // MARK: - Scanning

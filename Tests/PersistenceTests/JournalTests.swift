@@ -31,6 +31,29 @@ struct JournalTests {
         #expect(scan.tornBytes == 0)
     }
 
+    @Test func blocksAreAllocatedAheadOfTheRecordsWithoutChangingTheSize() throws {
+        let directory = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/journal.log"
+        do {
+            let (journal, _) = try Journal.open(path: path)
+            journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+            try journal.write()
+            var status = stat()
+            #expect(stat(path, &status) == 0)
+            let written = Int(status.st_size)
+            #expect(written > 0 && written < 100)
+            // Where fallocate works (ext4, xfs, tmpfs), an append fills blocks that exist already.
+            if Int(status.st_blocks) * 512 > 4096 { #expect(Int(status.st_blocks) * 512 >= 64 << 20) }
+        }
+        let (journal, scan) = try Journal.open(path: path)
+        #expect(scan.records.map(\.seq) == [1])
+        #expect(scan.tornBytes == 0)
+        journal.append(seq: 2, method: "set", params: .object(["path": "a", "value": 2]))
+        try journal.write()
+        #expect(try Journal.open(path: path).1.records.map(\.seq) == [1, 2])
+    }
+
     @Test("a torn last record is cut off", arguments: [1, 5, 9, 20, 40])
     func tornTail(keep: Int) throws {
         let directory = Self.scratch()
