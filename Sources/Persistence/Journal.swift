@@ -52,8 +52,10 @@ public final class Journal {
     /// append that allocates leaves the writeback to convert and merge extents under the inode's block-map lock, which
     /// the loop's next append waits for; on ext4 without a journal and with `discard`, that conversion can free an
     /// extent block and wait for its discard (the loop's `write` blocked 5–32 ms, a few times per 10 s of load, while a
-    /// snapshot was written; none with the blocks allocated ahead).
+    /// snapshot was written; none with the blocks allocated ahead). The step is as large as the journal already is,
+    /// from `minimumAllocationStep` to `allocationStep`, so a fresh or small journal reserves little.
     static let allocationStep = 64 << 20
+    static let minimumAllocationStep = 1 << 20
     /// Records written since the last fsync.
     public private(set) var isDirty = false
     /// Records in the file (since the last snapshot).
@@ -78,16 +80,18 @@ public final class Journal {
         self.size = size
     }
 
-    /// Allocates the blocks from `allocatedThrough` to a step past `end`, keeping the file's size
+    /// Allocates the blocks from `allocatedThrough` to a step past `end` (the step: `end` itself, within
+    /// `minimumAllocationStep...allocationStep`), keeping the file's size
     /// (`fallocate(FALLOC_FL_KEEP_SIZE)`, looked up at run time: a GNU extension the Glibc module does not import). On a
     /// file system without it the journal grows as any file does.
     private func allocateAhead(of end: Int) {
-        guard end >= self.allocatedThrough - Self.allocationStep / 2 else { return }
+        let step = min(Self.allocationStep, max(Self.minimumAllocationStep, end))
+        guard end >= self.allocatedThrough - step / 2 else { return }
         typealias Fallocate = @convention(c) (Int32, Int32, off_t, off_t) -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate") else { return }
         let start = max(self.allocatedThrough, end)
         let keepSize: Int32 = 1  // FALLOC_FL_KEEP_SIZE
-        let length = end + Self.allocationStep - start
+        let length = end + step - start
         if unsafeBitCast(symbol, to: Fallocate.self)(self.file.descriptor, keepSize, off_t(start), off_t(length)) == 0 {
             self.allocatedThrough = start + length
         } else {
