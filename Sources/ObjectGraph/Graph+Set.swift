@@ -101,11 +101,12 @@ extension Graph {
         return SetResult(seq: seq, storedValue: stored)
     }
 
-    /// The fast path of a set nobody observes: a scalar stored under an undeclared key of an existing open object
-    /// reached through existing objects, with no observer of that key (no trigger), no deadline on it, outside any
-    /// bracket or transaction. Exactly what the general path does in that case — take a seq, store value and modSeq —
-    /// without planning, brackets or allocation. A key that observers see goes on to `observedPlainStore`. Nil when
-    /// any condition does not hold (the general path then runs and reports any error).
+    /// The plain set: a scalar stored under an undeclared key of an existing open object reached through existing
+    /// objects, with no deadline on the key, outside any bracket or transaction. Exactly what the general path does
+    /// in that case — take a seq, store value and modSeq, and when observers see the key, the KVO bracket around the
+    /// store (`commit(mutation:)`, ChangeBracket.swift; `observedPlainStore` for the one shape it covers) — without
+    /// planning or allocation. Nil when any condition does not hold (the general path then runs and reports any
+    /// error).
     private func plainStore(_ path: KeyPath, _ value: Value) -> UInt64? {
         guard value.isPlainScalar, let last = path.keys.last, self.undoLog == nil, self.manualBrackets.isEmpty,
             var object = path.origin == .root ? self.rootObject : self.objects[path.origin]
@@ -120,9 +121,14 @@ extension Graph {
         else { return nil }
         guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil else { return nil }
         if !self.registry.triggerIndex.isEmpty,
-            let entries = self.registry.entries(for: Touch(object: object.id, key: last))
+            let entries = self.registry.entries(for: Touch(object: object.id, key: last)),
+            object.objectClass.automaticallyNotifies(last)
         {
-            return self.observedPlainStore(path, value, in: object, key: last, entries)
+            if let seq = self.observedPlainStore(path, value, in: object, key: last, entries) { return seq }
+            let mutation = Mutation(touch: Touch(object: object.id, key: last), stored: value)
+            return self.commit(mutation: mutation, entries: entries) {
+                object.setValue(value, forKey: last, modSeq: self.seq)
+            }
         }
         self.seq += 1
         object.setValue(value, forKey: last, modSeq: self.seq)
@@ -133,16 +139,16 @@ extension Graph {
     /// set's own path observed by plain subscribers (no `prior`), reached as `plainStore` checked. Exactly what a
     /// commit's bracket does for that one path — a seq, two payload ids, the old value read before and the new one
     /// known (a plain scalar is its own export), one shared change to every active observer in reverse order — without
-    /// planning, trigger bookkeeping, path evaluation or allocation. Nil (the general path then runs) otherwise.
+    /// planning, trigger bookkeeping or path evaluation (the bracket's single-path case costs ~500 instructions more
+    /// per set: its ARC traffic and generality). The caller checked that the key notifies automatically. Nil (the
+    /// bracket then runs) otherwise.
     private func observedPlainStore(
         _ path: KeyPath, _ value: Value, in object: GraphObject, key: String, _ entries: [TriggerEntry]
     ) -> UInt64? {
         guard entries.count == 1, entries[0].role == .direct else { return nil }
         let observed = entries[0].path
         let options = observed.options
-        guard !options.contains(.prior), observed.keyPath == path, object.objectClass.automaticallyNotifies(key) else {
-            return nil
-        }
+        guard !options.contains(.prior), observed.keyPath == path else { return nil }
         let registry = self.registry
         self.seq += 1
         let seq = self.seq
