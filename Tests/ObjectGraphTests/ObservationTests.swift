@@ -77,6 +77,17 @@ struct ObservationTests {
         #expect(recorder.log[0].old == .int(1) && recorder.log[0].new == nil)
         #expect(recorder.log[1].old == .int(1) && recorder.log[1].new == .int(2))
         #expect(recorder.log[0].payloadID != recorder.log[1].payloadID && recorder.log[0].seq == recorder.log[1].seq)
+        recorder.clear()
+        // A plain set of a key the one observed path goes through (a route): the path re-targets and reads null.
+        try single.set("o.x", to: 1)
+        try recorder.observe(single, "o.x", all, name: "ox")
+        try single.set("o", to: 5)
+        #expect(recorder.events == ["ox:prior", "ox:after"])
+        #expect(recorder.log[1].old == .int(1) && recorder.log[1].new == .null)
+        try single.set("o", to: .record(Record(keys: ["x"], values: [.int(3)])))
+        #expect(recorder.log.last?.new == .int(3) && recorder.log.last?.old == .null)
+        try single.set("o.x", to: 4)  // the new route's last key: reached directly again
+        #expect(recorder.log.last?.new == .int(4) && recorder.log.last?.old == .int(3))
     }
 
     @Test func settingAnEqualValueStillNotifies() throws {

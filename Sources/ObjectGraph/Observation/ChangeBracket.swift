@@ -9,7 +9,8 @@
 //
 // Cost: a bracket allocates nothing in the common cases. A mutation of one key that reaches one path (a set of a
 // key observed once, with `prior` or without, or of a dependency of one computed key) is bracketed in one function
-// with its state in locals (`commit(mutation:)`); several paths keep theirs in a `ChangeBracket` whose array is
+// with its state in locals (`commit(mutation:)`, and for a plain set `commitPlainStore`, the same steps with the
+// store in line: no `Mutation`, no closure); several paths keep theirs in a `ChangeBracket` whose array is
 // borrowed from the registry's pool and given back, emptied, when it closes (brackets nest: manual ones, and a sink
 // that sets from inside a notification, each borrow their own). With one path the observers are that path's own
 // array; only several paths build a merged observer order. A path that the change reached only as its own last key
@@ -153,6 +154,49 @@ extension Graph {
             path.observers,
             Self.sharedChange(
                 detail: detail, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
+        self.collectGarbageIfNeeded()
+        return seq
+    }
+
+    /// A plain set's store of `value` (a plain scalar: its own export) under `key` of `object`, which reaches the
+    /// paths `entries`, bracketed as `commit(mutation:)` brackets a one-key mutation, without a `Mutation` or a
+    /// closure; returns the seq. (The caller checked: no open bracket, the key notifies automatically.)
+    func commitPlainStore(_ value: Value, forKey key: String, in object: GraphObject, entries: [TriggerEntry]) -> UInt64 {
+        guard entries.count == 1 else {
+            return self.commit(mutation: Mutation(touch: Touch(object: object.id, key: key), stored: value), entries: entries) {
+                object.setValue(value, forKey: key, modSeq: self.seq)
+            }
+        }
+        self.seq += 1
+        let seq = self.seq
+        let registry = self.registry
+        let path = entries[0].path
+        let role = entries[0].role
+        let options = path.options
+        var payloadID = registry.nextPayloadID()
+        var old = Value.null
+        if options.contains(.old) {
+            old = role == .direct ? self.export(object.value(forKey: key) ?? .null) : self.export(self.resolve(path.keyPath))
+        }
+        if options.contains(.prior) {
+            let change = Self.sharedChange(
+                detail: nil, options: options, isPrior: true, new: .null, old: old, seq: seq, payloadID: payloadID)
+            for observer in path.observers where observer.options.contains(.prior) && observer.isActive {
+                observer.sink.observe(change, options: observer.options)
+            }
+        }
+        object.setValue(value, forKey: key, modSeq: seq)
+        var new = Value.null
+        if role == .route {
+            let routed = self.retarget(path)
+            if options.contains(.new) { new = self.export(routed) }
+        } else if options.contains(.new) {
+            new = role == .direct ? value : self.export(self.resolve(path.keyPath))
+        }
+        payloadID = registry.nextPayloadID()
+        Observer.notifyInReverse(
+            path.observers,
+            Self.sharedChange(detail: nil, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
         self.collectGarbageIfNeeded()
         return seq
     }
