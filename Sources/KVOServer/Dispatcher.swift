@@ -68,10 +68,8 @@ final class Dispatcher {
     /// Handles one message (a line) from a session. Blank lines are ignored.
     func handle(line: UnsafeRawBufferPointer, on session: Session) {
         if Self.isBlank(line) { return }
-        // The usual set, read straight off the line (when no access or cluster check needs the request itself).
-        if !self.context.accessControl.isEnabled, self.context.cluster == nil,
-            let set = RPCMessage.decodePlainSet(line, maxDepth: self.context.limits.maxJSONDepth)
-        {
+        // The usual set, read straight off the line.
+        if let set = RPCMessage.decodePlainSet(line, maxDepth: self.context.limits.maxJSONDepth) {
             self.performPlainSet(set, on: session)
             return
         }
@@ -159,11 +157,18 @@ final class Dispatcher {
         }
     }
 
-    /// `perform` for a plain set (RPCPlainSet): the same counting, journaling and response, without the request.
+    /// `perform` for a plain set (RPCPlainSet): the same counting, checks (access control, a cluster member's
+    /// refusal), journaling (on a cluster leader: shipping) and response, without the request.
     private func performPlainSet(_ set: RPCPlainSet, on session: Session) {
         self.result.removeAll(keepingCapacity: true)
         self.context.stats.requests += 1
         do {
+            if self.context.accessControl.isEnabled { try self.authorizePlainSet(path: set.path, on: session) }
+            if let cluster = self.context.cluster,
+                let refusal = cluster.mutationRefusal(now: self.context.clock.nowMilliseconds)
+            {
+                throw refusal
+            }
             let seq = try self.set(set)
             self.context.stats.mutations += 1
             self.context.mutationLog?.committed(seq: seq, method: "set", params: .object(set.params))

@@ -101,11 +101,11 @@ extension Graph {
         return SetResult(seq: seq, storedValue: stored)
     }
 
-    /// The fast path of a set nobody observes: a scalar stored under an undeclared key of an existing open object
-    /// reached through existing objects, with no observer of that key (no trigger), no deadline on it, outside any
-    /// bracket or transaction. Exactly what the general path does in that case — take a seq, store value and modSeq —
-    /// without planning, brackets or allocation. A key that observers see goes on to `observedPlainStore`. Nil when
-    /// any condition does not hold (the general path then runs and reports any error).
+    /// The plain set: a scalar stored under an undeclared key of an existing open object reached through existing
+    /// objects, with no deadline on the key, outside any bracket or transaction. Exactly what the general path does
+    /// in that case — take a seq, store value and modSeq, and when observers see the key, the KVO bracket around the
+    /// store (`commitPlainStore`, ChangeBracket.swift) — without planning or allocation. Nil when any condition does
+    /// not hold (the general path then runs and reports any error).
     private func plainStore(_ path: KeyPath, _ value: Value) -> UInt64? {
         guard value.isPlainScalar, let last = path.keys.last, self.undoLog == nil, self.manualBrackets.isEmpty,
             var object = path.origin == .root ? self.rootObject : self.objects[path.origin]
@@ -120,42 +120,14 @@ extension Graph {
         else { return nil }
         guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil else { return nil }
         if !self.registry.triggerIndex.isEmpty,
-            let entries = self.registry.entries(for: Touch(object: object.id, key: last))
+            let entries = self.registry.entries(for: Touch(object: object.id, key: last)),
+            object.objectClass.automaticallyNotifies(last)
         {
-            return self.observedPlainStore(path, value, in: object, key: last, entries)
+            return self.commitPlainStore(value, forKey: last, in: object, entries: entries)
         }
         self.seq += 1
         object.setValue(value, forKey: last, modSeq: self.seq)
         return self.seq
-    }
-
-    /// The fast path of a set whose key one observed path reaches, as its own last key, and nothing else does: the
-    /// set's own path observed by plain subscribers (no `prior`), reached as `plainStore` checked. Exactly what a
-    /// commit's bracket does for that one path — a seq, two payload ids, the old value read before and the new one
-    /// known (a plain scalar is its own export), one shared change to every active observer in reverse order — without
-    /// planning, trigger bookkeeping, path evaluation or allocation. Nil (the general path then runs) otherwise.
-    private func observedPlainStore(
-        _ path: KeyPath, _ value: Value, in object: GraphObject, key: String, _ entries: [TriggerEntry]
-    ) -> UInt64? {
-        guard entries.count == 1, entries[0].role == .direct else { return nil }
-        let observed = entries[0].path
-        let options = observed.options
-        guard !options.contains(.prior), observed.keyPath == path, object.objectClass.automaticallyNotifies(key) else {
-            return nil
-        }
-        let registry = self.registry
-        self.seq += 1
-        let seq = self.seq
-        _ = registry.nextPayloadID()  // the prior side's, which a bracket takes too
-        let old: Value? = options.contains(.old) ? self.export(object.value(forKey: key) ?? .null) : nil
-        object.setValue(value, forKey: key, modSeq: seq)
-        let change = Change(
-            observation: 0, kind: .setting, isPrior: false, isInitial: false,
-            new: options.contains(.new) ? value : nil, old: old, indexes: nil, seq: seq,
-            payloadID: registry.nextPayloadID())
-        Observer.notifyInReverse(observed.observers, change)
-        self.collectGarbageIfNeeded()
-        return seq
     }
 
     /// Validates a set and describes it: the keys it touches (none under the onChange policy when unchanged, or

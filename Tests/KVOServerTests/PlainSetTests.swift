@@ -60,6 +60,101 @@ import WireProtocol
         #expect(journals[0].count >= 12)
     }
 
+    /// Tokens: `rw` may do everything, `ro` only read, `part` write only under `open.**`.
+    static let tokens = AccessControl(tokens: [
+        AccessToken(secret: "rw", access: .readWrite), AccessToken(secret: "ro", access: .readOnly),
+        AccessToken(secret: "part", access: .readWrite, paths: [try! PathPattern(parsing: "open.**")]),
+    ])
+
+    /// With access control on, a set is allowed or refused (1008, with the same message and data) the same way in
+    /// both spellings: before `hello`, with a read-only token, with a token restricted to other paths, and allowed
+    /// with a read-write token and under a granted path.
+    @Test func plainAndGeneralSetsAgreeUnderAccessControl() throws {
+        var transcripts: [[JSONValue]] = []
+        var journals: [[JSONValue]] = []
+        for spell in [Self.plain, Self.general] {
+            let server = InProcessServer(accessControl: Self.tokens)
+            var transcript: [JSONValue] = []
+            var id = 10
+            for token in [nil, "ro", "part", "rw"] as [String?] {
+                let writer = server.peer()
+                if let token { _ = try writer.request(1, "hello", #"{"token":"\#(token)"}"#) }
+                for (path, value) in [("open.a", "1"), ("closed", "2"), ("open", #"{"b":3}"#), ("a..b", "1")] {
+                    id += 1
+                    writer.send(spell(id, path, value))
+                    transcript.append(try writer.receive())
+                }
+            }
+            transcripts.append(transcript)
+            journals.append(
+                server.log.records.map { .array([.int(Int64($0.seq)), .string($0.method), $0.params ?? .null]) })
+        }
+        #expect(transcripts[0] == transcripts[1])
+        #expect(journals[0] == journals[1])
+        // Not vacuous: 4 refusals without a token, 4 with the read-only one, 2 outside `open.**`; the rest applied
+        // (but `a..b`, which does not parse).
+        let refused = transcripts[0].filter { $0["error"]?["code"] == 1008 }
+        #expect(refused.count == 9)
+        #expect(refused.first?["error"]?["data"]?["reason"] == "hello with a token first")
+        #expect(refused.contains { $0["error"]?["data"]?["reason"] == "read-only token" })
+        #expect(refused.contains { $0["error"]?["data"]?["path"] == "closed" })
+        #expect(journals[0].count == 5)
+    }
+
+    /// A cluster member of `role` (a leader whose lease is proven, shipping to a `ReplicationSource`), as
+    /// `Server.joinCluster` wires it.
+    static func member(_ role: ClusterRole) -> (InProcessServer, ReplicationSource) {
+        let server = InProcessServer()
+        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
+        let status = ClusterStatus(configuration: configuration)
+        status.update(role: role, term: 4, leader: role == .leader ? configuration.advertise : "127.0.0.1:2")
+        if role == .leader { status.writableUntil = .max }
+        let terms = TermHistory(directory: nil, snapshotSeq: 0)
+        let source = ReplicationSource(
+            graph: server.graph, status: status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
+            sessions: server.context.sessions, clock: server.clock)
+        server.context.cluster = status
+        server.context.replication = source
+        server.context.mutationLog = ClusterLog(source: source, terms: terms, status: status)
+        return (server, source)
+    }
+
+    /// On a cluster member the two spellings agree too: a follower refuses both with the same 1012, a leader applies
+    /// both and ships the same records to its followers' stream (`replicate`).
+    @Test func plainAndGeneralSetsAgreeOnClusterMembers() throws {
+        for role in [ClusterRole.follower, .leader] {
+            var transcripts: [[JSONValue]] = []
+            for spell in [Self.plain, Self.general] {
+                let (server, _) = Self.member(role)
+                let (_, follower) = server.connect()
+                var transcript: [JSONValue] = []
+                if role == .leader {
+                    transcript += try server.request(follower, 1, "replicate", #"{"fromSeq":0,"term":4}"#)
+                }
+                let writer = server.peer()
+                for (index, set) in [("a", "1"), ("b.c", #""x""#), ("a", "2"), ("a..b", "1")].enumerated() {
+                    writer.send(spell(index + 10, set.0, set.1))
+                    transcript.append(try writer.receive())
+                }
+                server.flush()
+                transcript += try follower.takeMessages()
+                transcripts.append(transcript)
+            }
+            #expect(transcripts[0] == transcripts[1])
+            let responses = transcripts[0].filter { $0["id"] != nil && $0["id"] != 1 }
+            if role == .follower {
+                #expect(responses.count == 4)
+                #expect(responses.allSatisfy { $0["error"]?["code"] == 1012 })
+                #expect(responses.first?["error"]?["data"]?["reason"] == "follower")
+            } else {
+                // Three applied and shipped (seq and method in the stream), one refused by the handler.
+                #expect(responses.filter { $0["result"]?["seq"] != nil }.count == 3)
+                let shipped = transcripts[0].filter { $0["method"] == "set" && $0["seq"] != nil }
+                #expect(shipped.map { $0["seq"] } == [1, 2, 3])
+            }
+        }
+    }
+
     @Test func plainSetsAreJournaledWithTheirParams() throws {
         let server = InProcessServer()
         let peer = server.peer()

@@ -40,6 +40,56 @@ struct ObservationTests {
         #expect(after.seq == seq)
     }
 
+    /// The bracket reads a path reached only as its own last key from that key (old) and takes the new value from
+    /// the set; every other path is evaluated. Both must agree with what `get` reads, whatever the spelling of the
+    /// path, with `prior`, and when the set key is a route rather than a last key.
+    @Test func oneKeyOnSeveralPathsGetsWhatEachPathReads() throws {
+        let graph = Graph()
+        try graph.set("a.b", to: 1)
+        guard case .object(let id) = try graph.value(at: KeyPath(parsing: "a")) else {
+            Issue.record("a is not an object")
+            return
+        }
+        let recorder = Recorder()
+        let all: ObservationOptions = [.new, .old, .prior]
+        try recorder.observe(graph, "a.b", all, name: "ab")
+        try recorder.observe(graph, "$\(id).b", all, name: "idb")
+        try recorder.observe(graph, "a.b.c", all, name: "abc")
+        try graph.set("a.b", to: 2)  // three paths: two reach `b` as their last key, one goes through it
+        #expect(recorder.events == ["ab:prior", "idb:prior", "abc:prior", "abc:after", "idb:after", "ab:after"])
+        #expect(recorder.log.filter { !$0.isPrior }.map(\.new) == [.null, .int(2), .int(2)])
+        #expect(recorder.log.filter { !$0.isPrior }.map(\.old) == [.null, .int(1), .int(1)])
+        recorder.clear()
+        // `a.b` becomes an object: `a.b.c` re-targets through it (a route), the others see a record.
+        try graph.set("a.b", to: .record(Record(keys: ["c"], values: [.string("x")])))
+        try graph.set("a.b.c", to: "y")
+        let afters = recorder.log.filter { !$0.isPrior }
+        #expect(afters.count == 4)
+        #expect(afters[0].new == .string("x") && afters[0].old == .null)
+        #expect(afters[3].new == .string("y") && afters[3].old == .string("x"))
+        recorder.clear()
+        // One path, with prior, set through the plain path: prior (old only) then after.
+        let single = Graph()
+        try single.set("k", to: 1)
+        try recorder.observe(single, "k", all, name: "k")
+        try single.set("k", to: 2)
+        #expect(recorder.events == ["k:prior", "k:after"])
+        #expect(recorder.log[0].old == .int(1) && recorder.log[0].new == nil)
+        #expect(recorder.log[1].old == .int(1) && recorder.log[1].new == .int(2))
+        #expect(recorder.log[0].payloadID != recorder.log[1].payloadID && recorder.log[0].seq == recorder.log[1].seq)
+        recorder.clear()
+        // A plain set of a key the one observed path goes through (a route): the path re-targets and reads null.
+        try single.set("o.x", to: 1)
+        try recorder.observe(single, "o.x", all, name: "ox")
+        try single.set("o", to: 5)
+        #expect(recorder.events == ["ox:prior", "ox:after"])
+        #expect(recorder.log[1].old == .int(1) && recorder.log[1].new == .null)
+        try single.set("o", to: .record(Record(keys: ["x"], values: [.int(3)])))
+        #expect(recorder.log.last?.new == .int(3) && recorder.log.last?.old == .null)
+        try single.set("o.x", to: 4)  // the new route's last key: reached directly again
+        #expect(recorder.log.last?.new == .int(4) && recorder.log.last?.old == .int(3))
+    }
+
     @Test func settingAnEqualValueStillNotifies() throws {
         let graph = Graph()
         try graph.set(KeyPath(parsing: "name"), to: "Savings")

@@ -11,13 +11,27 @@ extension Dispatcher {
         guard self.context.accessControl.isEnabled, request.method != "hello", request.method != "ping" else {
             return
         }
+        try self.checkToken(of: session, allows: request.method)
+        if let allowed = session.allowedPaths { try self.checkPaths(of: request, allowed: allowed) }
+    }
+
+    /// `authorize` for a plain set (RPCPlainSet), from the path's bytes: the same checks, the same errors. (The
+    /// caller checks that access control is on.)
+    func authorizePlainSet(path: UnsafeRawBufferPointer, on session: Session) throws(RPCError) {
+        try self.checkToken(of: session, allows: "set")
+        guard let allowed = session.allowedPaths, let keyPath = try? self.keyPath(plain: path) else { return }
+        try self.checkPath(keyPath, text: String(decoding: path, as: UTF8.self), allowed: allowed, op: nil)
+    }
+
+    /// Throws 1008 when the connection has presented no valid token yet, or when its read-only token does not allow
+    /// `method`.
+    private func checkToken(of session: Session, allows method: String) throws(RPCError) {
         guard let access = session.access else {
             throw Self.unauthorized("unauthorized: hello with a token first", reason: "hello with a token first")
         }
-        if access == .readOnly && !AccessControl.readOnlyMethods.contains(request.method) {
-            throw Self.unauthorized("unauthorized: \(request.method) needs a read-write token", reason: "read-only token")
+        if access == .readOnly && !AccessControl.readOnlyMethods.contains(method) {
+            throw Self.unauthorized("unauthorized: \(method) needs a read-write token", reason: "read-only token")
         }
-        if let allowed = session.allowedPaths { try self.checkPaths(of: request, allowed: allowed) }
     }
 
     /// A token restricted to key-path patterns may use only paths its patterns grant, spelled from the root: every
@@ -44,6 +58,11 @@ extension Dispatcher {
 
     private func checkPath(_ text: String?, allowed: [PathPattern], op: Int?) throws(RPCError) {
         guard let text, let path = try? self.keyPath(text) else { return }
+        try self.checkPath(path, text: text, allowed: allowed, op: op)
+    }
+
+    /// Throws 1008 unless one of `allowed` grants `path` (spelled `text` on the wire).
+    private func checkPath(_ path: KeyPath, text: String, allowed: [PathPattern], op: Int?) throws(RPCError) {
         if path.origin == .root && allowed.contains(where: { $0.grants(path.keys) }) { return }
         var data = JSONObject(["reason": .string("path not allowed"), "path": .string(text)])
         if let op { data["op"] = .int(Int64(op)) }

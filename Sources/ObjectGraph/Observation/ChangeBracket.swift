@@ -7,9 +7,16 @@
 // change is one op, so that is plain subscription order. Observers of a collection key that the change mutated
 // directly get its kind, indexes and values; everyone else gets a `setting` change with whole values.
 //
-// Cost: a bracket allocates one array of per-path state (and, with several paths, the merged observer order); with
-// one path it shares that path's observer array. Every observer of a path gets the same `Change` value, which its
-// sink shapes for its own options.
+// Cost: a bracket allocates nothing in the common cases. A mutation of one key that reaches one path (a set of a
+// key observed once, with `prior` or without, or of a dependency of one computed key) is bracketed in one function
+// with its state in locals (`commit(mutation:)`, and for a plain set `commitPlainStore`, the same steps with the
+// store in line: no `Mutation`, no closure); several paths keep theirs in a `ChangeBracket` whose array is
+// borrowed from the registry's pool and given back, emptied, when it closes (brackets nest: manual ones, and a sink
+// that sets from inside a notification, each borrow their own). With one path the observers are that path's own
+// array; only several paths build a merged observer order. A path that the change reached only as its own last key
+// (the usual set) is not evaluated from its origin: its old value is that key's, read from the object once, and its
+// new one is what the mutation stores when it says so (a plain set's scalar), else read once too. Every observer of
+// a path gets the same `Change` value, which its sink shapes for its own options.
 
 /// What a bracket knows about one affected path.
 struct BracketPath {
@@ -20,70 +27,267 @@ struct BracketPath {
     /// The collection detail, for a path whose own last key one mutation changed.
     var detail: CollectionDetail?
     var directHits: Int
+    /// The stored key that reached the path as its own last key, while that is the only way the change reached it
+    /// (and not through a manual bracket, which may name a computed key): the path's value is that key's.
+    var direct: Touch?
+    /// What the mutation stores at `direct`, when it said (`Mutation.stored`).
+    var storedValue: Value?
+    /// The old value (for a collection detail, the removed or replaced values as an array).
     var oldValue: Value = .null
-    var oldDetailValues: [Value] = []
     var newValue: Value = .null
     var payloadID: UInt64 = 0
     /// The union of the path's observers' options when the bracket opened.
     var options = ObservationOptions()
+
+    init(_ entry: TriggerEntry, of mutation: Mutation, manual: Bool) {
+        self.path = entry.path
+        self.firstOp = mutation.op
+        self.needsRetarget = entry.role == .route
+        let isDirect = entry.role == .direct
+        self.detail = isDirect ? mutation.detail : nil
+        self.directHits = isDirect ? 1 : 0
+        if isDirect && !manual && mutation.detail == nil {
+            self.direct = mutation.touch
+            self.storedValue = mutation.stored
+        }
+    }
 }
 
-/// The state of one open change bracket.
+/// The state of one open change bracket with per-path state (several paths, or a manual bracket).
 struct ChangeBracket {
-    let mutations: [Mutation]
     let seq: UInt64
-    /// The affected paths, each once.
+    /// The key a manual bracket (`willChangeValue`) was opened for; nil for a commit's.
+    let manualTouch: Touch?
+    /// The affected paths, each once (borrowed from the registry's pool once the first is found).
     var paths: [BracketPath] = []
     /// The observers to notify, in order. With one path this is that path's own array (shared, not copied).
     var observers: [Observer] = []
-    /// Each observer's path index, parallel to `observers`; empty when there is one path (index 0).
+    /// Each observer's path index in `paths`, parallel to `observers`; empty when there is one path.
     var observerPaths: [Int] = []
+}
 
-    var isEmpty: Bool { self.paths.isEmpty }
+extension ObservationRegistry {
+    /// An empty array for a bracket's paths, with the capacity an earlier bracket left (no allocation).
+    @inline(__always)
+    func borrowPaths() -> [BracketPath] {
+        self.pathBuffers.popLast() ?? []
+    }
+
+    /// Takes back a bracket's paths array, emptied, for the next bracket.
+    @inline(__always)
+    func returnPaths(_ paths: inout [BracketPath]) {
+        guard paths.capacity > 0, self.pathBuffers.count < 8 else { return }
+        paths.removeAll(keepingCapacity: true)
+        self.pathBuffers.append(paths)
+        paths = []
+    }
 }
 
 extension Graph {
-    /// Finds who a change reaches, reads old values and sends prior notifications.
-    func openBracket(_ mutations: [Mutation], seq: UInt64) -> ChangeBracket {
-        var bracket = ChangeBracket(mutations: mutations, seq: seq)
+    // MARK: - One mutation
+
+    /// Applies a mutation that changes one key and notifies its observers; returns the seq. `entries` are the paths
+    /// the key reaches when the caller looked them up already. With one path (the usual case) the whole bracket is
+    /// here, in locals: nothing allocated or copied beyond the path's values and the shared `Change`.
+    func commit(mutation: Mutation, entries known: [TriggerEntry]? = nil, apply: () -> Void) -> UInt64 {
+        let seq = self.takeSeq()
         let registry = self.registry
-        guard !registry.triggerIndex.isEmpty else { return bracket }
+        guard let entries = known ?? (registry.triggerIndex.isEmpty ? nil : registry.entries(for: mutation.touch))
+        else {
+            apply()
+            self.collectGarbageIfNeeded()
+            return seq
+        }
+        if entries.count != 1 {
+            // Several paths: per-path state. (A trigger's entries name distinct paths: no marking needed.)
+            var bracket = ChangeBracket(seq: seq, manualTouch: nil)
+            self.openBracket(&bracket, mutation, entries: entries)
+            apply()
+            self.closeBracket(&bracket)
+            self.collectGarbageIfNeeded()
+            return seq
+        }
+        let path = entries[0].path
+        let role = entries[0].role
+        let options = path.options
+        let detail = role == .direct && mutation.detail != nil ? mutation.detail : nil
+        // Reached only as its own last key, a stored one (a mutation never changes a computed key): the path's value
+        // is that key's.
+        let isDirect = role == .direct && detail == nil
+        var payloadID = registry.nextPayloadID()
+        var old = Value.null
+        if options.contains(.old) {
+            if let detail {
+                old = .array(detail.old.map { self.export($0) })
+            } else if isDirect, let object = self.objects[mutation.touch.object] {
+                old = self.export(object.value(forKey: mutation.touch.key) ?? .null)
+            } else {
+                old = self.export(self.resolve(path.keyPath))
+            }
+        }
+        if options.contains(.prior) {
+            let change = Self.sharedChange(
+                detail: detail, options: options, isPrior: true, new: .null, old: old, seq: seq, payloadID: payloadID)
+            for observer in path.observers where observer.options.contains(.prior) && observer.isActive {
+                observer.sink.observe(change, options: observer.options)
+            }
+        }
+        apply()
+        var new = Value.null
+        if options.contains(.new) {
+            if role == .route {
+                new = self.export(self.retarget(path))
+            } else if let detail {
+                new = .array(detail.new.map { self.export($0) })
+            } else if isDirect, let stored = mutation.stored {
+                new = stored  // (as exported: what `stored` promises)
+            } else if isDirect, let object = self.objects[mutation.touch.object] {
+                new = self.export(object.value(forKey: mutation.touch.key) ?? .null)
+            } else {
+                new = self.export(self.resolve(path.keyPath))
+            }
+        } else if role == .route {
+            _ = self.retarget(path)
+        }
+        payloadID = registry.nextPayloadID()
+        Observer.notifyInReverse(
+            path.observers,
+            Self.sharedChange(
+                detail: detail, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
+        self.collectGarbageIfNeeded()
+        return seq
+    }
+
+    /// A plain set's store of `value` (a plain scalar: its own export) under `key` of `object`, which reaches the
+    /// paths `entries`, bracketed as `commit(mutation:)` brackets a one-key mutation, without a `Mutation` or a
+    /// closure; returns the seq. (The caller checked: no open bracket, the key notifies automatically.)
+    func commitPlainStore(_ value: Value, forKey key: String, in object: GraphObject, entries: [TriggerEntry]) -> UInt64 {
+        guard entries.count == 1 else {
+            return self.commit(mutation: Mutation(touch: Touch(object: object.id, key: key), stored: value), entries: entries) {
+                object.setValue(value, forKey: key, modSeq: self.seq)
+            }
+        }
+        self.seq += 1
+        let seq = self.seq
+        let registry = self.registry
+        let path = entries[0].path
+        let role = entries[0].role
+        let options = path.options
+        var payloadID = registry.nextPayloadID()
+        var old = Value.null
+        if options.contains(.old) {
+            old = role == .direct ? self.export(object.value(forKey: key) ?? .null) : self.export(self.resolve(path.keyPath))
+        }
+        if options.contains(.prior) {
+            let change = Self.sharedChange(
+                detail: nil, options: options, isPrior: true, new: .null, old: old, seq: seq, payloadID: payloadID)
+            for observer in path.observers where observer.options.contains(.prior) && observer.isActive {
+                observer.sink.observe(change, options: observer.options)
+            }
+        }
+        object.setValue(value, forKey: key, modSeq: seq)
+        var new = Value.null
+        if role == .route {
+            let routed = self.retarget(path)
+            if options.contains(.new) { new = self.export(routed) }
+        } else if options.contains(.new) {
+            new = role == .direct ? value : self.export(self.resolve(path.keyPath))
+        }
+        payloadID = registry.nextPayloadID()
+        Observer.notifyInReverse(
+            path.observers,
+            Self.sharedChange(detail: nil, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
+        self.collectGarbageIfNeeded()
+        return seq
+    }
+
+    /// The value of an affected path: what the mutation stores (`stored`), when it said, at the path's own last
+    /// key; that key's value (`direct`) when the change reached the path only there; else the path evaluated from
+    /// its origin.
+    @inline(__always)
+    private func value(of path: ObservedPath, direct: Touch?, stored: Value?) -> Value {
+        if let stored { return stored }
+        if let direct, let object = self.objects[direct.object] { return object.value(forKey: direct.key) ?? .null }
+        return self.resolve(path.keyPath)
+    }
+
+    /// Walks a path whose route changed, registers its new triggers and returns its value.
+    private func retarget(_ path: ObservedPath) -> Value {
+        var triggers: [Touch: TriggerRole] = [:]
+        let value = self.walk(path.keyPath, triggers: &triggers)
+        self.registry.setTriggers(triggers, for: path)
+        return value
+    }
+
+    // MARK: - Per-path state
+
+    /// Finds the paths one mutation reaches (`entries`, when the caller looked them up already), reads old values
+    /// and sends prior notifications, into `bracket` (the caller's: a bracket is too big to copy per change).
+    func openBracket(
+        _ bracket: inout ChangeBracket, _ mutation: Mutation, manual: Bool = false, entries known: [TriggerEntry]? = nil
+    ) {
+        let registry = self.registry
+        guard let entries = known ?? (registry.triggerIndex.isEmpty ? nil : registry.entries(for: mutation.touch))
+        else { return }
+        // A trigger's entries name distinct paths: no marking needed.
+        bracket.paths = registry.borrowPaths()
+        for entry in entries { bracket.paths.append(BracketPath(entry, of: mutation, manual: manual)) }
+        self.finishOpening(&bracket)
+    }
+
+    /// Finds the paths the mutations reach (a transaction's, in op order), reads old values and sends prior
+    /// notifications, into `bracket`.
+    func openBracket(_ bracket: inout ChangeBracket, _ mutations: [Mutation]) {
+        if mutations.count == 1 { return self.openBracket(&bracket, mutations[0]) }
+        let registry = self.registry
+        guard !registry.triggerIndex.isEmpty else { return }
         registry.commitCounter += 1
         let mark = registry.commitCounter
         for mutation in mutations {
             guard let entries = registry.entries(for: mutation.touch) else { continue }
+            if bracket.paths.capacity == 0 { bracket.paths = registry.borrowPaths() }
             for entry in entries {
                 let path = entry.path
                 let role = entry.role
                 if path.commitMark != mark {
                     path.commitMark = mark
                     path.bracketIndex = bracket.paths.count
-                    bracket.paths.append(
-                        BracketPath(
-                            path: path, firstOp: mutation.op, needsRetarget: role == .route,
-                            detail: role == .direct ? mutation.detail : nil, directHits: role == .direct ? 1 : 0))
+                    bracket.paths.append(BracketPath(entry, of: mutation, manual: false))
                 } else {
                     let index = path.bracketIndex
+                    // Reached twice: the path's value is no longer one key's to read.
+                    bracket.paths[index].direct = nil
+                    bracket.paths[index].storedValue = nil
                     if role == .route { bracket.paths[index].needsRetarget = true }
                     if role == .direct {
-                        // Hit directly twice (a transaction): one detail cannot say both, so send whole values.
+                        // Hit directly twice: one detail cannot say both, so send whole values.
                         bracket.paths[index].directHits += 1
                         bracket.paths[index].detail = bracket.paths[index].directHits == 1 ? mutation.detail : nil
                     }
                 }
             }
         }
-        if bracket.paths.isEmpty { return bracket }
+        self.finishOpening(&bracket)
+    }
 
+    /// Reads old values, orders the observers and sends the prior notifications of the paths in `bracket.paths`.
+    private func finishOpening(_ bracket: inout ChangeBracket) {
+        if bracket.paths.isEmpty {
+            self.registry.returnPaths(&bracket.paths)
+            return
+        }
+        let registry = self.registry
         for index in bracket.paths.indices {
             let path = bracket.paths[index].path
+            let options = path.options
             bracket.paths[index].payloadID = registry.nextPayloadID()
-            bracket.paths[index].options = path.options
-            guard path.options.contains(.old) else { continue }
+            bracket.paths[index].options = options
+            guard options.contains(.old) else { continue }
             if let detail = bracket.paths[index].detail {
-                bracket.paths[index].oldDetailValues = detail.old.map { self.export($0) }
+                bracket.paths[index].oldValue = .array(detail.old.map { self.export($0) })
             } else {
-                bracket.paths[index].oldValue = self.export(self.resolve(path.keyPath))
+                let value = self.value(of: path, direct: bracket.paths[index].direct, stored: nil)
+                bracket.paths[index].oldValue = self.export(value)
             }
         }
         if bracket.paths.count == 1 {
@@ -98,37 +302,27 @@ extension Graph {
             bracket.observers = pairs.map(\.observer)
             bracket.observerPaths = pairs.map(\.path)
         }
-        if bracket.observerPaths.isEmpty {
-            // One path (the common case): one change, shared by every observer.
-            guard bracket.paths[0].options.contains(.prior) else { return bracket }
-            let change = Self.sharedChange(bracket.paths[0], seq: bracket.seq, isPrior: true)
-            for observer in bracket.observers where observer.options.contains(.prior) && observer.isActive {
-                observer.sink.observe(change, options: observer.options)
-            }
-        } else {
-            let changes = bracket.paths.map { Self.sharedChange($0, seq: bracket.seq, isPrior: true) }
-            for (position, observer) in bracket.observers.enumerated()
-            where observer.options.contains(.prior) && observer.isActive {
-                observer.sink.observe(changes[bracket.observerPaths[position]], options: observer.options)
-            }
+        guard bracket.paths.contains(where: { $0.options.contains(.prior) }) else { return }
+        let changes = bracket.paths.map { Self.sharedChange($0, seq: bracket.seq, isPrior: true) }
+        for (position, observer) in bracket.observers.enumerated()
+        where observer.options.contains(.prior) && observer.isActive {
+            observer.sink.observe(
+                changes[bracket.observerPaths.isEmpty ? 0 : bracket.observerPaths[position]], options: observer.options)
         }
-        return bracket
     }
 
     /// Re-targets paths whose route changed, reads new values and sends after notifications in reverse order.
-    func closeBracket(_ bracket: consuming ChangeBracket) {
-        guard !bracket.isEmpty else { return }
+    func closeBracket(_ bracket: inout ChangeBracket) {
+        guard !bracket.paths.isEmpty else { return }
         let registry = self.registry
         for index in bracket.paths.indices {
             let path = bracket.paths[index].path
             let wantsNew = bracket.paths[index].options.contains(.new)
             var value = Value.null
             if bracket.paths[index].needsRetarget {
-                var triggers: [Touch: TriggerRole] = [:]
-                value = self.walk(path.keyPath, triggers: &triggers)
-                registry.setTriggers(triggers, for: path)
+                value = self.retarget(path)
             } else if wantsNew && bracket.paths[index].detail == nil {
-                value = self.resolve(path.keyPath)
+                value = self.value(of: path, direct: bracket.paths[index].direct, stored: bracket.paths[index].storedValue)
             }
             if !wantsNew {
                 value = .null
@@ -137,7 +331,7 @@ extension Graph {
             } else {
                 value = self.export(value)
             }
-            // The after notification's values: `oldValue` keeps the old, `new` travels in the change below.
+            // The after notification's values: `oldValue` keeps the old, `newValue` the new.
             bracket.paths[index].payloadID = registry.nextPayloadID()
             bracket.paths[index].newValue = value
         }
@@ -151,25 +345,37 @@ extension Graph {
                 observer.sink.observe(changes[bracket.observerPaths[position]], options: observer.options)
             }
         }
+        registry.returnPaths(&bracket.paths)
+    }
+
+    // MARK: - Changes
+
+    /// The notification of one path in a bracket with per-path state.
+    private static func sharedChange(_ state: BracketPath, seq: UInt64, isPrior: Bool) -> Change {
+        Self.sharedChange(
+            detail: state.detail, options: state.options, isPrior: isPrior, new: state.newValue, old: state.oldValue,
+            seq: seq, payloadID: state.payloadID)
     }
 
     /// The notification of one path, as the union of its observers' options asks (each observer's sink shapes it
     /// for its own options), and by the collection detail when it has one.
-    private static func sharedChange(_ state: BracketPath, seq: UInt64, isPrior: Bool) -> Change {
-        let options = state.options
-        guard let detail = state.detail else {
+    @inline(__always)
+    private static func sharedChange(
+        detail: CollectionDetail?, options: ObservationOptions, isPrior: Bool, new: Value, old: Value, seq: UInt64,
+        payloadID: UInt64
+    ) -> Change {
+        guard let detail else {
             return Change(
                 observation: 0, kind: .setting, isPrior: isPrior, isInitial: false,
-                new: !isPrior && options.contains(.new) ? state.newValue : nil,
-                old: options.contains(.old) ? state.oldValue : nil, indexes: nil, seq: seq,
-                payloadID: state.payloadID)
+                new: !isPrior && options.contains(.new) ? new : nil, old: options.contains(.old) ? old : nil,
+                indexes: nil, seq: seq, payloadID: payloadID)
         }
         // An insertion has no old, a removal no new; values are always arrays.
         let hasOld = detail.kind != .insertion && options.contains(.old)
         let hasNew = !isPrior && detail.kind != .removal && options.contains(.new)
         return Change(
             observation: 0, kind: detail.kind, isPrior: isPrior, isInitial: false,
-            new: hasNew ? state.newValue : nil, old: hasOld ? .array(state.oldDetailValues) : nil,
-            indexes: detail.indexes, seq: seq, payloadID: state.payloadID)
+            new: hasNew ? new : nil, old: hasOld ? old : nil, indexes: detail.indexes, seq: seq,
+            payloadID: payloadID)
     }
 }

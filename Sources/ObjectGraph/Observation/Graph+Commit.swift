@@ -16,21 +16,23 @@ extension Graph {
 
     /// Applies a mutation described by `mutations` (with collection details) and notifies; returns the seq.
     func commit(mutations: [Mutation], apply: () -> Void) -> UInt64 {
+        if mutations.count == 1 { return self.commit(mutation: mutations[0], apply: apply) }  // ChangeBracket.swift
         let seq = self.takeSeq()
         if mutations.isEmpty {
             apply()
         } else {
-            let bracket = self.openBracket(mutations, seq: seq)
+            var bracket = ChangeBracket(seq: seq, manualTouch: nil)
+            self.openBracket(&bracket, mutations)
             apply()
-            self.closeBracket(bracket)
+            self.closeBracket(&bracket)
         }
         self.collectGarbageIfNeeded()
         return seq
     }
 
     /// The seq for a new change: the next one, or the open manual bracket's.
-    private func takeSeq() -> UInt64 {
-        if let open = self.manualBrackets.last { return open.seq }
+    func takeSeq() -> UInt64 {
+        if !self.manualBrackets.isEmpty { return self.manualBrackets[self.manualBrackets.count - 1].seq }
         self.seq += 1
         return self.seq
     }
@@ -45,19 +47,22 @@ extension Graph {
             self.seq += 1
             return self.seq
         }()
-        self.manualBrackets.append(self.openBracket([Mutation(touch: Touch(object: object, key: key))], seq: seq))
+        let touch = Touch(object: object, key: key)
+        var bracket = ChangeBracket(seq: seq, manualTouch: touch)
+        self.openBracket(&bracket, Mutation(touch: touch), manual: true)
+        self.manualBrackets.append(bracket)
     }
 
     /// Closes the innermost manual bracket (`didChangeValueForKey:`): re-targets, reads new values and sends after
     /// notifications. Calling it without a matching `willChangeValue` is a programmer error.
     public func didChangeValue(forKey key: String, of object: ObjectID) {
-        guard let bracket = self.manualBrackets.popLast() else {
+        guard var bracket = self.manualBrackets.popLast() else {
             preconditionFailure("didChangeValue(forKey: \(key)) without a matching willChangeValue")
         }
         precondition(
-            bracket.mutations.map(\.touch) == [Touch(object: object, key: key)],
+            bracket.manualTouch == Touch(object: object, key: key),
             "didChangeValue(forKey: \(key)) does not match the innermost willChangeValue")
-        self.closeBracket(bracket)
+        self.closeBracket(&bracket)
         if self.manualBrackets.isEmpty { self.collectGarbageIfNeeded() }
     }
 

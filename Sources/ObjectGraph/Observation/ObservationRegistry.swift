@@ -18,6 +18,8 @@ final class ObservationRegistry {
     var nextObservationID: ObservationID = 1
     @exclusivity(unchecked) var commitCounter: UInt64 = 0
     @exclusivity(unchecked) var payloadCounter: UInt64 = 0
+    /// Emptied arrays of bracket paths, kept with their capacity for the next brackets (ChangeBracket.swift).
+    @exclusivity(unchecked) var pathBuffers: [[BracketPath]] = []
 
     func nextPayloadID() -> UInt64 {
         self.payloadCounter &+= 1

@@ -32,6 +32,9 @@ struct Mutation {
     let touch: Touch
     var op = 0
     var detail: CollectionDetail?
+    /// What the mutation stores at the touched key, when known before it runs and the same once stored and exported
+    /// (a plain set's scalar): the bracket need not read it back.
+    var stored: Value?
 }
 
 /// The detail of a to-many change: filled partly before the change (kind, indexes, removed values) and partly by
