@@ -9,8 +9,8 @@
 //
 // Cost: a bracket allocates nothing in the common cases. A mutation of one key that reaches one path (a set of a
 // key observed once, with `prior` or without, or of a dependency of one computed key) is bracketed in one function
-// with its state in locals (`commit(mutation:)`, and for a plain set `commitPlainStore`, the same steps with the
-// store in line: no `Mutation`, no closure); several paths keep theirs in a `ChangeBracket` whose array is
+// with its state in locals (`bracketOnePath`, inlined into `commit(mutation:)` and, for a plain set, into
+// `commitPlainStore`, which builds no `Mutation`); several paths keep theirs in a `ChangeBracket` whose array is
 // borrowed from the registry's pool and given back, emptied, when it closes (brackets nest: manual ones, and a sink
 // that sets from inside a notification, each borrow their own). With one path the observers are that path's own
 // array; only several paths build a merged observer order. A path that the change reached only as its own last key
@@ -107,53 +107,11 @@ extension Graph {
             self.collectGarbageIfNeeded()
             return seq
         }
-        let path = entries[0].path
-        let role = entries[0].role
-        let options = path.options
-        let detail = role == .direct && mutation.detail != nil ? mutation.detail : nil
-        // Reached only as its own last key, a stored one (a mutation never changes a computed key): the path's value
-        // is that key's.
-        let isDirect = role == .direct && detail == nil
-        var payloadID = registry.nextPayloadID()
-        var old = Value.null
-        if options.contains(.old) {
-            if let detail {
-                old = .array(detail.old.map { self.export($0) })
-            } else if isDirect, let object = self.objects[mutation.touch.object] {
-                old = self.export(object.value(forKey: mutation.touch.key) ?? .null)
-            } else {
-                old = self.export(self.resolve(path.keyPath))
-            }
-        }
-        if options.contains(.prior) {
-            let change = Self.sharedChange(
-                detail: detail, options: options, isPrior: true, new: .null, old: old, seq: seq, payloadID: payloadID)
-            for observer in path.observers where observer.options.contains(.prior) && observer.isActive {
-                observer.sink.observe(change, options: observer.options)
-            }
-        }
-        apply()
-        var new = Value.null
-        if options.contains(.new) {
-            if role == .route {
-                new = self.export(self.retarget(path))
-            } else if let detail {
-                new = .array(detail.new.map { self.export($0) })
-            } else if isDirect, let stored = mutation.stored {
-                new = stored  // (as exported: what `stored` promises)
-            } else if isDirect, let object = self.objects[mutation.touch.object] {
-                new = self.export(object.value(forKey: mutation.touch.key) ?? .null)
-            } else {
-                new = self.export(self.resolve(path.keyPath))
-            }
-        } else if role == .route {
-            _ = self.retarget(path)
-        }
-        payloadID = registry.nextPayloadID()
-        Observer.notifyInReverse(
-            path.observers,
-            Self.sharedChange(
-                detail: detail, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
+        let touch = mutation.touch
+        self.bracketOnePath(
+            entries[0], seq: seq, detail: entries[0].role == .direct ? mutation.detail : nil,
+            directOld: { self.objects[touch.object].map { $0.value(forKey: touch.key) ?? .null } }, apply: apply,
+            directNew: { mutation.stored ?? self.objects[touch.object].map { self.export($0.value(forKey: touch.key) ?? .null) } })
         self.collectGarbageIfNeeded()
         return seq
     }
@@ -169,36 +127,67 @@ extension Graph {
         }
         self.seq += 1
         let seq = self.seq
+        self.bracketOnePath(
+            entries[0], seq: seq, detail: nil, directOld: { object.value(forKey: key) ?? .null },
+            apply: { object.setValue(value, forKey: key, modSeq: seq) }, directNew: { value })
+        self.collectGarbageIfNeeded()
+        return seq
+    }
+
+    /// The bracket of a change that reaches one path (`entry`), with its state in locals: reads the old value and
+    /// sends the prior notifications, applies the change, reads the new value (re-targeting a path whose route
+    /// changed) and notifies the path's observers in reverse order. `detail` is the collection detail of a change
+    /// of the path's own last key. When the change reached the path only as its own last key (`direct`, no detail),
+    /// the path's old value is `directOld()` (the stored key's value as stored) and its new one `directNew()` (as
+    /// exported), instead of evaluating the path from its origin; either falls back to that evaluation by returning
+    /// nil. Inlined into both callers, so the closures cost nothing.
+    @inline(__always)
+    private func bracketOnePath(
+        _ entry: TriggerEntry, seq: UInt64, detail: CollectionDetail?, directOld: () -> Value?, apply: () -> Void,
+        directNew: () -> Value?
+    ) {
         let registry = self.registry
-        let path = entries[0].path
-        let role = entries[0].role
+        let path = entry.path
+        let role = entry.role
         let options = path.options
+        let isDirect = role == .direct && detail == nil
         var payloadID = registry.nextPayloadID()
         var old = Value.null
         if options.contains(.old) {
-            old = role == .direct ? self.export(object.value(forKey: key) ?? .null) : self.export(self.resolve(path.keyPath))
+            if let detail {
+                old = .array(detail.old.map { self.export($0) })
+            } else if isDirect, let stored = directOld() {
+                old = self.export(stored)
+            } else {
+                old = self.export(self.resolve(path.keyPath))
+            }
         }
         if options.contains(.prior) {
             let change = Self.sharedChange(
-                detail: nil, options: options, isPrior: true, new: .null, old: old, seq: seq, payloadID: payloadID)
+                detail: detail, options: options, isPrior: true, new: .null, old: old, seq: seq, payloadID: payloadID)
             for observer in path.observers where observer.options.contains(.prior) && observer.isActive {
                 observer.sink.observe(change, options: observer.options)
             }
         }
-        object.setValue(value, forKey: key, modSeq: seq)
+        apply()
         var new = Value.null
         if role == .route {
             let routed = self.retarget(path)
             if options.contains(.new) { new = self.export(routed) }
         } else if options.contains(.new) {
-            new = role == .direct ? value : self.export(self.resolve(path.keyPath))
+            if let detail {
+                new = .array(detail.new.map { self.export($0) })
+            } else if isDirect, let stored = directNew() {
+                new = stored
+            } else {
+                new = self.export(self.resolve(path.keyPath))
+            }
         }
         payloadID = registry.nextPayloadID()
         Observer.notifyInReverse(
             path.observers,
-            Self.sharedChange(detail: nil, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
-        self.collectGarbageIfNeeded()
-        return seq
+            Self.sharedChange(
+                detail: detail, options: options, isPrior: false, new: new, old: old, seq: seq, payloadID: payloadID))
     }
 
     /// The value of an affected path: what the mutation stores (`stored`), when it said, at the path's own last
