@@ -131,20 +131,37 @@ public enum JSONWriter {
         var magnitude = value.magnitude
         var digits = 1
         var rest = magnitude
-        while rest >= 10 {
-            rest /= 10
-            digits &+= 1
+        while rest >= 100 {
+            rest /= 100
+            digits &+= 2
         }
+        if rest >= 10 { digits &+= 1 }
         let sign = value < 0 ? 1 : 0
         if sign == 1 { destination.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self) }
         var position = sign &+ digits
-        repeat {
-            position &-= 1
-            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
+        // Two digits a step, from a table of "00", "01", ... "99" (a literal: no lazy global to initialise).
+        let table: StaticString = """
+            00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+            40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+            8081828384858687888990919293949596979899
+            """
+        let pairs = UnsafeRawPointer(table.utf8Start)
+        while magnitude >= 100 {
+            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 100)
+            position &-= 2
             destination.storeBytes(
-                of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remainder), toByteOffset: position, as: UInt8.self)
+                of: pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: remainder) &* 2, as: UInt16.self),
+                toByteOffset: position, as: UInt16.self)
             magnitude = quotient
-        } while magnitude > 0
+        }
+        if magnitude >= 10 {
+            destination.storeBytes(
+                of: pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: magnitude) &* 2, as: UInt16.self),
+                toByteOffset: sign, as: UInt16.self)
+        } else {
+            destination.storeBytes(
+                of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude), toByteOffset: sign, as: UInt8.self)
+        }
         return sign &+ digits
     }
 
