@@ -1,19 +1,22 @@
-// One object in the graph: its identity, its class and its stored values. It knows nothing of observation or
-// validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
+// One object in the graph: its class and its stored values in one malloc'd block, seen through a `GraphObject` (its
+// id and the address of its slot in the object table, which holds the block's address). It knows nothing of
+// observation or validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
 //
-// The stored values live in one malloc'd block of packed entries in key order (like Redis's listpack), read and
-// written in place; docs/ARCHITECTURE.md#objects-in-memory draws one. An entry is
+// The block is a header — the class (a retained reference), the capacity, the bytes used and the entry count with a
+// flag for an indexed object, then, in an indexed object, the address of its key index — and the packed entries in
+// key order (like Redis's listpack), read and written in place; docs/ARCHITECTURE.md#objects-in-memory draws one.
+// An entry is
 //
 //     key length (varint) | key (UTF-8) | modSeq | region length (1 byte) | region: the value (PackedValue)
 //
 // where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and 8 bytes in an indexed one (written
-// in place), after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A
-// value that does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with
-// an index keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its
-// regions is at least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the
+// in place). A value that does not fit its region makes a small object move the bytes after it (a few dozen bytes);
+// an object with an index keeps every entry where it is (the index holds offsets) and boxes the value instead, so each
+// of its regions is at least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the
 // entries (a few byte compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most
 // 3/4 full) hashed with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes
-// the key it added.
+// the key it added. Blocks are not counted references: the object table frees one when it drops the object
+// (ObjectTable.swift), so a `GraphObject` is valid only while its object is in the table.
 
 #if canImport(Glibc)
 import Glibc
@@ -23,12 +26,12 @@ import Musl
 import Darwin
 #endif
 
-/// An object in a graph. Loop-owned by whoever owns the graph.
-final class GraphObject {
+/// An object in a graph: a view of its block through its table slot (so a block that moves as it grows stays
+/// reachable). Valid while the object is in its table. Loop-owned by whoever owns the graph.
+struct GraphObject {
     let id: ObjectID
-    let objectClass: ObjectClass
-    /// The packed entries (see above); nil until the first key is set. (Unchecked exclusivity: see Graph.objects.)
-    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer?
+    /// The table slot holding the address of the object's block (never nil while the object lives).
+    let slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 
     /// Up to this many keys an object has no index.
     static let indexThreshold = 12
@@ -39,22 +42,65 @@ final class GraphObject {
         var modSeq: UInt64
     }
 
-    init(id: ObjectID, objectClass: ObjectClass) {
+    /// The view of the object whose block's address is in `slot`.
+    @inline(__always)
+    init(id: ObjectID, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         self.id = id
-        self.objectClass = objectClass
+        self.slot = slot
     }
 
-    deinit {
-        guard let base = self.storage else { return }
-        self.forEachEntry { base, entry in Self.releaseBox(base, entry.regionStart) }
-        if let index = self.index { free(index) }
+    /// The packed entries (see above). (The slot's memory is the table's: see ObjectTable.)
+    @inline(__always)
+    private var storage: UnsafeMutableRawPointer {
+        get { self.slot.pointee.unsafelyUnwrapped }
+        nonmutating set { self.slot.pointee = newValue }
+    }
+
+    /// The object's class.
+    var objectClass: ObjectClass {
+        @inline(__always) get {
+            Unmanaged<ObjectClass>.fromOpaque(self.storage.load(as: UnsafeRawPointer.self)).takeUnretainedValue()
+        }
+    }
+
+    // MARK: - Blocks
+
+    /// A new object's block, with room for `capacity` bytes (header included; at least the header).
+    static func makeBlock(_ objectClass: ObjectClass, capacity: Int = 0) -> UnsafeMutableRawPointer {
+        let size = max(capacity, Self.headerSize)
+        precondition(size <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
+        let base = malloc(size)!
+        base.storeBytes(of: Unmanaged.passRetained(objectClass).toOpaque(), as: UnsafeMutableRawPointer.self)
+        base.storeBytes(of: UInt32(size), toByteOffset: 8, as: UInt32.self)
+        base.storeBytes(of: UInt32(Self.headerSize), toByteOffset: 12, as: UInt32.self)
+        base.storeBytes(of: UInt32(0), toByteOffset: 16, as: UInt32.self)
+        return base
+    }
+
+    /// Frees a block `makeBlock` made: its boxes, its index, its class reference and its bytes.
+    static func freeBlock(_ base: UnsafeMutableRawPointer) {
+        var slot: UnsafeMutableRawPointer? = base
+        withUnsafeMutablePointer(to: &slot) { slot in
+            let object = GraphObject(id: 0, slot: slot)
+            object.forEachEntry { base, entry in Self.releaseBox(base, entry.regionStart) }
+            if let index = object.index { free(index) }
+        }
+        Unmanaged<ObjectClass>.fromOpaque(base.load(as: UnsafeRawPointer.self)).release()
         free(base)
+    }
+
+    /// The bytes an entry for `key` holding `value` with `modSeq` takes in a small object (a boxed value counted as
+    /// boxed), for sizing a block before its keys are set.
+    static func entrySize(_ key: String, _ value: Value, modSeq: UInt64) -> Int {
+        let keyLength = key.utf8.count
+        let regionLength = PackedValue.inlineSize(value) ?? PackedValue.boxedSize
+        return Self.varintSize(UInt64(keyLength)) + keyLength + Self.varintSize(modSeq) + 1 + regionLength
     }
 
     // MARK: - Reading
 
     /// The number of keys.
-    var count: Int { self.storage == nil ? 0 : Int(self.header(8)) }
+    var count: Int { Int(self.header(16) & Self.countMask) }
 
     /// The keys in order.
     var keys: [String] {
@@ -82,10 +128,10 @@ final class GraphObject {
 
     /// Calls `body` with each key and its value, in key order (no lookups).
     func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        guard let base = self.storage else { return }
-        let fixed = self.index != nil
-        var offset = Self.headerSize
+        let fixed = self.isIndexed
+        var offset = self.entriesStart
         while offset < self.used {
+            let base = self.storage
             let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
             try body(Self.key(base, entry), Self.value(base, entry.regionStart))
             offset = entry.end
@@ -106,20 +152,34 @@ final class GraphObject {
     /// The stored value, or nil when the key was never set.
     @inline(__always)
     func value(forKey key: String) -> Value? {
-        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
         return Self.value(base, entry.regionStart)
     }
 
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
-        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
         return Self.modSeq(base, entry)
     }
 
     /// The stored value with its modSeq (for undo), or nil when the key was never set.
     func slot(forKey key: String) -> Slot? {
-        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
         return Slot(value: Self.value(base, entry.regionStart), modSeq: Self.modSeq(base, entry))
+    }
+
+    /// The box holding `key`'s value, or nil when it is stored inline or was never set (for tests of ownership).
+    func box(forKey key: String) -> ValueBox? {
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
+        guard base.load(fromByteOffset: entry.regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue else {
+            return nil
+        }
+        let bits = base.loadUnaligned(fromByteOffset: entry.regionStart + 1, as: UInt.self)
+        return Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
     }
 
     // MARK: - Writing
@@ -142,21 +202,22 @@ final class GraphObject {
             return
         }
         let (found, hash) = self.locate(key)
-        guard let entry = found, let base = self.storage else { return }
+        guard let entry = found else { return }
+        let base = self.storage
         let offset = entry.start
         Self.releaseBox(base, entry.regionStart)
         let used = self.used
         let last = entry.end == used
         if self.index != nil && last { self.indexRemove(offset, hash: hash) }
         (base + offset).copyMemory(from: base + entry.end, byteCount: used - entry.end)
-        self.setHeader(4, UInt32(used - (entry.end - offset)))
-        self.setHeader(8, self.header(8) - 1)
+        self.setHeader(12, UInt32(used - (entry.end - offset)))
+        self.setHeader(16, self.header(16) - 1)
         // Undo removes the key it added, which is the last one, unless it was a declared key of a large object.
         if self.index != nil && !last { self.rebuildIndex() }
     }
 
     private func overwrite(_ entry: Entry, _ value: Value, modSeq: UInt64) {
-        var base = self.storage!
+        var base = self.storage
         let indexed = entry.fixedModSeq
         if !indexed, case .int(let number) = value, self.overwriteInt(entry, number, modSeq: modSeq) { return }
         Self.releaseBox(base, entry.regionStart)
@@ -179,7 +240,7 @@ final class GraphObject {
             let used = self.used
             if delta > 0 { base = self.reserve(used + delta) }
             (base + entry.end + delta).copyMemory(from: base + entry.end, byteCount: used - entry.end)
-            self.setHeader(4, UInt32(used + delta))
+            self.setHeader(12, UInt32(used + delta))
         }
         Self.writeVarint(modSeq, at: base + entry.modSeqAt)
         if modSeqLength != entry.modSeqLength || length != entry.regionLength {  // the length byte moved or changed
@@ -197,7 +258,7 @@ final class GraphObject {
     /// length: two stores, nothing moves. False when it does not apply.
     @inline(__always)
     private func overwriteInt(_ entry: Entry, _ number: Int64, modSeq: UInt64) -> Bool {
-        let base = self.storage!
+        let base = self.storage
         let tag = base.load(fromByteOffset: entry.regionStart, as: UInt8.self)
         guard Self.varintSize(modSeq) == entry.modSeqLength else { return false }
         let at = entry.regionStart + 1
@@ -223,19 +284,11 @@ final class GraphObject {
     private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {
         let size = PackedValue.inlineSize(value)
         var regionLength = size ?? PackedValue.boxedSize
-        let indexed = self.index != nil
+        let indexed = self.isIndexed
         if indexed { regionLength = max(regionLength, PackedValue.boxedSize) }
         let keyLength = key.utf8.count
         let modSeqLength = indexed ? 8 : Self.varintSize(modSeq)
         let entrySize = Self.varintSize(UInt64(keyLength)) + keyLength + modSeqLength + 1 + regionLength
-        if self.storage == nil {
-            let base = malloc(Self.headerSize + entrySize)!
-            self.storage = base
-            self.setHeader(0, UInt32(Self.headerSize + entrySize))
-            self.setHeader(4, UInt32(Self.headerSize))
-            self.setHeader(8, 0)
-            base.storeBytes(of: 0, toByteOffset: 12, as: UInt64.self)
-        }
         let used = self.used
         var position = used
         if let rank = self.objectClass.declarationIndex(key) {
@@ -266,8 +319,8 @@ final class GraphObject {
         if written < regionLength {
             (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written)
         }
-        self.setHeader(4, UInt32(used + entrySize))
-        self.setHeader(8, self.header(8) + 1)
+        self.setHeader(12, UInt32(used + entrySize))
+        self.setHeader(16, self.header(16) + 1)
         if indexed {
             if position == used { self.indexInsert(position, hash: hash) } else { self.rebuildIndex() }
         } else if self.count > Self.indexThreshold {
@@ -277,7 +330,13 @@ final class GraphObject {
 
     // MARK: - Entries
 
+    /// The header of a small object: class, capacity, bytes used, count (and flag); an indexed one's has the index's
+    /// address after it.
     static let headerSize = 20
+    private static let indexedHeaderSize = 28
+    /// The flag (in the count's word) of an indexed object.
+    private static let indexedFlag: UInt32 = 1 << 31
+    private static let countMask: UInt32 = ~(1 << 31)
 
     /// Where the parts of one entry are (byte offsets from the start of the storage).
     private struct Entry {
@@ -326,9 +385,9 @@ final class GraphObject {
     }
 
     private func forEachEntry(_ body: (UnsafeMutableRawPointer, Entry) -> Void) {
-        guard let base = self.storage else { return }
-        let fixed = self.index != nil
-        var offset = Self.headerSize
+        let base = self.storage
+        let fixed = self.isIndexed
+        var offset = self.entriesStart
         let used = self.used
         while offset < used {
             let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
@@ -372,7 +431,7 @@ final class GraphObject {
     /// `key`'s entry (nil when it was never set) and, for an indexed object, the key's hash.
     @inline(__always)
     private func locate(_ key: String) -> (entry: Entry?, hash: Int) {
-        guard let base = self.storage else { return (nil, 0) }
+        let base = self.storage
         return withUTF8(of: key) { bytes in
             if let index = self.index {
                 let hash = Self.hash(bytes)
@@ -431,36 +490,44 @@ final class GraphObject {
 
     @inline(__always)
     private func header(_ offset: Int) -> UInt32 {
-        self.storage!.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+        self.storage.load(fromByteOffset: offset, as: UInt32.self)
     }
 
     @inline(__always)
     private func setHeader(_ offset: Int, _ value: UInt32) {
-        self.storage!.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
+        self.storage.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
     }
 
     /// The end of the last entry.
-    private var used: Int { Int(self.header(4)) }
+    private var used: Int { Int(self.header(12)) }
+
+    @inline(__always)
+    private var isIndexed: Bool { self.header(16) & Self.indexedFlag != 0 }
+
+    /// Where the first entry starts.
+    private var entriesStart: Int { self.isIndexed ? Self.indexedHeaderSize : Self.headerSize }
 
     /// The key index, or nil for a small object.
     private var index: UnsafeMutableRawPointer? {
-        get {
-            UnsafeMutableRawPointer(bitPattern: self.storage.map { $0.loadUnaligned(fromByteOffset: 12, as: UInt.self) } ?? 0)
-        }
-        set { self.storage!.storeBytes(of: UInt(bitPattern: newValue), toByteOffset: 12, as: UInt.self) }
+        guard self.isIndexed else { return nil }
+        return UnsafeMutableRawPointer(bitPattern: self.storage.loadUnaligned(fromByteOffset: 20, as: UInt.self))
+    }
+
+    private func setIndex(_ index: UnsafeMutableRawPointer) {
+        self.storage.storeBytes(of: UInt(bitPattern: index), toByteOffset: 20, as: UInt.self)
     }
 
     /// Makes room for `bytes` bytes in all; returns the (possibly moved) storage. Small objects grow to the size
     /// asked for, indexed ones by half again.
     private func reserve(_ bytes: Int) -> UnsafeMutableRawPointer {
-        let base = self.storage!
-        let capacity = Int(self.header(0))
+        let base = self.storage
+        let capacity = Int(self.header(8))
         guard bytes > capacity else { return base }
         let wanted = self.index == nil ? bytes : max(bytes, capacity + capacity / 2)
         precondition(wanted <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
         let moved = realloc(base, wanted)!
         self.storage = moved
-        self.setHeader(0, UInt32(wanted))
+        self.setHeader(8, UInt32(wanted))
         return moved
     }
 
@@ -509,7 +576,7 @@ final class GraphObject {
 
     /// Removes `offset` from the index (backward-shift deletion keeps every other key reachable).
     private func indexRemove(_ offset: Int, hash: Int) {
-        let base = self.storage!
+        let base = self.storage
         let index = self.index!
         let mask = index.load(as: Int.self) - 1
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
@@ -538,7 +605,7 @@ final class GraphObject {
         while capacity < self.count * 2 { capacity *= 2 }
         let index = calloc(1, 8 + capacity * 4)!
         index.storeBytes(of: capacity, as: Int.self)
-        self.index = index
+        self.setIndex(index)
         let mask = capacity - 1
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
         self.forEachEntry { base, entry in
@@ -551,14 +618,15 @@ final class GraphObject {
     /// Turns a small object into an indexed one: every region grows to at least `boxedSize` (so any later value
     /// fits, boxed), then the index is built.
     private func makeIndexed() {
-        let old = self.storage!
-        var needed = Self.headerSize
+        let old = self.storage
+        var needed = Self.indexedHeaderSize
         self.forEachEntry { _, entry in
             needed += entry.modSeqAt - entry.start + 9 + max(entry.regionLength, PackedValue.boxedSize)
         }
+        precondition(needed <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
         let base = malloc(needed)!
         base.copyMemory(from: old, byteCount: Self.headerSize)
-        var at = Self.headerSize
+        var at = Self.indexedHeaderSize
         self.forEachEntry { old, entry in
             let regionLength = max(entry.regionLength, PackedValue.boxedSize)
             (base + at).copyMemory(from: old + entry.start, byteCount: entry.modSeqAt - entry.start)
@@ -575,9 +643,10 @@ final class GraphObject {
         }
         free(old)
         self.storage = base
-        self.setHeader(0, UInt32(needed))
-        self.setHeader(4, UInt32(needed))
-        self.index = nil
+        self.setHeader(8, UInt32(needed))
+        self.setHeader(12, UInt32(needed))
+        self.setHeader(16, self.header(16) | Self.indexedFlag)
+        base.storeBytes(of: UInt(0), toByteOffset: 20, as: UInt.self)
         self.rebuildIndex()
     }
 
