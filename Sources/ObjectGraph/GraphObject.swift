@@ -128,11 +128,11 @@ struct GraphObject {
 
     /// Calls `body` with each key and its value, in key order (no lookups).
     func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        let fixed = self.isIndexed
+        let width = self.modSeqWidth
         var offset = self.entriesStart
         while offset < self.used {
             let base = self.storage
-            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
+            let entry = Self.entry(base, at: offset, modSeqWidth: width)
             try body(Self.key(base, entry), Self.value(base, entry.regionStart))
             offset = entry.end
         }
@@ -187,6 +187,7 @@ struct GraphObject {
     /// Stores a value. A new key goes to the end of the key order, except that a key the class declares goes
     /// among the declared keys in declaration order (so `get` shows a typed object's keys as its class lists them).
     func setValue(_ value: Value, forKey key: String, modSeq: UInt64) {
+        if modSeq > UInt32.max && self.modSeqWidth == 4 { self.makeIndexed(modSeqWidth: 8) }
         let (entry, hash) = self.locate(key)
         if let entry {
             self.overwrite(entry, value, modSeq: modSeq)
@@ -218,13 +219,13 @@ struct GraphObject {
 
     private func overwrite(_ entry: Entry, _ value: Value, modSeq: UInt64) {
         var base = self.storage
-        let indexed = entry.fixedModSeq
+        let indexed = entry.modSeqWidth != 0
         if !indexed, case .int(let number) = value, self.overwriteInt(entry, number, modSeq: modSeq) { return }
         Self.releaseBox(base, entry.regionStart)
         let size = PackedValue.inlineSize(value)
         if indexed {
             // Entries of an indexed object stay where they are: a value that outgrows its region is boxed.
-            base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+            Self.writeFixed(modSeq, base, entry)
             if let size, size <= entry.regionLength {
                 PackedValue.write(value, at: base + entry.regionStart)
             } else {
@@ -284,10 +285,11 @@ struct GraphObject {
     private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {
         let size = PackedValue.inlineSize(value)
         var regionLength = size ?? PackedValue.boxedSize
-        let indexed = self.isIndexed
+        let width = self.modSeqWidth
+        let indexed = width != 0
         if indexed { regionLength = max(regionLength, PackedValue.boxedSize) }
         let keyLength = key.utf8.count
-        let modSeqLength = indexed ? 8 : Self.varintSize(modSeq)
+        let modSeqLength = indexed ? width : Self.varintSize(modSeq)
         let entrySize = Self.varintSize(UInt64(keyLength)) + keyLength + modSeqLength + 1 + regionLength
         let used = self.used
         var position = used
@@ -308,8 +310,10 @@ struct GraphObject {
             if let start = bytes.baseAddress { (base + at).copyMemory(from: start, byteCount: bytes.count) }
         }
         at += keyLength
-        if indexed {
+        if width == 8 {
             base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+        } else if width == 4 {
+            base.storeBytes(of: UInt32(truncatingIfNeeded: modSeq), toByteOffset: at, as: UInt32.self)
         } else {
             Self.writeVarint(modSeq, at: base + at)
         }
@@ -324,28 +328,31 @@ struct GraphObject {
         if indexed {
             if position == used { self.indexInsert(position, hash: hash) } else { self.rebuildIndex() }
         } else if self.count > Self.indexThreshold {
-            self.makeIndexed()
+            self.makeIndexed(modSeqWidth: self.modSeqs.allSatisfy { $0 <= UInt32.max } ? 4 : 8)
         }
     }
 
     // MARK: - Entries
 
-    /// The header of a small object: class, capacity, bytes used, count (and flag); an indexed one's has the index's
-    /// address after it.
+    /// The header of a small object: class, capacity, bytes used, count (and flags); an indexed one's has the
+    /// index's address after it.
     static let headerSize = 20
     private static let indexedHeaderSize = 28
-    /// The flag (in the count's word) of an indexed object.
+    /// The flag (in the count's word) of an indexed object, whose modSeqs take 4 bytes, or 8 with `wideFlag` (once
+    /// a seq past 2^32 is stored: the entries are laid out again).
     private static let indexedFlag: UInt32 = 1 << 31
-    private static let countMask: UInt32 = ~(1 << 31)
+    private static let wideFlag: UInt32 = 1 << 30
+    private static let countMask: UInt32 = (1 << 30) - 1
 
     /// Where the parts of one entry are (byte offsets from the start of the storage).
     private struct Entry {
         let start: Int
         let keyStart: Int
         let keyLength: Int
-        /// 8 (a fixed modSeq) or the varint's length.
+        /// 4 or 8 (a fixed modSeq) or the varint's length.
         let modSeqLength: Int
-        let fixedModSeq: Bool
+        /// 4 or 8 in an indexed object, 0 (a varint) in a small one.
+        let modSeqWidth: Int
         var modSeqAt: Int { self.keyStart + self.keyLength }
         var regionStart: Int { self.keyStart + self.keyLength + self.modSeqLength + 1 }
         let regionLength: Int
@@ -353,12 +360,12 @@ struct GraphObject {
     }
 
     @inline(__always)
-    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int, fixedModSeq: Bool) -> Entry {
+    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int, modSeqWidth: Int) -> Entry {
         let (length, size) = self.readVarint(base, offset)
         let keyLength = Int(length)
         let keyStart = offset + size
-        var modSeqLength = 8
-        if !fixedModSeq {
+        var modSeqLength = modSeqWidth
+        if modSeqWidth == 0 {
             // The varint's length: the first byte without its high bit (at least two bytes follow any modSeq).
             let first = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: keyStart + keyLength, as: UInt16.self))
             if first & 0x80 == 0 {
@@ -374,23 +381,36 @@ struct GraphObject {
         }
         return Entry(
             start: offset, keyStart: keyStart, keyLength: keyLength, modSeqLength: modSeqLength,
-            fixedModSeq: fixedModSeq,
+            modSeqWidth: modSeqWidth,
             regionLength: Int(base.load(fromByteOffset: keyStart + keyLength + modSeqLength, as: UInt8.self)))
     }
 
     @inline(__always)
     private static func modSeq(_ base: UnsafeMutableRawPointer, _ entry: Entry) -> UInt64 {
-        if entry.fixedModSeq { return base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self) }
-        return self.readVarint(base, entry.modSeqAt).value
+        switch entry.modSeqWidth {
+        case 8: return base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self)
+        case 4: return UInt64(base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt32.self))
+        default: return self.readVarint(base, entry.modSeqAt).value
+        }
+    }
+
+    /// Stores an indexed object's modSeq in place (its width holds it: see `setValue`).
+    @inline(__always)
+    private static func writeFixed(_ modSeq: UInt64, _ base: UnsafeMutableRawPointer, _ entry: Entry) {
+        if entry.modSeqWidth == 8 {
+            base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+        } else {
+            base.storeBytes(of: UInt32(truncatingIfNeeded: modSeq), toByteOffset: entry.modSeqAt, as: UInt32.self)
+        }
     }
 
     private func forEachEntry(_ body: (UnsafeMutableRawPointer, Entry) -> Void) {
         let base = self.storage
-        let fixed = self.isIndexed
+        let width = self.modSeqWidth
         var offset = self.entriesStart
         let used = self.used
         while offset < used {
-            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
+            let entry = Self.entry(base, at: offset, modSeqWidth: width)
             body(base, entry)
             offset = entry.end
         }
@@ -435,12 +455,12 @@ struct GraphObject {
         return withUTF8(of: key) { bytes in
             if let index = self.index {
                 let hash = Self.hash(bytes)
-                return (Self.indexLookup(index, base, bytes, hash: hash), hash)
+                return (Self.indexLookup(index, base, bytes, hash: hash, modSeqWidth: self.modSeqWidth), hash)
             }
             var offset = Self.headerSize
             let used = self.used
             while offset < used {
-                let entry = Self.entry(base, at: offset, fixedModSeq: false)
+                let entry = Self.entry(base, at: offset, modSeqWidth: 0)
                 if Self.keyEquals(base, entry, bytes) { return (entry, 0) }
                 offset = entry.end
             }
@@ -504,6 +524,13 @@ struct GraphObject {
     @inline(__always)
     private var isIndexed: Bool { self.header(16) & Self.indexedFlag != 0 }
 
+    /// The bytes of an indexed object's modSeqs (4 or 8), 0 for a small object's varints.
+    @inline(__always)
+    private var modSeqWidth: Int {
+        let flags = self.header(16)
+        return flags & Self.indexedFlag == 0 ? 0 : flags & Self.wideFlag == 0 ? 4 : 8
+    }
+
     /// Where the first entry starts.
     private var entriesStart: Int { self.isIndexed ? Self.indexedHeaderSize : Self.headerSize }
 
@@ -542,12 +569,13 @@ struct GraphObject {
     }
 
     private static func hash(_ base: UnsafeMutableRawPointer, entryAt offset: Int) -> Int {
-        let entry = self.entry(base, at: offset, fixedModSeq: true)
+        let entry = self.entry(base, at: offset, modSeqWidth: 8)  // (the key comes before the modSeq)
         return self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength))
     }
 
     private static func indexLookup(
-        _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int
+        _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int,
+        modSeqWidth: Int
     ) -> Entry? {
         let mask = index.load(as: Int.self) - 1
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
@@ -555,7 +583,7 @@ struct GraphObject {
         while true {
             let offset = Int(slots[slot])
             if offset == 0 { return nil }
-            let entry = self.entry(base, at: offset, fixedModSeq: true)
+            let entry = self.entry(base, at: offset, modSeqWidth: modSeqWidth)
             if self.keyEquals(base, entry, bytes) { return entry }
             slot = (slot + 1) & mask
         }
@@ -615,13 +643,14 @@ struct GraphObject {
         }
     }
 
-    /// Turns a small object into an indexed one: every region grows to at least `boxedSize` (so any later value
-    /// fits, boxed), then the index is built.
-    private func makeIndexed() {
+    /// Lays the entries out as an indexed object's with modSeqs of `modSeqWidth` bytes (turning a small object into
+    /// an indexed one, or widening an indexed one's modSeqs): every region grows to at least `boxedSize` (so any
+    /// later value fits, boxed), then the index is built.
+    private func makeIndexed(modSeqWidth: Int) {
         let old = self.storage
         var needed = Self.indexedHeaderSize
         self.forEachEntry { _, entry in
-            needed += entry.modSeqAt - entry.start + 9 + max(entry.regionLength, PackedValue.boxedSize)
+            needed += entry.modSeqAt - entry.start + modSeqWidth + 1 + max(entry.regionLength, PackedValue.boxedSize)
         }
         precondition(needed <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
         let base = malloc(needed)!
@@ -631,9 +660,14 @@ struct GraphObject {
             let regionLength = max(entry.regionLength, PackedValue.boxedSize)
             (base + at).copyMemory(from: old + entry.start, byteCount: entry.modSeqAt - entry.start)
             at += entry.modSeqAt - entry.start
-            base.storeBytes(of: Self.modSeq(old, entry), toByteOffset: at, as: UInt64.self)
-            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + 8, as: UInt8.self)
-            at += 9
+            let modSeq = Self.modSeq(old, entry)
+            if modSeqWidth == 8 {
+                base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+            } else {
+                base.storeBytes(of: UInt32(modSeq), toByteOffset: at, as: UInt32.self)
+            }
+            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + modSeqWidth, as: UInt8.self)
+            at += modSeqWidth + 1
             (base + at).copyMemory(from: old + entry.regionStart, byteCount: entry.regionLength)
             if regionLength > entry.regionLength {
                 (base + at + entry.regionLength).initializeMemory(
@@ -641,11 +675,13 @@ struct GraphObject {
             }
             at += regionLength
         }
+        if let index = self.index { free(index) }
         free(old)
         self.storage = base
         self.setHeader(8, UInt32(needed))
         self.setHeader(12, UInt32(needed))
-        self.setHeader(16, self.header(16) | Self.indexedFlag)
+        let count = self.header(16) & Self.countMask
+        self.setHeader(16, count | Self.indexedFlag | (modSeqWidth == 8 ? Self.wideFlag : 0))
         base.storeBytes(of: UInt(0), toByteOffset: 20, as: UInt.self)
         self.rebuildIndex()
     }

@@ -83,9 +83,11 @@ struct GraphObjectStorageTests {
                 let value = Self.randomValue(&random)
                 undo.append((key, object.slot(forKey: key)))
                 if undo.count > 20 { undo.removeFirst() }
-                object.setValue(value, forKey: key, modSeq: UInt64(step) << 40)
+                // Seqs pass 2^32 halfway (an indexed object's modSeqs widen from 4 bytes to 8).
+                let modSeq = UInt64(step) << (step < 2000 ? 0 : 40)
+                object.setValue(value, forKey: key, modSeq: modSeq)
                 if slots[key] == nil { keys.append(key) }
-                slots[key] = GraphObject.Slot(value: value, modSeq: UInt64(step) << 40)
+                slots[key] = GraphObject.Slot(value: value, modSeq: modSeq)
             }
             if step % 97 == 0 || step == 3999 {
                 #expect(object.keys == keys, "seed \(seed) step \(step)")
@@ -154,6 +156,10 @@ struct GraphObjectStorageTests {
             #expect(held.value(forKey: "k\(number)") == .string(String(repeating: "z", count: number % 40)))
             #expect(neighbour.modSeq(forKey: "n\(number)") == 2)
         }
+        // A seq past 2^32 lays the indexed object out again, with 8-byte modSeqs.
+        held.setValue(.int(5), forKey: "k3", modSeq: 1 << 33)
+        #expect(held.modSeq(forKey: "k3") == 1 << 33 && held.modSeq(forKey: "k4") == 1 && held.value(forKey: "k4") == "zzzz")
+        held.setValue(.int(5), forKey: "k3", modSeq: 3)
         // An undo through the held view, after the moves.
         held.restore("k299", to: nil)
         held.restore("k0", to: GraphObject.Slot(value: .bool(true), modSeq: 9))
