@@ -452,11 +452,8 @@ struct GraphObject {
     @inline(__always)
     private func locate(_ key: String) -> (entry: Entry?, hash: Int) {
         let base = self.storage
+        if let index = self.index { return self.locate(key, index, base) }
         return withUTF8(of: key) { bytes in
-            if let index = self.index {
-                let hash = Self.hash(bytes)
-                return (Self.indexLookup(index, base, bytes, hash: hash, modSeqWidth: self.modSeqWidth), hash)
-            }
             var offset = Self.headerSize
             let used = self.used
             while offset < used {
@@ -465,6 +462,17 @@ struct GraphObject {
                 offset = entry.end
             }
             return (nil, 0)
+        }
+    }
+
+    /// `locate` in an indexed object (out of line: the scan of a small object is the common case).
+    @inline(never)
+    private func locate(
+        _ key: String, _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer
+    ) -> (entry: Entry?, hash: Int) {
+        withUTF8(of: key) { bytes in
+            let hash = Self.hash(bytes)
+            return (Self.indexLookup(index, base, bytes, hash: hash, modSeqWidth: self.modSeqWidth), hash)
         }
     }
 
