@@ -9,14 +9,15 @@
 //
 //     key length (varint) | key (UTF-8) | modSeq | region length (1 byte) | region: the value (PackedValue)
 //
-// where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and 8 bytes in an indexed one (written
-// in place). A value that does not fit its region makes a small object move the bytes after it (a few dozen bytes);
-// an object with an index keeps every entry where it is (the index holds offsets) and boxes the value instead, so each
-// of its regions is at least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the
-// entries (a few byte compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most
-// 3/4 full) hashed with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes
-// the key it added. Blocks are not counted references: the object table frees one when it drops the object
-// (ObjectTable.swift), so a `GraphObject` is valid only while its object is in the table.
+// where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and a fixed field in an indexed one
+// (written in place: 4 bytes, or 8 once a seq past 2^32 is stored there). A value that does not fit its region makes
+// a small object move the bytes after it (a few dozen bytes); an object with an index keeps every entry where it is
+// (the index holds offsets) and boxes the value instead, so each of its regions is at least `PackedValue.boxedSize`
+// bytes. Up to `indexThreshold` keys a key is found by scanning the entries (a few byte compares); past it, through an
+// open-addressing index of entry offsets (4 bytes a slot, at most 3/4 full) hashed with the standard library's seeded
+// Hasher. Keys are never removed, except by undo, which removes the key it added. Blocks are not counted references:
+// the object table frees one when it drops the object (ObjectTable.swift), so a `GraphObject` is valid only while its
+// object is in the table.
 
 #if canImport(Glibc)
 import Glibc
