@@ -571,7 +571,7 @@ struct GraphObject {
 
     // The index: capacity (8 bytes), then that many UInt32 slots, each 0 (free) or an entry offset. A key's home slot
     // is its hash scaled to the capacity (the high half of hash × capacity), so any capacity works: the index is
-    // rebuilt 5/8 full when it passes 3/4, and costs 5.3 to 6.4 bytes a key.
+    // rebuilt half full when it passes 3/4, and costs 5.3 to 8 bytes a key (a power of two would cost up to 10.7).
 
     @inline(__always)
     private static func home(_ hash: Int, _ capacity: Int) -> Int {
@@ -646,10 +646,10 @@ struct GraphObject {
         slots[hole] = 0
     }
 
-    /// Builds the index anew for every entry, 5/8 full (at least 16 slots).
+    /// Builds the index anew for every entry, half full (at least 16 slots).
     private func rebuildIndex() {
         if let old = self.index { free(old) }
-        let capacity = max(16, self.count * 8 / 5 + 1)
+        let capacity = max(16, self.count * 2)
         let index = calloc(1, 8 + capacity * 4)!
         index.storeBytes(of: capacity, as: Int.self)
         self.setIndex(index)
