@@ -196,22 +196,25 @@ extension Graph {
     /// The block an object made from `record` takes when its keys are stored at `modSeq` (nested records counted as
     /// references; defaults the class adds grow it), or 0 (let it grow) for one that gets an index.
     static func blockSize(_ record: Record, modSeq: UInt64) -> Int {
-        guard record.keys.count <= GraphObject.indexThreshold else { return 0 }
-        var size = GraphObject.headerSize
-        for (key, value) in zip(record.keys, record.values) {
-            size += GraphObject.entrySize(key, value.isRecord ? .object(0) : value, modSeq: modSeq)
+        let keys = record.keys
+        let values = record.values
+        guard keys.count <= GraphObject.indexThreshold, keys.count == values.count else { return 0 }
+        // Per entry: the key's length and bytes, the modSeq, the region's length byte and the region.
+        var size = GraphObject.headerSize + keys.count * (GraphObject.varintSize(modSeq) + 1)
+        for index in keys.indices {
+            let keyLength = keys[index].utf8.count
+            size += GraphObject.varintSize(UInt64(keyLength)) + keyLength
+            if case .record = values[index] {
+                size += 5  // a reference (4 bytes of id up to 2^32)
+            } else {
+                size += PackedValue.inlineSize(values[index]) ?? PackedValue.boxedSize
+            }
         }
         return size
     }
 }
 
 extension Value {
-    /// True for a record.
-    var isRecord: Bool {
-        if case .record = self { return true }
-        return false
-    }
-
     /// True for a live object reference.
     var isObjectReference: Bool {
         if case .object = self { return true }

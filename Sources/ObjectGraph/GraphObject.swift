@@ -727,7 +727,7 @@ struct GraphObject {
     }
 
     @inline(__always)
-    private static func varintSize(_ value: UInt64) -> Int {
+    static func varintSize(_ value: UInt64) -> Int {
         var size = 1
         var rest = value >> 7
         while rest != 0 {
