@@ -115,11 +115,17 @@ public final class GraphRestorer {
         else {
             throw SnapshotError("object $\(state.id) is malformed or repeated")
         }
-        let object = GraphObject(id: state.id, objectClass: objectClass)
+        var capacity = 0
+        if state.keys.count <= GraphObject.indexThreshold {
+            capacity = GraphObject.headerSize
+            for (index, (key, value)) in zip(state.keys, state.values).enumerated() {
+                capacity += GraphObject.entrySize(key, value, modSeq: state.modSeqs?[index] ?? self.seq)
+            }
+        }
+        let object = self.restored.create(state.id, objectClass, capacity: capacity)
         for (index, (key, value)) in zip(state.keys, state.values).enumerated() {
             object.setValue(value, forKey: key, modSeq: state.modSeqs?[index] ?? self.seq)
         }
-        self.restored[state.id] = object
     }
 
     /// Adds one key's deadline (objects and deadlines may come in any order).

@@ -117,7 +117,7 @@ extension Graph {
         for entry in log.deadlines.reversed() {
             self.deadlines.update(object: entry.object, key: entry.key, to: entry.previous)
         }
-        for id in log.firstNewID..<self.nextObjectID { self.objects[id] = nil }
+        for id in log.firstNewID..<self.nextObjectID { self.objects.remove(id) }
         self.nextObjectID = log.firstNewID
         self.allocatedSinceCollection = log.allocatedSinceCollection
         self.undoLog = nil

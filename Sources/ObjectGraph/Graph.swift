@@ -34,9 +34,10 @@ public final class Graph {
     /// Creates a graph whose root is an object of the model's root class, with its defaults.
     public init(model: Model = .open) {
         self.model = model
-        let root = GraphObject(id: .root, objectClass: model.root)
+        var objects = ObjectTable()
+        let root = objects.create(.root, model.root)
+        self.objects = objects
         self.rootObject = root
-        self.objects[.root] = root
         self.applyDefaults(to: root, except: [])
         self.allocatedSinceCollection = 0
     }
@@ -151,11 +152,10 @@ public final class Graph {
     // MARK: - Objects
 
     /// Allocates a new object of `objectClass` with its defaults, except for the keys in `except` (which the
-    /// caller is about to set).
-    func makeObject(_ objectClass: ObjectClass, except: Set<String> = []) -> GraphObject {
-        let object = GraphObject(id: self.nextObjectID, objectClass: objectClass)
+    /// caller is about to set), its block sized for `capacity` bytes (the keys the caller sets, when it knows them).
+    func makeObject(_ objectClass: ObjectClass, except: Set<String> = [], capacity: Int = 0) -> GraphObject {
+        let object = self.objects.create(self.nextObjectID, objectClass, capacity: capacity)
         self.nextObjectID += 1
-        self.objects[object.id] = object
         self.allocatedSinceCollection += 1
         self.applyDefaults(to: object, except: except)
         return object
@@ -182,12 +182,35 @@ public final class Graph {
             return .array(elements.map { self.materialize($0) })
         case .record(let record):
             let objectClass = record.className.flatMap { self.model.classes[$0] } ?? .open
-            let object = self.makeObject(objectClass, except: Set(record.keys))
+            let object = self.makeObject(
+                objectClass, except: Set(record.keys), capacity: Self.blockSize(record, modSeq: self.seq))
             for (key, element) in zip(record.keys, record.values) {
                 self.store(self.materialize(element), forKey: key, in: object)
             }
             return .object(object.id)
         }
+    }
+}
+
+extension Graph {
+    /// The block an object made from `record` takes when its keys are stored at `modSeq` (nested records counted as
+    /// references; defaults the class adds grow it), or 0 (let it grow) for one that gets an index.
+    static func blockSize(_ record: Record, modSeq: UInt64) -> Int {
+        let keys = record.keys
+        let values = record.values
+        guard keys.count <= GraphObject.indexThreshold, keys.count == values.count else { return 0 }
+        // Per entry: the key's length and bytes, the modSeq, the region's length byte and the region.
+        var size = GraphObject.headerSize + keys.count * (GraphObject.varintSize(modSeq) + 1)
+        for index in keys.indices {
+            let keyLength = keys[index].utf8.count
+            size += GraphObject.varintSize(UInt64(keyLength)) + keyLength
+            if case .record = values[index] {
+                size += 5  // a reference (4 bytes of id up to 2^32)
+            } else {
+                size += PackedValue.inlineSize(values[index]) ?? PackedValue.boxedSize
+            }
+        }
+        return size
     }
 }
 

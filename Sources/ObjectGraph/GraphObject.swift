@@ -1,19 +1,23 @@
-// One object in the graph: its identity, its class and its stored values. It knows nothing of observation or
-// validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
+// One object in the graph: its class and its stored values in one malloc'd block, seen through a `GraphObject` (its
+// id and the address of its slot in the object table, which holds the block's address). It knows nothing of
+// observation or validation; the graph changes it only inside a commit (Graph+Commit.swift) so that observers are told.
 //
-// The stored values live in one malloc'd block of packed entries in key order (like Redis's listpack), read and
-// written in place; docs/ARCHITECTURE.md#objects-in-memory draws one. An entry is
+// The block is a header — the class (a retained reference), the capacity, the bytes used and the entry count with a
+// flag for an indexed object, then, in an indexed object, the address of its key index — and the packed entries in
+// key order (like Redis's listpack), read and written in place; docs/ARCHITECTURE.md#objects-in-memory draws one.
+// An entry is
 //
 //     key length (varint) | key (UTF-8) | modSeq | region length (1 byte) | region: the value (PackedValue)
 //
-// where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and 8 bytes in an indexed one (written
-// in place), after a 20-byte header (capacity, bytes used, entry count, and the address of the key index or 0). A
-// value that does not fit its region makes a small object move the bytes after it (a few dozen bytes); an object with
-// an index keeps every entry where it is (the index holds offsets) and boxes the value instead, so each of its
-// regions is at least `PackedValue.boxedSize` bytes. Up to `indexThreshold` keys a key is found by scanning the
-// entries (a few byte compares); past it, through an open-addressing index of entry offsets (4 bytes a slot, at most
-// 3/4 full) hashed with the standard library's seeded Hasher. Keys are never removed, except by undo, which removes
-// the key it added.
+// where the modSeq is a varint in a small object (3 bytes up to seq 2,097,151) and a fixed field in an indexed one
+// (written in place: 4 bytes, or 8 once a seq past 2^32 is stored there). A value that does not fit its region makes
+// a small object move the bytes after it (a few dozen bytes); an object with an index keeps every entry where it is
+// (the index holds offsets) and boxes the value instead, so each of its regions is at least `PackedValue.boxedSize`
+// bytes. Up to `indexThreshold` keys a key is found by scanning the entries (a few byte compares); past it, through an
+// open-addressing index of entry offsets (4 bytes a slot, at most 3/4 full) hashed with the standard library's seeded
+// Hasher. Keys are never removed, except by undo, which removes the key it added. Blocks are not counted references:
+// the object table frees one when it drops the object (ObjectTable.swift), so a `GraphObject` is valid only while its
+// object is in the table.
 
 #if canImport(Glibc)
 import Glibc
@@ -23,12 +27,12 @@ import Musl
 import Darwin
 #endif
 
-/// An object in a graph. Loop-owned by whoever owns the graph.
-final class GraphObject {
+/// An object in a graph: a view of its block through its table slot (so a block that moves as it grows stays
+/// reachable). Valid while the object is in its table. Loop-owned by whoever owns the graph.
+struct GraphObject {
     let id: ObjectID
-    let objectClass: ObjectClass
-    /// The packed entries (see above); nil until the first key is set. (Unchecked exclusivity: see Graph.objects.)
-    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer?
+    /// The table slot holding the address of the object's block (never nil while the object lives).
+    let slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 
     /// Up to this many keys an object has no index.
     static let indexThreshold = 12
@@ -39,22 +43,65 @@ final class GraphObject {
         var modSeq: UInt64
     }
 
-    init(id: ObjectID, objectClass: ObjectClass) {
+    /// The view of the object whose block's address is in `slot`.
+    @inline(__always)
+    init(id: ObjectID, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         self.id = id
-        self.objectClass = objectClass
+        self.slot = slot
     }
 
-    deinit {
-        guard let base = self.storage else { return }
-        self.forEachEntry { base, entry in Self.releaseBox(base, entry.regionStart) }
-        if let index = self.index { free(index) }
+    /// The packed entries (see above). (The slot's memory is the table's: see ObjectTable.)
+    @inline(__always)
+    private var storage: UnsafeMutableRawPointer {
+        get { self.slot.pointee.unsafelyUnwrapped }
+        nonmutating set { self.slot.pointee = newValue }
+    }
+
+    /// The object's class.
+    var objectClass: ObjectClass {
+        @inline(__always) get {
+            Unmanaged<ObjectClass>.fromOpaque(self.storage.load(as: UnsafeRawPointer.self)).takeUnretainedValue()
+        }
+    }
+
+    // MARK: - Blocks
+
+    /// A new object's block, with room for `capacity` bytes (header included; at least the header).
+    static func makeBlock(_ objectClass: ObjectClass, capacity: Int = 0) -> UnsafeMutableRawPointer {
+        let size = max(capacity, Self.headerSize)
+        precondition(size <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
+        let base = malloc(size)!
+        base.storeBytes(of: Unmanaged.passRetained(objectClass).toOpaque(), as: UnsafeMutableRawPointer.self)
+        base.storeBytes(of: UInt32(size), toByteOffset: 8, as: UInt32.self)
+        base.storeBytes(of: UInt32(Self.headerSize), toByteOffset: 12, as: UInt32.self)
+        base.storeBytes(of: UInt32(0), toByteOffset: 16, as: UInt32.self)
+        return base
+    }
+
+    /// Frees a block `makeBlock` made: its boxes, its index, its class reference and its bytes.
+    static func freeBlock(_ base: UnsafeMutableRawPointer) {
+        var slot: UnsafeMutableRawPointer? = base
+        withUnsafeMutablePointer(to: &slot) { slot in
+            let object = GraphObject(id: 0, slot: slot)
+            object.forEachEntry { base, entry in Self.releaseBox(base, entry.regionStart) }
+            if let index = object.index { free(index) }
+        }
+        Unmanaged<ObjectClass>.fromOpaque(base.load(as: UnsafeRawPointer.self)).release()
         free(base)
+    }
+
+    /// The bytes an entry for `key` holding `value` with `modSeq` takes in a small object (a boxed value counted as
+    /// boxed), for sizing a block before its keys are set.
+    static func entrySize(_ key: String, _ value: Value, modSeq: UInt64) -> Int {
+        let keyLength = key.utf8.count
+        let regionLength = PackedValue.inlineSize(value) ?? PackedValue.boxedSize
+        return Self.varintSize(UInt64(keyLength)) + keyLength + Self.varintSize(modSeq) + 1 + regionLength
     }
 
     // MARK: - Reading
 
     /// The number of keys.
-    var count: Int { self.storage == nil ? 0 : Int(self.header(8)) }
+    var count: Int { Int(self.header(16) & Self.countMask) }
 
     /// The keys in order.
     var keys: [String] {
@@ -82,11 +129,11 @@ final class GraphObject {
 
     /// Calls `body` with each key and its value, in key order (no lookups).
     func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        guard let base = self.storage else { return }
-        let fixed = self.index != nil
-        var offset = Self.headerSize
+        let width = self.modSeqWidth
+        var offset = self.entriesStart
         while offset < self.used {
-            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
+            let base = self.storage
+            let entry = Self.entry(base, at: offset, modSeqWidth: width)
             try body(Self.key(base, entry), Self.value(base, entry.regionStart))
             offset = entry.end
         }
@@ -106,20 +153,34 @@ final class GraphObject {
     /// The stored value, or nil when the key was never set.
     @inline(__always)
     func value(forKey key: String) -> Value? {
-        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
         return Self.value(base, entry.regionStart)
     }
 
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
-        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
         return Self.modSeq(base, entry)
     }
 
     /// The stored value with its modSeq (for undo), or nil when the key was never set.
     func slot(forKey key: String) -> Slot? {
-        guard let entry = self.locate(key).entry, let base = self.storage else { return nil }
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
         return Slot(value: Self.value(base, entry.regionStart), modSeq: Self.modSeq(base, entry))
+    }
+
+    /// The box holding `key`'s value, or nil when it is stored inline or was never set (for tests of ownership).
+    func box(forKey key: String) -> ValueBox? {
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
+        guard base.load(fromByteOffset: entry.regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue else {
+            return nil
+        }
+        let bits = base.loadUnaligned(fromByteOffset: entry.regionStart + 1, as: UInt.self)
+        return Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
     }
 
     // MARK: - Writing
@@ -127,6 +188,7 @@ final class GraphObject {
     /// Stores a value. A new key goes to the end of the key order, except that a key the class declares goes
     /// among the declared keys in declaration order (so `get` shows a typed object's keys as its class lists them).
     func setValue(_ value: Value, forKey key: String, modSeq: UInt64) {
+        if modSeq > UInt32.max && self.modSeqWidth == 4 { self.makeIndexed(modSeqWidth: 8) }
         let (entry, hash) = self.locate(key)
         if let entry {
             self.overwrite(entry, value, modSeq: modSeq)
@@ -142,28 +204,29 @@ final class GraphObject {
             return
         }
         let (found, hash) = self.locate(key)
-        guard let entry = found, let base = self.storage else { return }
+        guard let entry = found else { return }
+        let base = self.storage
         let offset = entry.start
         Self.releaseBox(base, entry.regionStart)
         let used = self.used
         let last = entry.end == used
         if self.index != nil && last { self.indexRemove(offset, hash: hash) }
         (base + offset).copyMemory(from: base + entry.end, byteCount: used - entry.end)
-        self.setHeader(4, UInt32(used - (entry.end - offset)))
-        self.setHeader(8, self.header(8) - 1)
+        self.setHeader(12, UInt32(used - (entry.end - offset)))
+        self.setHeader(16, self.header(16) - 1)
         // Undo removes the key it added, which is the last one, unless it was a declared key of a large object.
         if self.index != nil && !last { self.rebuildIndex() }
     }
 
     private func overwrite(_ entry: Entry, _ value: Value, modSeq: UInt64) {
-        var base = self.storage!
-        let indexed = entry.fixedModSeq
+        var base = self.storage
+        let indexed = entry.modSeqWidth != 0
         if !indexed, case .int(let number) = value, self.overwriteInt(entry, number, modSeq: modSeq) { return }
         Self.releaseBox(base, entry.regionStart)
         let size = PackedValue.inlineSize(value)
         if indexed {
             // Entries of an indexed object stay where they are: a value that outgrows its region is boxed.
-            base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+            Self.writeFixed(modSeq, base, entry)
             if let size, size <= entry.regionLength {
                 PackedValue.write(value, at: base + entry.regionStart)
             } else {
@@ -179,7 +242,7 @@ final class GraphObject {
             let used = self.used
             if delta > 0 { base = self.reserve(used + delta) }
             (base + entry.end + delta).copyMemory(from: base + entry.end, byteCount: used - entry.end)
-            self.setHeader(4, UInt32(used + delta))
+            self.setHeader(12, UInt32(used + delta))
         }
         Self.writeVarint(modSeq, at: base + entry.modSeqAt)
         if modSeqLength != entry.modSeqLength || length != entry.regionLength {  // the length byte moved or changed
@@ -197,7 +260,7 @@ final class GraphObject {
     /// length: two stores, nothing moves. False when it does not apply.
     @inline(__always)
     private func overwriteInt(_ entry: Entry, _ number: Int64, modSeq: UInt64) -> Bool {
-        let base = self.storage!
+        let base = self.storage
         let tag = base.load(fromByteOffset: entry.regionStart, as: UInt8.self)
         guard Self.varintSize(modSeq) == entry.modSeqLength else { return false }
         let at = entry.regionStart + 1
@@ -223,19 +286,12 @@ final class GraphObject {
     private func insert(_ key: String, hash: Int, _ value: Value, modSeq: UInt64) {
         let size = PackedValue.inlineSize(value)
         var regionLength = size ?? PackedValue.boxedSize
-        let indexed = self.index != nil
+        let width = self.modSeqWidth
+        let indexed = width != 0
         if indexed { regionLength = max(regionLength, PackedValue.boxedSize) }
         let keyLength = key.utf8.count
-        let modSeqLength = indexed ? 8 : Self.varintSize(modSeq)
+        let modSeqLength = indexed ? width : Self.varintSize(modSeq)
         let entrySize = Self.varintSize(UInt64(keyLength)) + keyLength + modSeqLength + 1 + regionLength
-        if self.storage == nil {
-            let base = malloc(Self.headerSize + entrySize)!
-            self.storage = base
-            self.setHeader(0, UInt32(Self.headerSize + entrySize))
-            self.setHeader(4, UInt32(Self.headerSize))
-            self.setHeader(8, 0)
-            base.storeBytes(of: 0, toByteOffset: 12, as: UInt64.self)
-        }
         let used = self.used
         var position = used
         if let rank = self.objectClass.declarationIndex(key) {
@@ -255,8 +311,10 @@ final class GraphObject {
             if let start = bytes.baseAddress { (base + at).copyMemory(from: start, byteCount: bytes.count) }
         }
         at += keyLength
-        if indexed {
+        if width == 8 {
             base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+        } else if width == 4 {
+            base.storeBytes(of: UInt32(truncatingIfNeeded: modSeq), toByteOffset: at, as: UInt32.self)
         } else {
             Self.writeVarint(modSeq, at: base + at)
         }
@@ -266,27 +324,36 @@ final class GraphObject {
         if written < regionLength {
             (region + written).initializeMemory(as: UInt8.self, repeating: 0, count: regionLength - written)
         }
-        self.setHeader(4, UInt32(used + entrySize))
-        self.setHeader(8, self.header(8) + 1)
+        self.setHeader(12, UInt32(used + entrySize))
+        self.setHeader(16, self.header(16) + 1)
         if indexed {
             if position == used { self.indexInsert(position, hash: hash) } else { self.rebuildIndex() }
         } else if self.count > Self.indexThreshold {
-            self.makeIndexed()
+            self.makeIndexed(modSeqWidth: self.modSeqs.allSatisfy { $0 <= UInt32.max } ? 4 : 8)
         }
     }
 
     // MARK: - Entries
 
+    /// The header of a small object: class, capacity, bytes used, count (and flags); an indexed one's has the
+    /// index's address after it.
     static let headerSize = 20
+    private static let indexedHeaderSize = 28
+    /// The flag (in the count's word) of an indexed object, whose modSeqs take 4 bytes, or 8 with `wideFlag` (once
+    /// a seq past 2^32 is stored: the entries are laid out again).
+    private static let indexedFlag: UInt32 = 1 << 31
+    private static let wideFlag: UInt32 = 1 << 30
+    private static let countMask: UInt32 = (1 << 30) - 1
 
     /// Where the parts of one entry are (byte offsets from the start of the storage).
     private struct Entry {
         let start: Int
         let keyStart: Int
         let keyLength: Int
-        /// 8 (a fixed modSeq) or the varint's length.
+        /// 4 or 8 (a fixed modSeq) or the varint's length.
         let modSeqLength: Int
-        let fixedModSeq: Bool
+        /// 4 or 8 in an indexed object, 0 (a varint) in a small one.
+        let modSeqWidth: Int
         var modSeqAt: Int { self.keyStart + self.keyLength }
         var regionStart: Int { self.keyStart + self.keyLength + self.modSeqLength + 1 }
         let regionLength: Int
@@ -294,12 +361,12 @@ final class GraphObject {
     }
 
     @inline(__always)
-    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int, fixedModSeq: Bool) -> Entry {
+    private static func entry(_ base: UnsafeMutableRawPointer, at offset: Int, modSeqWidth: Int) -> Entry {
         let (length, size) = self.readVarint(base, offset)
         let keyLength = Int(length)
         let keyStart = offset + size
-        var modSeqLength = 8
-        if !fixedModSeq {
+        var modSeqLength = modSeqWidth
+        if modSeqWidth == 0 {
             // The varint's length: the first byte without its high bit (at least two bytes follow any modSeq).
             let first = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: keyStart + keyLength, as: UInt16.self))
             if first & 0x80 == 0 {
@@ -315,23 +382,36 @@ final class GraphObject {
         }
         return Entry(
             start: offset, keyStart: keyStart, keyLength: keyLength, modSeqLength: modSeqLength,
-            fixedModSeq: fixedModSeq,
+            modSeqWidth: modSeqWidth,
             regionLength: Int(base.load(fromByteOffset: keyStart + keyLength + modSeqLength, as: UInt8.self)))
     }
 
     @inline(__always)
     private static func modSeq(_ base: UnsafeMutableRawPointer, _ entry: Entry) -> UInt64 {
-        if entry.fixedModSeq { return base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self) }
-        return self.readVarint(base, entry.modSeqAt).value
+        switch entry.modSeqWidth {
+        case 8: return base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt64.self)
+        case 4: return UInt64(base.loadUnaligned(fromByteOffset: entry.modSeqAt, as: UInt32.self))
+        default: return self.readVarint(base, entry.modSeqAt).value
+        }
+    }
+
+    /// Stores an indexed object's modSeq in place (its width holds it: see `setValue`).
+    @inline(__always)
+    private static func writeFixed(_ modSeq: UInt64, _ base: UnsafeMutableRawPointer, _ entry: Entry) {
+        if entry.modSeqWidth == 8 {
+            base.storeBytes(of: modSeq, toByteOffset: entry.modSeqAt, as: UInt64.self)
+        } else {
+            base.storeBytes(of: UInt32(truncatingIfNeeded: modSeq), toByteOffset: entry.modSeqAt, as: UInt32.self)
+        }
     }
 
     private func forEachEntry(_ body: (UnsafeMutableRawPointer, Entry) -> Void) {
-        guard let base = self.storage else { return }
-        let fixed = self.index != nil
-        var offset = Self.headerSize
+        let base = self.storage
+        let width = self.modSeqWidth
+        var offset = self.entriesStart
         let used = self.used
         while offset < used {
-            let entry = Self.entry(base, at: offset, fixedModSeq: fixed)
+            let entry = Self.entry(base, at: offset, modSeqWidth: width)
             body(base, entry)
             offset = entry.end
         }
@@ -372,20 +452,28 @@ final class GraphObject {
     /// `key`'s entry (nil when it was never set) and, for an indexed object, the key's hash.
     @inline(__always)
     private func locate(_ key: String) -> (entry: Entry?, hash: Int) {
-        guard let base = self.storage else { return (nil, 0) }
+        let base = self.storage
+        if let index = self.index { return self.locate(key, index, base) }
         return withUTF8(of: key) { bytes in
-            if let index = self.index {
-                let hash = Self.hash(bytes)
-                return (Self.indexLookup(index, base, bytes, hash: hash), hash)
-            }
             var offset = Self.headerSize
             let used = self.used
             while offset < used {
-                let entry = Self.entry(base, at: offset, fixedModSeq: false)
+                let entry = Self.entry(base, at: offset, modSeqWidth: 0)
                 if Self.keyEquals(base, entry, bytes) { return (entry, 0) }
                 offset = entry.end
             }
             return (nil, 0)
+        }
+    }
+
+    /// `locate` in an indexed object (out of line: the scan of a small object is the common case).
+    @inline(never)
+    private func locate(
+        _ key: String, _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer
+    ) -> (entry: Entry?, hash: Int) {
+        withUTF8(of: key) { bytes in
+            let hash = Self.hash(bytes)
+            return (Self.indexLookup(index, base, bytes, hash: hash, modSeqWidth: self.modSeqWidth), hash)
         }
     }
 
@@ -431,42 +519,64 @@ final class GraphObject {
 
     @inline(__always)
     private func header(_ offset: Int) -> UInt32 {
-        self.storage!.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+        self.storage.load(fromByteOffset: offset, as: UInt32.self)
     }
 
     @inline(__always)
     private func setHeader(_ offset: Int, _ value: UInt32) {
-        self.storage!.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
+        self.storage.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
     }
 
     /// The end of the last entry.
-    private var used: Int { Int(self.header(4)) }
+    private var used: Int { Int(self.header(12)) }
+
+    @inline(__always)
+    private var isIndexed: Bool { self.header(16) & Self.indexedFlag != 0 }
+
+    /// The bytes of an indexed object's modSeqs (4 or 8), 0 for a small object's varints.
+    @inline(__always)
+    private var modSeqWidth: Int {
+        let flags = self.header(16)
+        return flags & Self.indexedFlag == 0 ? 0 : flags & Self.wideFlag == 0 ? 4 : 8
+    }
+
+    /// Where the first entry starts.
+    private var entriesStart: Int { self.isIndexed ? Self.indexedHeaderSize : Self.headerSize }
 
     /// The key index, or nil for a small object.
     private var index: UnsafeMutableRawPointer? {
-        get {
-            UnsafeMutableRawPointer(bitPattern: self.storage.map { $0.loadUnaligned(fromByteOffset: 12, as: UInt.self) } ?? 0)
-        }
-        set { self.storage!.storeBytes(of: UInt(bitPattern: newValue), toByteOffset: 12, as: UInt.self) }
+        guard self.isIndexed else { return nil }
+        return UnsafeMutableRawPointer(bitPattern: self.storage.loadUnaligned(fromByteOffset: 20, as: UInt.self))
+    }
+
+    private func setIndex(_ index: UnsafeMutableRawPointer) {
+        self.storage.storeBytes(of: UInt(bitPattern: index), toByteOffset: 20, as: UInt.self)
     }
 
     /// Makes room for `bytes` bytes in all; returns the (possibly moved) storage. Small objects grow to the size
     /// asked for, indexed ones by half again.
     private func reserve(_ bytes: Int) -> UnsafeMutableRawPointer {
-        let base = self.storage!
-        let capacity = Int(self.header(0))
+        let base = self.storage
+        let capacity = Int(self.header(8))
         guard bytes > capacity else { return base }
         let wanted = self.index == nil ? bytes : max(bytes, capacity + capacity / 2)
         precondition(wanted <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
         let moved = realloc(base, wanted)!
         self.storage = moved
-        self.setHeader(0, UInt32(wanted))
+        self.setHeader(8, UInt32(wanted))
         return moved
     }
 
     // MARK: - Key index
 
-    // The index: capacity (a power of two, 8 bytes), then that many UInt32 slots, each 0 (free) or an entry offset.
+    // The index: capacity (8 bytes), then that many UInt32 slots, each 0 (free) or an entry offset. A key's home slot
+    // is its hash scaled to the capacity (the high half of hash × capacity), so any capacity works: the index is
+    // rebuilt half full when it passes 3/4, and costs 5.3 to 8 bytes a key (a power of two would cost up to 10.7).
+
+    @inline(__always)
+    private static func home(_ hash: Int, _ capacity: Int) -> Int {
+        Int(truncatingIfNeeded: UInt64(UInt(bitPattern: hash)).multipliedFullWidth(by: UInt64(capacity)).high)
+    }
 
     private static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
         var hasher = Hasher()
@@ -475,52 +585,57 @@ final class GraphObject {
     }
 
     private static func hash(_ base: UnsafeMutableRawPointer, entryAt offset: Int) -> Int {
-        let entry = self.entry(base, at: offset, fixedModSeq: true)
+        let entry = self.entry(base, at: offset, modSeqWidth: 8)  // (the key comes before the modSeq)
         return self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength))
     }
 
     private static func indexLookup(
-        _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int
+        _ index: UnsafeMutableRawPointer, _ base: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer, hash: Int,
+        modSeqWidth: Int
     ) -> Entry? {
-        let mask = index.load(as: Int.self) - 1
+        let capacity = index.load(as: Int.self)
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
-        var slot = hash & mask
+        var slot = Self.home(hash, capacity)
         while true {
             let offset = Int(slots[slot])
             if offset == 0 { return nil }
-            let entry = self.entry(base, at: offset, fixedModSeq: true)
+            let entry = self.entry(base, at: offset, modSeqWidth: modSeqWidth)
             if self.keyEquals(base, entry, bytes) { return entry }
-            slot = (slot + 1) & mask
+            slot += 1
+            if slot == capacity { slot = 0 }
         }
     }
 
     private func indexInsert(_ offset: Int, hash: Int) {
         let index = self.index!
-        if self.count * 4 > index.load(as: Int.self) * 3 {
+        let capacity = index.load(as: Int.self)
+        if self.count * 4 > capacity * 3 {
             self.rebuildIndex()  // which indexes the new entry too
             return
         }
-        let mask = index.load(as: Int.self) - 1
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
-        var slot = hash & mask
-        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        var slot = Self.home(hash, capacity)
+        while slots[slot] != 0 {
+            slot += 1
+            if slot == capacity { slot = 0 }
+        }
         slots[slot] = UInt32(offset)
     }
 
     /// Removes `offset` from the index (backward-shift deletion keeps every other key reachable).
     private func indexRemove(_ offset: Int, hash: Int) {
-        let base = self.storage!
+        let base = self.storage
         let index = self.index!
-        let mask = index.load(as: Int.self) - 1
+        let capacity = index.load(as: Int.self)
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
-        var hole = hash & mask
-        while Int(slots[hole]) != offset { hole = (hole + 1) & mask }
+        var hole = Self.home(hash, capacity)
+        while Int(slots[hole]) != offset { hole = hole + 1 == capacity ? 0 : hole + 1 }
         var next = hole
         while true {
-            next = (next + 1) & mask
+            next = next + 1 == capacity ? 0 : next + 1
             let moved = Int(slots[next])
             if moved == 0 { break }
-            let home = Self.hash(base, entryAt: moved) & mask
+            let home = Self.home(Self.hash(base, entryAt: moved), capacity)
             // The entry at `next` may fill the hole unless its home lies cyclically in (hole, next].
             let inRange = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
             if !inRange {
@@ -531,41 +646,50 @@ final class GraphObject {
         slots[hole] = 0
     }
 
-    /// Builds the index anew for every entry, sized for the count at most half full.
+    /// Builds the index anew for every entry, half full (at least 16 slots).
     private func rebuildIndex() {
         if let old = self.index { free(old) }
-        var capacity = 16
-        while capacity < self.count * 2 { capacity *= 2 }
+        let capacity = max(16, self.count * 2)
         let index = calloc(1, 8 + capacity * 4)!
         index.storeBytes(of: capacity, as: Int.self)
-        self.index = index
-        let mask = capacity - 1
+        self.setIndex(index)
         let slots = (index + 8).assumingMemoryBound(to: UInt32.self)
         self.forEachEntry { base, entry in
-            var slot = Self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength)) & mask
-            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            var slot = Self.home(
+                Self.hash(UnsafeRawBufferPointer(start: base + entry.keyStart, count: entry.keyLength)), capacity)
+            while slots[slot] != 0 {
+                slot += 1
+                if slot == capacity { slot = 0 }
+            }
             slots[slot] = UInt32(entry.start)
         }
     }
 
-    /// Turns a small object into an indexed one: every region grows to at least `boxedSize` (so any later value
-    /// fits, boxed), then the index is built.
-    private func makeIndexed() {
-        let old = self.storage!
-        var needed = Self.headerSize
+    /// Lays the entries out as an indexed object's with modSeqs of `modSeqWidth` bytes (turning a small object into
+    /// an indexed one, or widening an indexed one's modSeqs): every region grows to at least `boxedSize` (so any
+    /// later value fits, boxed), then the index is built.
+    private func makeIndexed(modSeqWidth: Int) {
+        let old = self.storage
+        var needed = Self.indexedHeaderSize
         self.forEachEntry { _, entry in
-            needed += entry.modSeqAt - entry.start + 9 + max(entry.regionLength, PackedValue.boxedSize)
+            needed += entry.modSeqAt - entry.start + modSeqWidth + 1 + max(entry.regionLength, PackedValue.boxedSize)
         }
+        precondition(needed <= Int(UInt32.max), "an object's entries are limited to 4 GiB")
         let base = malloc(needed)!
         base.copyMemory(from: old, byteCount: Self.headerSize)
-        var at = Self.headerSize
+        var at = Self.indexedHeaderSize
         self.forEachEntry { old, entry in
             let regionLength = max(entry.regionLength, PackedValue.boxedSize)
             (base + at).copyMemory(from: old + entry.start, byteCount: entry.modSeqAt - entry.start)
             at += entry.modSeqAt - entry.start
-            base.storeBytes(of: Self.modSeq(old, entry), toByteOffset: at, as: UInt64.self)
-            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + 8, as: UInt8.self)
-            at += 9
+            let modSeq = Self.modSeq(old, entry)
+            if modSeqWidth == 8 {
+                base.storeBytes(of: modSeq, toByteOffset: at, as: UInt64.self)
+            } else {
+                base.storeBytes(of: UInt32(modSeq), toByteOffset: at, as: UInt32.self)
+            }
+            base.storeBytes(of: UInt8(regionLength), toByteOffset: at + modSeqWidth, as: UInt8.self)
+            at += modSeqWidth + 1
             (base + at).copyMemory(from: old + entry.regionStart, byteCount: entry.regionLength)
             if regionLength > entry.regionLength {
                 (base + at + entry.regionLength).initializeMemory(
@@ -573,11 +697,14 @@ final class GraphObject {
             }
             at += regionLength
         }
+        if let index = self.index { free(index) }
         free(old)
         self.storage = base
-        self.setHeader(0, UInt32(needed))
-        self.setHeader(4, UInt32(needed))
-        self.index = nil
+        self.setHeader(8, UInt32(needed))
+        self.setHeader(12, UInt32(needed))
+        let count = self.header(16) & Self.countMask
+        self.setHeader(16, count | Self.indexedFlag | (modSeqWidth == 8 ? Self.wideFlag : 0))
+        base.storeBytes(of: UInt(0), toByteOffset: 20, as: UInt.self)
         self.rebuildIndex()
     }
 
@@ -600,7 +727,7 @@ final class GraphObject {
     }
 
     @inline(__always)
-    private static func varintSize(_ value: UInt64) -> Int {
+    static func varintSize(_ value: UInt64) -> Int {
         var size = 1
         var rest = value >> 7
         while rest != 0 {

@@ -214,7 +214,7 @@ struct ExpiryTests {
         try graph.set("s", to: .record(Record(["t": 1])))
         let id = try Self.id(graph, "s")
         try graph.set("s.t", to: 1, expiresAt: 10)
-        graph.objects[id] = nil  // cannot happen through the API (the collector keeps it); the guard still holds
+        graph.objects.remove(id)  // cannot happen through the API (the collector keeps it); the guard still holds
         #expect(try graph.expire(object: id, key: "t", now: 10) == nil)
         #expect(graph.seq == 2 && graph.deadlineCount == 0)
     }
