@@ -70,18 +70,9 @@ def wait_caught_up(cluster, name, leader, seconds):
 
 
 def scenario(cluster, root):
-    for name in cluster.etcd_names:
-        cluster.start_etcd(name)
-    wait_for("etcd quorum", cluster.etcd_healthy, 20)
-    members = ["k0", "k1", "k2"]
-    for name in members:
-        cluster.start_kvod(name, EXTRA)
-    leader = wait_for("one writable leader", cluster.leader, 15)
-    followers = [n for n in members if n != leader]
+    members, leader, followers = cluster.start_members(EXTRA)
     lp = cluster.kvod_ports[leader]
-    wait_for("followers linked", lambda: all(
-        cluster.hello(n).get("leader") == f"127.0.0.1:{lp}" and cluster.hello(n).get("role") == "follower"
-        for n in followers), 8)
+    cluster.wait_linked(leader, followers, 8)
 
     # A few writes, then the metrics of a leader and a follower, agreeing with hello.
     writer = Client(lp)

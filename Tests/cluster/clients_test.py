@@ -99,16 +99,8 @@ def typescript_failover(cluster, names, leader):
 
 def scenario(cluster, root):
     kvoctl = kvoctl_binary(root)
-    for name in cluster.etcd_names:
-        cluster.start_etcd(name)
-    wait_for("etcd quorum", cluster.etcd_healthy, 20)
-    members = ["k0", "k1", "k2"]
-    for name in members:
-        cluster.start_kvod(name)
-    leader = wait_for("one writable leader", cluster.leader, 15)
-    followers = [n for n in members if n != leader]
-    wait_for("two linked followers", lambda: all(
-        cluster.hello(n).get("leader") == address(cluster, leader) for n in followers), 10)
+    members, leader, followers = cluster.start_members()
+    cluster.wait_linked(leader, followers)
     everyone = ",".join(address(cluster, n) for n in followers + [leader])
 
     # kvoctl set, a follower first: the write lands on the leader.

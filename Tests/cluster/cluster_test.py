@@ -149,6 +149,25 @@ class Cluster:
         wait_for(f"{name} listening", lambda: call(port, "ping").get("result") == "pong", 20)
         return port
 
+    def start_members(self, extra=(), names=("k0", "k1", "k2")):
+        """Starts the etcd members (waiting for a quorum) and the kvods `names` with `extra` options; waits for one
+        writable leader and returns the member names, the leader and the others."""
+        for name in self.etcd_names:
+            self.start_etcd(name)
+        wait_for("etcd quorum", self.etcd_healthy, 20)
+        members = list(names)
+        for name in members:
+            self.start_kvod(name, extra)
+        leader = wait_for("one writable leader", self.leader, 15)
+        return members, leader, [n for n in members if n != leader]
+
+    def wait_linked(self, leader, followers, seconds=10):
+        """Waits until every one of `followers` is a follower naming `leader` as its leader."""
+        address = f"127.0.0.1:{self.kvod_ports[leader]}"
+        wait_for("followers linked", lambda: all(
+            self.hello(n).get("role") == "follower" and self.hello(n).get("leader") == address for n in followers),
+            seconds)
+
     def hello(self, name):
         return call(self.kvod_ports[name], "hello")["result"]
 
@@ -213,23 +232,14 @@ def run_scenario(name, scenario):
 
 
 def scenario(cluster, root):
-    for name in cluster.etcd_names:
-        cluster.start_etcd(name)
-    wait_for("etcd quorum", cluster.etcd_healthy, 20)
-    log("etcd: 3 members up")
-    members = ["k0", "k1", "k2"]
-    for name in members:
-        cluster.start_kvod(name)
-
-    leader = wait_for("one writable leader", cluster.leader, 15)
+    members, leader, followers = cluster.start_members()
+    log("etcd: 3 members up, kvods started")
     wait_for("two followers", lambda: sum(h.get("role") == "follower" for h in cluster.roles().values()) == 2, 5)
     roles = cluster.roles()
-    followers = [n for n in members if n != leader]
     check(all(roles[n]["role"] == "follower" for n in followers), f"one leader ({leader}), two followers")
     term = roles[leader]["term"]
     check(all(roles[n]["term"] == term for n in members) and term > 0, f"every member names term {term}")
-    wait_for("followers linked", lambda: all(
-        cluster.hello(n).get("leader") == f"127.0.0.1:{cluster.kvod_ports[leader]}" for n in followers), 5)
+    cluster.wait_linked(leader, followers, 5)
 
     # A subscriber on a follower, before the writes.
     sub = Client(cluster.kvod_ports[followers[0]])

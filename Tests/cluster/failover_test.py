@@ -117,15 +117,8 @@ def wait_leader(cluster, exclude, seconds):
 
 
 def scenario(cluster, root):
-    for name in cluster.etcd_names:
-        cluster.start_etcd(name)
-    wait_for("etcd quorum", cluster.etcd_healthy, 20)
-    members = ["k0", "k1", "k2"]
-    for name in members:
-        cluster.start_kvod(name, SYNC)
-    leader = wait_for("one writable leader", cluster.leader, 15)
-    followers = [n for n in members if n != leader]
-    wait_for("followers linked", lambda: all(cluster.hello(n).get("role") == "follower" for n in followers), 10)
+    members, leader, followers = cluster.start_members(SYNC)
+    cluster.wait_linked(leader, followers)
     lp = cluster.kvod_ports[leader]
     first = wait_for("a write accepted with a sync replica attached", lambda: "result" in call(
         lp, "set", {"path": "counter", "value": {"value": "start"}}), 10)

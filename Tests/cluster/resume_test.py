@@ -87,16 +87,8 @@ def move(cluster, leader, path, start, to, check_name, also_live_on=None):
 
 
 def scenario(cluster, root):
-    for name in cluster.etcd_names:
-        cluster.start_etcd(name)
-    wait_for("etcd quorum", cluster.etcd_healthy, 20)
-    members = ["k0", "k1", "k2"]
-    for name in members:
-        cluster.start_kvod(name)
-    leader = wait_for("one writable leader", cluster.leader, 15)
-    a, b = [n for n in members if n != leader]
-    leader_address = f"127.0.0.1:{cluster.kvod_ports[leader]}"
-    wait_for("two followers", lambda: all(cluster.hello(n).get("leader") == leader_address for n in (a, b)), 10)
+    _, leader, (a, b) = cluster.start_members()
+    cluster.wait_linked(leader, (a, b))
     # Both links streaming (a write applied everywhere), so each subscription below is announced when it starts,
     # not when a link is established (a member also asks its new leader to record every path it records).
     ready = write(cluster.kvod_ports[leader], "moves.ready", [True])[0][1]
