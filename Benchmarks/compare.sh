@@ -71,11 +71,7 @@ SETS_RESULTS="$OUT/sets.jsonl"
 : >"$SETS_RESULTS"
 STARTED_AT=$(date -u +%Y-%m-%dT%H:%MZ)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-trap stop_all EXIT
-trap 'exit 130' INT TERM
-
-[ "$BUILD" = 1 ] && build_release
-[ -x "$KVOD_BIN" ] && [ -x "$BENCH_BIN" ] || die "missing $KVOD_BIN or $BENCH_BIN (run without --no-build)"
+prepare_run
 ensure_command redis-server redis-server
 ensure_command redis-cli redis-tools
 [ "$INSTRUCTIONS" = 1 ] && ensure_command valgrind valgrind

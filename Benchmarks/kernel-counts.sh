@@ -27,11 +27,7 @@ while [ $# -gt 0 ]; do
 done
 OUT="${OUT:-${TMPDIR:-/tmp}/kvod-kernel-counts-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
-trap stop_all EXIT
-trap 'exit 130' INT TERM
-
-[ "$BUILD" = 1 ] && build_release
-[ -x "$KVOD_BIN" ] && [ -x "$BENCH_BIN" ] || die "missing $KVOD_BIN or $BENCH_BIN (run without --no-build)"
+prepare_run
 ensure_command redis-server redis-server
 ensure_command redis-cli redis-tools
 ensure_command perf linux-perf

@@ -113,6 +113,15 @@ stop_all() {
     return 0
 }
 
+# A script's start: stop everything it starts when it exits or is interrupted, build the release binaries unless
+# BUILD=0 (--no-build), and check they are there.
+prepare_run() {
+    trap stop_all EXIT
+    trap 'exit 130' INT TERM
+    [ "$BUILD" = 1 ] && build_release
+    [ -x "$KVOD_BIN" ] && [ -x "$BENCH_BIN" ] || die "missing $KVOD_BIN or $BENCH_BIN (run without --no-build)"
+}
+
 # Resident memory of a process in KiB (VmRSS of /proc/PID/status).
 rss_kib() {
     awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"

@@ -29,11 +29,7 @@ while [ $# -gt 0 ]; do
 done
 OUT="${OUT:-${TMPDIR:-/tmp}/kvod-resources-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
-trap stop_all EXIT
-trap 'exit 130' INT TERM
-
-[ "$BUILD" = 1 ] && build_release
-[ -x "$KVOD_BIN" ] && [ -x "$BENCH_BIN" ] || die "missing $KVOD_BIN or $BENCH_BIN (run without --no-build)"
+prepare_run
 
 # Both kvod and the holder need one descriptor per connection, plus a margin.
 HARD=$(ulimit -Hn)

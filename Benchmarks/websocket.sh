@@ -42,11 +42,7 @@ OUT="${OUT:-${TMPDIR:-/tmp}/kvod-websocket-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 RESULTS="$OUT/fanout.jsonl"
 : >"$RESULTS"
-trap stop_all EXIT
-trap 'exit 130' INT TERM
-
-[ "$BUILD" = 1 ] && build_release
-[ -x "$KVOD_BIN" ] && [ -x "$BENCH_BIN" ] || die "missing $KVOD_BIN or $BENCH_BIN (run without --no-build)"
+prepare_run
 
 if [ "$CALLGRIND" = 1 ]; then
     source "$(dirname "${BASH_SOURCE[0]}")/websocket-callgrind.sh"
