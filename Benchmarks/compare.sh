@@ -158,8 +158,12 @@ fi
 if [ "$SNAPSHOT" = 1 ]; then
     log "snapshots under load: $SNAPSHOT_OBJECTS objects, ${SNAPSHOT_SECONDS} s of writes," \
         "$SNAPSHOT_JOURNAL journal records"
+    # Redis beside kvod with the same probe; each server on CPU 0, the writer and the pinger on the others.
+    SNAPSHOT_PIN=()
+    [ -n "$(pin 0)" ] && SNAPSHOT_PIN=(--server-cpus 0)
     python3 "$BENCH_ROOT/Benchmarks/snapshot.py" --kvod "$KVOD_BIN" --objects "$SNAPSHOT_OBJECTS" \
-        --seconds "$SNAPSHOT_SECONDS" --journal "$SNAPSHOT_JOURNAL" --json "$OUT/snapshot.json" \
+        --seconds "$SNAPSHOT_SECONDS" --journal "$SNAPSHOT_JOURNAL" --json "$OUT/snapshot.json" --redis \
+        "${SNAPSHOT_PIN[@]}" \
         >"$OUT/snapshot.txt" 2>>"$OUT/discrepancies.txt" || { FAILED=1; log "snapshot.py failed"; }
 fi
 if [ "$INSTRUCTIONS" = 1 ]; then

@@ -3,7 +3,7 @@
 
     python3 Benchmarks/snapshot.py [--kvod .build/release/kvod] [--objects 1000000] [--seconds 10]
                                    [--snapshot-every 20000] [--journal 100000] [--json FILE] [--no-replay]
-                                   [--redis] [--realtime-probe] [--kvod-cpus LIST] [--perf-sched FILE]
+                                   [--redis] [--realtime-probe] [--server-cpus LIST] [--perf-sched FILE]
 
 Phases, each on 127.0.0.1 with a fresh data directory (standard library only; nothing is left running):
   1. load     kvod --snapshot-every 0; N objects {"name":"object i","n":i,"tags":["a","b"]} set under o<i> of the
@@ -20,7 +20,8 @@ Phases, each on 127.0.0.1 with a fresh data directory (standard library only; no
               snapshot and replays J journal records; time to `kvod listening`
   --redis    then the same phase 3 on redis-server: N hashes of the same 3 fields, appendonly everysec, an RDB
              BGSAVE (a fork) whenever K writes and a second have passed (`save "1 K"`), the same writer and pinger
---realtime-probe runs the pinger SCHED_FIFO (root), so its own waits for a CPU on a busy machine are not counted as
+--server-cpus LIST pins each server to LIST (kvod for phase 3) and the writer and the pinger to the other CPUs, as
+compare.sh pins the servers and kvod-bench. --realtime-probe runs the pinger SCHED_FIFO (root), so its own waits for a CPU on a busy machine are not counted as
 the server's; --perf-sched FILE records the machine's scheduler events (and kvod's CPU samples, FILE.cpu) during
 phase 3, for `python3 Benchmarks/stall-causes.py JSON FILE`, which tells where each ping over 10 ms went.
 The figures go to stdout as a table and, with --json, as one JSON object, with the load average at the start and
@@ -118,8 +119,24 @@ def set_redis(i):
     return b"SET w%d %d\r\n" % (i % 1000, i)
 
 
-def writer(port, stop_at, result, line=set_kvod):
+def pin(cpus):
+    """Pins the calling process to `cpus` (a set of CPU numbers), when given."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+
+
+def cpu_list(text):
+    """The CPUs of a `taskset -c` list such as "0" or "0,2-3"."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def writer(port, stop_at, result, line=set_kvod, cpus=None):
     """Sets with 100 in flight until `stop_at`; puts the count. Every response of both servers is one line."""
+    pin(cpus)
     count = 0
     with socket.create_connection(("127.0.0.1", port)) as connection:
         while time.monotonic() < stop_at:
@@ -135,10 +152,11 @@ def writer(port, stop_at, result, line=set_kvod):
     result.put(count)
 
 
-def pinger(port, stop_at, result, ping=PING_KVOD, realtime=False):
+def pinger(port, stop_at, result, ping=PING_KVOD, realtime=False, cpus=None):
     """A `ping` every 2 ms; puts [(sent, round trip)] in seconds, `sent` on CLOCK_MONOTONIC (as perf -k monotonic).
     `realtime`: the pinger runs SCHED_FIFO, so that the time it would wait for a CPU on a busy machine is not counted
     as the server's (needs root or CAP_SYS_NICE)."""
+    pin(cpus)
     if realtime:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
     rounds = []
@@ -180,8 +198,11 @@ def probe_under_load(port, options, figures, ping, set_line, pid=None):
         time.sleep(2)  # perf takes a while to start on a busy machine; the first snapshot forks at once
     stop_at = time.monotonic() + options.seconds
     results = multiprocessing.Queue()
-    workers = [multiprocessing.Process(target=writer, args=(port, stop_at, results, set_line)),
-               multiprocessing.Process(target=pinger, args=(port, stop_at, results, ping, options.realtime_probe))]
+    # With the server pinned, the writer and the pinger run on the other CPUs (as compare.sh pins kvod-bench).
+    load_cpus = (set(range(os.cpu_count())) - cpu_list(options.server_cpus)) or None if options.server_cpus else None
+    workers = [multiprocessing.Process(target=writer, args=(port, stop_at, results, set_line, load_cpus)),
+               multiprocessing.Process(target=pinger, args=(port, stop_at, results, ping, options.realtime_probe,
+                                                            load_cpus))]
     for worker in workers:
         worker.start()
     collected = [results.get(timeout=options.seconds + 120) for _ in workers]
@@ -241,7 +262,7 @@ def redis_under_load(options):
         port = probe.getsockname()[1]
     figures = {"load_average_start": load_average()}
     server = subprocess.Popen(
-        [options.redis_server, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "",
+        (["taskset", "-c", options.server_cpus] if options.server_cpus else []) + [options.redis_server, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "",
          "--appendonly", "yes", "--appendfsync", "everysec", "--auto-aof-rewrite-percentage", "0",
          "--daemonize", "no", "--logfile", ""], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -285,8 +306,9 @@ def main():
     parser.add_argument("--redis", action="store_true",
                         help="then the same stall probe on redis-server: N hashes, BGSAVE under the same write load")
     parser.add_argument("--redis-server", default="redis-server")
-    parser.add_argument("--kvod-cpus", metavar="LIST",
-                        help="pin kvod to these CPUs (taskset -c) for the phase under load, as compare.sh pins servers")
+    parser.add_argument("--server-cpus", "--kvod-cpus", metavar="LIST", dest="server_cpus",
+                        help="pin kvod (for the phase under load) and Redis to these CPUs (taskset -c), and the writer"
+                             " and the pinger to the others, as compare.sh pins servers and kvod-bench")
     parser.add_argument("--realtime-probe", action="store_true",
                         help="run the pinger SCHED_FIFO (root): its own waits for a CPU leave the figures")
     parser.add_argument("--perf-sched", metavar="FILE",
@@ -295,7 +317,7 @@ def main():
     directory = tempfile.mkdtemp(prefix="kvod-snapshot-bench-")
     log_path = directory + ".log"
     figures = {"kvod": options.kvod, "objects": options.objects, "load_average_start": load_average(),
-               "realtime_probe": options.realtime_probe, "kvod_cpus": options.kvod_cpus}
+               "realtime_probe": options.realtime_probe, "server_cpus": options.server_cpus}
     try:
         with open(log_path, "w") as log:
             # 1. load
@@ -312,7 +334,7 @@ def main():
 
             # 2. restart from the snapshot
             process, port, seconds = start(options.kvod, directory, ["--snapshot-every", str(options.snapshot_every)], log,
-                                           options.kvod_cpus)
+                                           options.server_cpus)
             figures["restart_seconds"] = round(seconds, 2)
             figures["resident_bytes_restarted"] = resident_bytes(process.pid)
 
