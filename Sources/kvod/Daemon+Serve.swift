@@ -21,6 +21,8 @@ extension Daemon {
             var graph = Graph(model: model)
             var directory: DataDirectory?
             var lostRegistrations = OnDisconnectRegistrations()
+            // A cluster member seeds its replication backlog with the records after the snapshot; a single node keeps
+            // none of them once they are replayed.
             var recovered: (records: [JournalRecord], snapshotSeq: UInt64) = ([], 0)
             if let path = configuration.dataDirectory {
                 let (opened, contents) = try DataDirectory.open(path: path)
@@ -37,7 +39,12 @@ extension Daemon {
                         "journal.records": "\(contents.records.count)",
                         "onDisconnect.pending": "\(lostRegistrations.count)"])
                 directory = opened
-                recovered = (contents.records, contents.snapshot?.seq ?? 0)
+                let snapshotSeq = contents.snapshot?.seq ?? 0
+                if configuration.clusterConfiguration != nil {
+                    recovered = (contents.records.filter { $0.seq > snapshotSeq }, snapshotSeq)
+                } else {
+                    recovered.snapshotSeq = snapshotSeq
+                }
             }
             FreedMemory.release()  // the decoded snapshot and journal are gone: give their pages back
             let server = Server(configuration: serverConfiguration, graph: graph, loop: loop, logger: logger)
@@ -94,8 +101,7 @@ extension Daemon {
             }
             if let cluster = configuration.clusterConfiguration {
                 try server.joinCluster(
-                    cluster, recovered: recovered.records.filter { $0.seq > recovered.snapshotSeq },
-                    baseSeq: recovered.snapshotSeq)
+                    cluster, recovered: recovered.records, baseSeq: recovered.snapshotSeq)
                 logger.info(
                     "cluster member started",
                     metadata: ["cluster": "\(cluster.name)", "advertise": "\(cluster.advertise)",
