@@ -87,6 +87,13 @@ public final class Durability: MutationLog {
         self.journal(.disconnected(connection: connection))
     }
 
+    /// A cluster member's start: the registrations the journal left (`recover`) stay live, carried at the rolls,
+    /// until they run or the leader's set replaces them (docs/SCALING.md#presence-across-a-failover). Journals
+    /// nothing: they are in the journal already.
+    func adopt(_ leftovers: OnDisconnectRegistrations) {
+        self.registrations = leftovers
+    }
+
     private func journal(_ record: OnDisconnectRecord) {
         self.registrations.apply(record)
         self.directory.journal.append(seq: self.graph.seq, method: record.method, params: record.params)

@@ -55,10 +55,11 @@ extension Daemon {
                 server.durability = durability
                 if configuration.clusterConfiguration != nil {
                     // In a cluster only the leader mutates, and this member does not know yet whether it leads:
-                    // the ops of connections lost in a crash are not run (docs/SCALING.md, phase 2).
+                    // the ops of connections lost in a crash run if it does, unless the leader's set replaces
+                    // them first (joinCluster; docs/SCALING.md#presence-across-a-failover).
                     if !lostRegistrations.isEmpty {
-                        logger.warning(
-                            "cluster member: not running the onDisconnect ops of connections open at the crash",
+                        logger.info(
+                            "cluster member: the onDisconnect ops of connections open at the crash run if it leads",
                             metadata: ["onDisconnect.pending": "\(lostRegistrations.count)"])
                     }
                     server.onSnapshotReceived = { bytes in
@@ -95,7 +96,7 @@ extension Daemon {
             if let cluster = configuration.clusterConfiguration {
                 try server.joinCluster(
                     cluster, recovered: recovered.records.filter { $0.seq > recovered.snapshotSeq },
-                    baseSeq: recovered.snapshotSeq)
+                    baseSeq: recovered.snapshotSeq, leftovers: lostRegistrations)
                 logger.info(
                     "cluster member started",
                     metadata: ["cluster": "\(cluster.name)", "advertise": "\(cluster.advertise)",
