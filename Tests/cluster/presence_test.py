@@ -9,7 +9,8 @@ registers and cancels; the leader is SIGKILLed: the new leader has run alice's o
 the last replicated one + 1), and not bob's, and says so in its log; the other follower gets that transaction; the
 killed member, restarted, follows without running the leftover registration of its journal (the leader's seq does not
 move); dave registers on the new leader; it is SIGKILLed: the third leader runs dave's ops once and alice's never
-again (`left` is ["alice", "dave"] on both survivors). Standard library only; exits 0 when every check passed.
+again (`left` is ["alice", "dave"] on both survivors); eve registers, all three members are SIGKILLed and restarted:
+the one that leads runs eve's ops once (each journal holds the registration), the others drop it. Standard library only; exits 0 when every check passed.
 """
 import os, signal, sys, time
 
@@ -122,6 +123,26 @@ def scenario(cluster, root):
     wait_for(f"{last} at seq {marker + 1}", lambda: cluster.hello(last)["appliedSeq"] >= marker + 1, 10)
     check(value(port[last], "left") == ["alice", "dave"], f"{last} has the same history")
     check(sum(ran_count(root, n) for n in members) == 2, "two promotions ran inherited ops, nothing else did")
+
+    # Every member crashes with eve's registration in its journal (the leader's own, the followers' replicated): at
+    # the restart the member that leads runs it once; the others drop it when they follow.
+    cluster.start_kvod(second)
+    cluster.wait_linked(third, [last, second])
+    eve = go_online(port[third], "eve")
+    marker = mark(cluster, third, [last, second])
+    for name in members:
+        kill(cluster, name)
+    eve.close()
+    log("SIGKILLed all three members (eve connected)")
+    for name in members:
+        cluster.start_kvod(name)
+    fourth = wait_for("a leader after the restart", cluster.leader, LEASE + 15)
+    cluster.wait_linked(fourth, [n for n in members if n != fourth])
+    wait_for(f"every member at seq {marker + 1}",
+             lambda: all(cluster.hello(n)["appliedSeq"] == marker + 1 for n in members), 10)
+    check(all(value(port[n], "left") == ["alice", "dave", "eve"] for n in members),
+          f"after the restart {fourth} ran eve's ops once, as one transaction, and every member has it")
+    check(sum(ran_count(root, n) for n in members) == 3, "only the member that leads ran the crash's leftovers")
 
 
 def main():
