@@ -10,7 +10,9 @@ the last replicated one + 1), and not bob's, and says so in its log; the other f
 killed member, restarted, follows without running the leftover registration of its journal (the leader's seq does not
 move); dave registers on the new leader; it is SIGKILLed: the third leader runs dave's ops once and alice's never
 again (`left` is ["alice", "dave"] on both survivors); eve registers, all three members are SIGKILLed and restarted:
-the one that leads runs eve's ops once (each journal holds the registration), the others drop it. Standard library only; exits 0 when every check passed.
+the one that leads runs eve's ops once (each journal holds the registration), the others drop it; frank registers
+and the leader is stopped with SIGTERM: it does not run them, the next leader does, once, and the stopped member,
+back, follows from its journal. Standard library only; exits 0 when every check passed.
 """
 import os, signal, sys, time
 
@@ -143,6 +145,24 @@ def scenario(cluster, root):
     check(all(value(port[n], "left") == ["alice", "dave", "eve"] for n in members),
           f"after the restart {fourth} ran eve's ops once, as one transaction, and every member has it")
     check(sum(ran_count(root, n) for n in members) == 3, "only the member that leads ran the crash's leftovers")
+
+    # A leader stopped cleanly (SIGTERM) leaves its connections' ops to the next leader, which runs them once; back,
+    # it resumes from its journal (no divergent tail to discard).
+    frank = go_online(port[fourth], "frank")
+    marker = mark(cluster, fourth, [n for n in members if n != fourth])
+    cluster.kvods[fourth].send_signal(signal.SIGTERM)
+    check(cluster.kvods[fourth].wait(10) == 0, f"the leader {fourth} stops on SIGTERM")
+    del cluster.kvods[fourth]
+    frank.close()
+    fifth = wait_for("a leader after the resignation", cluster.leader, LEASE + 10)
+    check(value(port[fifth], "left") == ["alice", "dave", "eve", "frank"] and
+          cluster.hello(fifth)["appliedSeq"] == marker + 1, f"{fifth} ran frank's ops once, as one transaction")
+    cluster.start_kvod(fourth)
+    wait_for(f"{fourth} at seq {marker + 1}", lambda: cluster.hello(fourth)["appliedSeq"] == marker + 1, 10)
+    with open(os.path.join(root, f"{fourth}.log"), errors="replace") as f:
+        bootstrapped = "bootstrapping from the leader's snapshot" in f.read()
+    check(value(port[fourth], "left") == ["alice", "dave", "eve", "frank"] and not bootstrapped,
+          f"{fourth}, back, follows from its journal with frank's ops once")
 
 
 def main():

@@ -62,11 +62,14 @@ final class ClusterMember {
         self.timer = timer
     }
 
-    /// At shutdown: closes the link, resigns (revokes the lease, which deletes the leader key if it is ours and our
-    /// member key at once; best effort), stops the timer.
+    /// At shutdown: stops acknowledging, closes the link, resigns (revokes the lease, which deletes the leader key if
+    /// it is ours and our member key at once; best effort), stops the timer.
     func stop() {
         guard !self.isStopped else { return }
         self.isStopped = true
+        // Nothing more is acknowledged; the `onDisconnect` ops of the sessions closed now are left to the next
+        // leader, which holds them from the stream (ClusterLog.orphaned), instead of a tail no follower may get.
+        self.status.writableUntil = 0
         self.timer?.close()
         self.timer = nil
         self.link?.close()
