@@ -2,7 +2,8 @@
 // etcd and sockets, driven in process: a leader's replication link gets the whole set at its catch-up and each change
 // after it in order with the mutations (and the link's acks are not counted as requests); a leader that cannot write
 // leaves a closing session's ops to whoever leads; a follower's set follows the leader's stream and catch-ups. The
-// cluster as a whole, failovers and restarts included, is tested by Tests/cluster/presence_test.py.
+// cluster as a whole, failovers and restarts included, is tested by Tests/cluster/presence_test.py. Also the 1010 a
+// leader answers a `since` beyond its seq (writes lost in an asynchronous failover; Tests/cluster/lost_write_test.py).
 @testable import KVOServer
 import TestSupport
 import Testing
@@ -99,6 +100,22 @@ import WireProtocol
         #expect(server.graph.seq == 1 && log.inherited.isEmpty && log.registrations.isEmpty)
         let (_, reader) = server.connect()
         #expect(try server.request(reader, 1, "get", #"{"path":"left"}"#)[0]["result"]?["value"] == .json(#"["ada"]"#))
+    }
+
+    @Test func aLeaderAnswersASinceBeyondItsSeqWith1010AndAFollowerAsBehind() throws {
+        let (server, _, status) = self.leader()
+        let (_, client) = server.connect()
+        #expect(try server.request(client, 1, "set", #"{"path":"w","value":1}"#)[0]["result"]?["seq"] == 1)
+        let lost = try server.request(client, 2, "subscribe", #"{"path":"w","since":3}"#)[0]["error"]
+        #expect(lost?["code"] == 1010)
+        #expect(lost?["data"] == .json(#"{"path":"w","since":3,"oldest":1,"seq":1}"#))
+        // A bad path is still a bad path; `since` at the leader's seq resumes as always.
+        #expect(try server.request(client, 3, "subscribe", #"{"path":"w..x","since":3}"#)[0]["error"]?["code"] == -32602)
+        #expect(try server.request(client, 4, "subscribe", #"{"path":"w","since":1}"#)[0]["result"]?["seq"] == 1)
+        // A follower (or a leader that cannot prove its lease) may only be behind: the refusal a client retries.
+        status.update(role: .follower, term: 4, leader: "127.0.0.1:2")
+        let behind = try server.request(client, 5, "subscribe", #"{"path":"w","since":3}"#)[0]["error"]
+        #expect(behind?["code"] == -32602)
     }
 
     @Test func aFollowersSetFollowsTheStreamAndIsReplacedAtACatchUp() throws {
