@@ -1,6 +1,6 @@
 // Serving: the loop, the graph (recovered from the data directory when there is one), durability, the server, the
 // signals, and the one start line. The onDisconnect ops of connections a crash left open run before the server
-// accepts clients. Runs on the main thread, which is the loop's thread.
+// accepts clients (a cluster member's only if it leads). Runs on the main thread, which is the loop's thread.
 #if canImport(Glibc)
 import Glibc
 #endif
