@@ -12,7 +12,8 @@ move); dave registers on the new leader; it is SIGKILLed: the third leader runs 
 again (`left` is ["alice", "dave"] on both survivors); eve registers, all three members are SIGKILLed and restarted:
 the one that leads runs eve's ops once (each journal holds the registration), the others drop it; frank registers
 and the leader is stopped with SIGTERM: it does not run them, the next leader does, once, and the stopped member,
-back, follows from its journal. Standard library only; exits 0 when every check passed.
+back, follows from its journal; grace registers and the leader is SIGSTOPped: the next leader runs grace's ops once,
+and the old one, continued, closes grace's connection (`not_leader`) without running them, and follows. Standard library only; exits 0 when every check passed.
 """
 import os, signal, sys, time
 
@@ -163,6 +164,30 @@ def scenario(cluster, root):
         bootstrapped = "bootstrapping from the leader's snapshot" in f.read()
     check(value(port[fourth], "left") == ["alice", "dave", "eve", "frank"] and not bootstrapped,
           f"{fourth}, back, follows from its journal with frank's ops once")
+
+    # A leader cut off (SIGSTOP) while grace is connected: the next leader runs grace's ops; continued, the old one
+    # closes grace's connection (`not_leader`) without running them, and follows.
+    cluster.wait_linked(fifth, [n for n in members if n != fifth])
+    grace = go_online(port[fifth], "grace")
+    marker = mark(cluster, fifth, [n for n in members if n != fifth])
+    ran_before = ran_count(root, fifth)
+    cluster.kvods[fifth].send_signal(signal.SIGSTOP)
+    log(f"SIGSTOPped the leader {fifth} (grace connected)")
+    try:
+        sixth = wait_for("a leader while it is stopped", cluster.leader, LEASE + 10)
+        everyone = ["alice", "dave", "eve", "frank", "grace"]
+        check(value(port[sixth], "left") == everyone and cluster.hello(sixth)["appliedSeq"] == marker + 1,
+              f"{sixth} ran grace's ops once, as one transaction")
+    finally:
+        cluster.kvods[fifth].send_signal(signal.SIGCONT)
+    closing = grace.read_line(LEASE + 5)
+    check(closing.get("method") == "closing" and closing.get("params", {}).get("reason") == "not_leader",
+          f"continued, {fifth} closes grace's connection with not_leader ({closing})")
+    grace.close()
+    wait_for(f"{fifth} following at seq {marker + 1}", lambda: cluster.hello(fifth).get("role") == "follower"
+             and cluster.hello(fifth)["appliedSeq"] == marker + 1, 10)
+    check(value(port[fifth], "left") == everyone and ran_count(root, fifth) == ran_before,
+          f"{fifth} did not run grace's ops, and has the new leader's history")
 
 
 def main():
