@@ -110,7 +110,8 @@ import WireProtocol
         #expect(lost?["code"] == 1010)
         #expect(lost?["data"] == .json(#"{"path":"w","since":3,"oldest":1,"seq":1}"#))
         // A bad path is still a bad path; `since` at the leader's seq resumes as always.
-        #expect(try server.request(client, 3, "subscribe", #"{"path":"w..x","since":3}"#)[0]["error"]?["code"] == -32602)
+        let badPath = try server.request(client, 3, "subscribe", #"{"path":"w..x","since":3}"#)[0]["error"]
+        #expect(badPath?["code"] == -32602)
         #expect(try server.request(client, 4, "subscribe", #"{"path":"w","since":1}"#)[0]["result"]?["seq"] == 1)
         // A follower (or a leader that cannot prove its lease) may only be behind: the refusal a client retries.
         status.update(role: .follower, term: 4, leader: "127.0.0.1:2")

@@ -128,7 +128,9 @@ final class ReplicationSource {
 
     /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...]}` and a newline: the leader's whole set, which
     /// replaces the follower's (an earlier version reads it as a heartbeat).
-    static func appendRegistrations(_ registrations: OnDisconnectRegistrations, seq: UInt64, term: UInt64, to line: inout [UInt8]) {
+    static func appendRegistrations(
+        _ registrations: OnDisconnectRegistrations, seq: UInt64, term: UInt64, to line: inout [UInt8]
+    ) {
         line.append(contentsOf: #"{"term":"#.utf8)
         JSONWriter.appendInt(Int64(term), to: &line)
         line.append(contentsOf: #","seq":"#.utf8)
