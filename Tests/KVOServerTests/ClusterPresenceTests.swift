@@ -66,6 +66,9 @@ import WireProtocol
         #expect(changes.map { $0["params"]?["connection"] } == [.string(bob.durableID), .string(bob.durableID)])
         #expect(changes[1]["params"]?["ops"] == .json("[]"))
         #expect(log.registrations.count == 1 && log.inherited.isEmpty)  // ada's, which is this member's own
+        let metrics = server.context.cluster?.prometheusText(
+            appliedSeq: server.graph.seq, source: server.context.replication, now: 0)
+        #expect(metrics?.contains("\nkvod_cluster_ondisconnect_registrations 1\n") == true)
 
         // The follower's acks (and a `record`) are not requests; a client's are.
         let requests = server.context.stats.requests
