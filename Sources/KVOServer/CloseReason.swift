@@ -23,7 +23,8 @@ public enum CloseReason: String, Sendable, CaseIterable {
     case protocolError = "protocol_error"
     /// The server is shutting down.
     case serverShutdown = "server_shutdown"
-    /// A replication link to a member that stopped being the leader (docs/SCALING.md).
+    /// A replication link to a member that stopped being the leader, or a client session with `onDisconnect` ops
+    /// there (docs/SCALING.md#presence-across-a-failover).
     case notLeader = "not_leader"
     /// With `--sync-replicas`: a mutation's response waited the lease time for followers to journal it; what was
     /// held is dropped (the mutation's outcome is unknown to the client, as when a leader dies).

@@ -118,8 +118,9 @@ final class Dispatcher {
     }
 
     /// Performs one parsed request; appends its response object (nothing for a notification) to `response`.
-    /// Every request is counted here, once, whatever becomes of it; a committed mutation is counted and reported
-    /// to the mutation log (the journal) before its response can leave.
+    /// Every request is counted here, once, whatever becomes of it (not those on a replication link: `ack`,
+    /// `record`); a committed mutation is counted and reported to the mutation log (the journal) before its response
+    /// can leave.
     /// With `direct`, a successful response to a request with an integer id goes straight into the session's output
     /// (a single request: nothing is built in between); otherwise it is appended to `response`.
     private func perform(
@@ -130,7 +131,8 @@ final class Dispatcher {
             RPCEncoder.appendError(id: id ?? .null, error: error, to: &response)
         case .request(let request):
             self.result.removeAll(keepingCapacity: true)
-            self.context.stats.requests += 1
+            // A follower's replication link (its `ack`s and `record`s, after `replicate`) is not a client's request.
+            if !session.isReplica { self.context.stats.requests += 1 }
             do {
                 self.committedSeq = nil
                 try self.call(request, on: session)

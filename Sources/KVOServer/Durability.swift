@@ -8,7 +8,8 @@
 // snapshot holds them, the live ones are carried into the new journal at every roll. On start, the snapshot
 // is loaded and the journal replayed through the same request parsing, and every replayed mutation must land on its
 // journaled seq; the registrations left at the end are those of connections a crash left open, which kvod runs
-// before it accepts clients (Server.runOnDisconnect). See docs/DURABILITY.md.
+// before it accepts clients (Server.runOnDisconnect; a cluster member keeps them, `adopt`, and runs them if it
+// leads). See docs/DURABILITY.md.
 public import Logging
 public import ObjectGraph
 public import Persistence
@@ -85,6 +86,13 @@ public final class Durability: MutationLog {
     /// Journals that a connection with `onDisconnect` ops ended (also one a crash left open, settled at a start).
     func disconnected(connection: String) {
         self.journal(.disconnected(connection: connection))
+    }
+
+    /// A cluster member's start: the registrations the journal left (`recover`) stay live, carried at the rolls,
+    /// until they run or the leader's set replaces them (docs/SCALING.md#presence-across-a-failover). Journals
+    /// nothing: they are in the journal already.
+    func adopt(_ leftovers: OnDisconnectRegistrations) {
+        self.registrations = leftovers
     }
 
     private func journal(_ record: OnDisconnectRecord) {

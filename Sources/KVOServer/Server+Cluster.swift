@@ -2,7 +2,8 @@
 // backlog and log, the election), and what a follower does with the lines its leader streams: a record is applied
 // through the same request parsers as crash recovery (MutationRequest.replay), so subscribers are notified as for a
 // local mutation, and journaled with its seq and its term (TermHistory); a record from an older term than one seen
-// is refused (fencing).
+// is refused (fencing). `onDisconnect` registrations: a follower keeps the leader's (ClusterLog); a member that leads
+// runs those it inherited, once (docs/SCALING.md#presence-across-a-failover).
 public import Persistence
 public import UVLoop
 import WireProtocol
@@ -15,9 +16,11 @@ struct ReplicationError: Error, CustomStringConvertible {
 extension Server {
     /// Joins the cluster: from now on mutations are refused (1012) unless this member is the leader and can prove
     /// its lease. `recovered` (the journal records loaded at start, after the snapshot at `baseSeq`) seed the
-    /// backlog a follower can resume from.
+    /// backlog a follower can resume from. `leftovers` (the `onDisconnect` registrations a crash left in the
+    /// journal) run if this member leads before a leader's set replaces them.
     public func joinCluster(
-        _ configuration: ClusterConfiguration, recovered: [JournalRecord], baseSeq: UInt64
+        _ configuration: ClusterConfiguration, recovered: [JournalRecord], baseSeq: UInt64,
+        leftovers: OnDisconnectRegistrations = OnDisconnectRegistrations()
     ) throws(UVError) {
         let context = self.core.context
         let status = ClusterStatus(configuration: configuration)
@@ -35,6 +38,7 @@ extension Server {
         // With sync replicas, responses of mutations after this seq wait for followers' acks.
         if configuration.syncReplicas > 0 { context.sessions.release(upTo: self.graph.seq) }
         log.durability = self.durability
+        log.adopt(leftovers)
         self.clusterLog = log
         context.mutationLog = log
         context.cluster = status
@@ -48,6 +52,33 @@ extension Server {
 
     /// This member's role, for logs and tests.
     public var clusterRole: ClusterRole? { self.core.context.cluster?.role }
+
+    /// On a leader that can write: runs the `onDisconnect` ops it inherited (the previous leader's connections, a
+    /// crash's leftovers, its sessions that ended while it could not write), each connection's as one transaction
+    /// journaled and shipped like any other, as the single-node crash path does (failures logged and counted).
+    func runInheritedOnDisconnect() {
+        guard let log = self.clusterLog, !log.inherited.isEmpty,
+            self.core.context.cluster?.acceptsWrites(now: self.loop.nowMilliseconds) == true
+        else { return }
+        let inherited = log.inherited
+        let seq = self.graph.seq
+        let failed = self.core.runOnDisconnect(ofLostConnections: inherited.lostConnections)
+        self.logger.notice(
+            "ran the onDisconnect ops of connections lost with the previous leader",
+            metadata: [
+                "connections": "\(inherited.count)", "failed": "\(failed)", "seq.before": "\(seq)",
+                "seq": "\(self.graph.seq)",
+            ])
+    }
+
+    /// When this member stops being the leader: closes (`not_leader`) the client sessions with `onDisconnect` ops.
+    /// Their ops are not run here (ClusterLog.orphaned): the next leader runs them, since it holds them from the
+    /// stream; the clients reconnect, to the new leader, and register again.
+    func closeSessionsWithOnDisconnect() {
+        for session in self.core.context.sessions.all where session.onDisconnectOps != nil && !session.isReplica {
+            session.close(.notLeader)
+        }
+    }
 
     /// Handles one line from the leader (ReplicationLink); a thrown error ends the link.
     func handleReplicationLine(_ line: JSONObject, status: ClusterStatus) throws {
@@ -78,7 +109,25 @@ extension Server {
             return
         }
         if case .string(let path)? = line["record"] { return try self.recordReplicated(path) }
+        if let items = line["registrations"] {
+            do {
+                self.clusterLog?.replicated(all: try OnDisconnectRegistrations(json: items))
+            } catch {
+                throw ReplicationError(description: "a registrations line: \(error.message)")
+            }
+            return
+        }
         guard case .string(let method)? = line["method"] else { return }  // a heartbeat
+        let change: OnDisconnectRecord?
+        do {
+            change = try OnDisconnectRecord(method: method, params: line["params"])
+        } catch {
+            throw ReplicationError(description: "a \(method) record: \(error.message)")
+        }
+        if let change {
+            self.clusterLog?.replicated(change)  // takes no seq: where it comes in the stream is what counts
+            return
+        }
         var recordTerm = term
         if case .int(let raw)? = line["recordTerm"], raw >= 0, raw <= rawTerm { recordTerm = UInt64(raw) }
         try self.applyReplicated(seq: seq, method: method, params: line["params"], term: recordTerm)

@@ -1,6 +1,6 @@
 // Serving: the loop, the graph (recovered from the data directory when there is one), durability, the server, the
 // signals, and the one start line. The onDisconnect ops of connections a crash left open run before the server
-// accepts clients. Runs on the main thread, which is the loop's thread.
+// accepts clients (a cluster member's only if it leads). Runs on the main thread, which is the loop's thread.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -62,10 +62,11 @@ extension Daemon {
                 server.durability = durability
                 if configuration.clusterConfiguration != nil {
                     // In a cluster only the leader mutates, and this member does not know yet whether it leads:
-                    // the ops of connections lost in a crash are not run (docs/SCALING.md, phase 2).
+                    // the ops of connections lost in a crash run if it does, unless the leader's set replaces
+                    // them first (joinCluster; docs/SCALING.md#presence-across-a-failover).
                     if !lostRegistrations.isEmpty {
-                        logger.warning(
-                            "cluster member: not running the onDisconnect ops of connections open at the crash",
+                        logger.info(
+                            "cluster member: the onDisconnect ops of connections open at the crash run if it leads",
                             metadata: ["onDisconnect.pending": "\(lostRegistrations.count)"])
                     }
                     server.onSnapshotReceived = { bytes in
@@ -101,7 +102,8 @@ extension Daemon {
             }
             if let cluster = configuration.clusterConfiguration {
                 try server.joinCluster(
-                    cluster, recovered: recovered.records, baseSeq: recovered.snapshotSeq)
+                    cluster, recovered: recovered.records, baseSeq: recovered.snapshotSeq,
+                    leftovers: lostRegistrations)
                 logger.info(
                     "cluster member started",
                     metadata: ["cluster": "\(cluster.name)", "advertise": "\(cluster.advertise)",

@@ -89,10 +89,12 @@ import WireProtocol
         let (_, follower) = server.connect()
         let catchUp = try server.request(follower, 1, "replicate", #"{"fromSeq":1,"term":4}"#)
         #expect(catchUp[0]["result"]?["snapshot"] == false)
-        // The recorded path at the follower's position, then the records after it.
-        #expect(catchUp.count == 3)
-        #expect(catchUp[1] == [ "term": 4, "seq": 1, "record": "a"])
-        #expect(catchUp[2]["seq"] == 2 && catchUp[2]["method"] == "set")
+        // The onDisconnect registrations (none) and the recorded path at the follower's position, then the records
+        // after it.
+        #expect(catchUp.count == 4)
+        #expect(catchUp[1] == ["term": 4, "seq": 1, "registrations": []])
+        #expect(catchUp[2] == [ "term": 4, "seq": 1, "record": "a"])
+        #expect(catchUp[3]["seq"] == 2 && catchUp[3]["method"] == "set")
         // A subscription starting a recorder on the leader: announced at the leader's seq, between the records.
         _ = try server.request(watcher, 2, "subscribe", #"{"path":"b"}"#)
         _ = try server.request(writer, 3, "set", #"{"path":"b","value":3}"#)
@@ -107,7 +109,7 @@ import WireProtocol
         let (_, writer) = server.connect()
         _ = try server.request(writer, 1, "set", #"{"path":"x","value":1}"#)
         let (_, follower) = server.connect()
-        #expect(try server.request(follower, 1, "replicate", #"{"fromSeq":1,"term":4}"#).count == 1)
+        #expect(try server.request(follower, 1, "replicate", #"{"fromSeq":1,"term":4}"#).count == 2)  // + registrations
         follower.send(#"{"jsonrpc":"2.0","method":"record","params":{"path":"x"}}"#)
         server.flush()
         #expect(try follower.takeMessages() == [["term": 4, "seq": 1, "record": "x"]])

@@ -2,6 +2,9 @@
 // history (TermHistory) and to the replication backlog and links (ReplicationSource); the turn's flush writes the
 // journal first, then the catch-ups and the next chunks of the snapshots being sent, then (on a follower) the ack of
 // what is now journaled (`--sync-replicas`). On a follower it also holds the leader's snapshot being received.
+// `onDisconnect` registrations (docs/SCALING.md#presence-across-a-failover): the leader journals and ships each
+// change; a follower journals the leader's (each change as it comes, the whole set at each catch-up); what a member
+// holds for connections that are not its own open sessions is `inherited`, run when it leads.
 import WireProtocol
 
 /// Durability plus replication. Loop-owned.
@@ -18,10 +21,19 @@ final class ClusterLog: MutationLog {
     /// On a follower: the leader's snapshot being received for a bootstrap (SnapshotReceiver.swift).
     var incomingSnapshot: SnapshotReceiver?
 
+    /// Every live `onDisconnect` registration this member journaled: as leader its connections' (and what it
+    /// inherited and has not run yet), as follower the leader's. A catch-up sends it to the follower.
+    private(set) var registrations = OnDisconnectRegistrations()
+    /// The registrations of connections that are gone and whose ops have not run in this member's history: the
+    /// leader's, on a follower; a crash's leftovers, at a start; those of sessions that ended while this member
+    /// could not write. They run when this member leads (Server.runInheritedOnDisconnect), once.
+    private(set) var inherited = OnDisconnectRegistrations()
+
     init(source: ReplicationSource, terms: TermHistory, status: ClusterStatus) {
         self.source = source
         self.terms = terms
         self.status = status
+        source.registrations = { [unowned self] in self.registrations }
     }
 
     func committed(seq: UInt64, method: String, params: JSONValue?) {
@@ -31,12 +43,67 @@ final class ClusterLog: MutationLog {
         self.source.committed(seq: seq, method: method, params: params, term: term)
     }
 
+    /// A session of this member (the leader: followers refuse `onDisconnect`) registered or cancelled.
     func registered(connection: String, ops: [JSONValue]) {
-        self.durability?.registered(connection: connection, ops: ops)
+        self.change(.registered(connection: connection, ops: ops), ship: true)
     }
 
+    /// A connection's ops are about to run here (its session ended, or it was inherited and this member leads).
     func disconnected(connection: String) {
-        self.durability?.disconnected(connection: connection)
+        self.change(.disconnected(connection: connection), ship: true)
+    }
+
+    /// A session of this member ended while it could not write (not the leader, or its lease not proven): its ops
+    /// are not run now (that would fork this history from the leader's); they stay registered, and run if this
+    /// member leads. Not when the registration is no longer here (a leader's catch-up replaced it).
+    func orphaned(connection: String, ops: [JSONValue]) {
+        guard self.registrations.ops(of: connection) != nil else { return }
+        self.inherited.apply(.registered(connection: connection, ops: ops))
+    }
+
+    /// At a start: the registrations the journal left (a crash's leftovers), already in it; inherited.
+    func adopt(_ leftovers: OnDisconnectRegistrations) {
+        self.registrations = leftovers
+        self.inherited = leftovers
+        self.durability?.adopt(leftovers)
+    }
+
+    /// On a follower: one change of the leader's registrations, from the stream.
+    func replicated(_ record: OnDisconnectRecord) {
+        self.change(record, ship: false)
+    }
+
+    /// On a follower: the leader's whole set at the start of a catch-up; what this member held that is not in it
+    /// was settled or cancelled on the leader (journaled as `disconnected`).
+    func replicated(all leaders: OnDisconnectRegistrations) {
+        for record in self.registrations.records {
+            guard case .registered(let connection, _) = record, leaders.ops(of: connection) == nil else { continue }
+            self.change(.disconnected(connection: connection), ship: false)
+        }
+        for record in leaders.records {
+            guard case .registered(let connection, let ops) = record, self.registrations.ops(of: connection) != ops
+            else { continue }
+            self.change(record, ship: false)
+        }
+        self.inherited = self.registrations
+    }
+
+    private func change(_ record: OnDisconnectRecord, ship: Bool) {
+        self.registrations.apply(record)
+        switch record {
+        case .registered(let connection, let ops):
+            // A follower inherits every registration of the leader; a leader's own session's is not inherited.
+            if ops.isEmpty || ship {
+                self.inherited.apply(.disconnected(connection: connection))
+            } else {
+                self.inherited.apply(record)
+            }
+            self.durability?.registered(connection: connection, ops: ops)
+        case .disconnected(let connection):
+            self.inherited.apply(record)
+            self.durability?.disconnected(connection: connection)
+        }
+        if ship { self.source.registrationChanged(record) }
     }
 
     func beforeOutput() {

@@ -62,11 +62,14 @@ final class ClusterMember {
         self.timer = timer
     }
 
-    /// At shutdown: closes the link, resigns (revokes the lease, which deletes the leader key if it is ours and our
-    /// member key at once; best effort), stops the timer.
+    /// At shutdown: stops acknowledging, closes the link, resigns (revokes the lease, which deletes the leader key if
+    /// it is ours and our member key at once; best effort), stops the timer.
     func stop() {
         guard !self.isStopped else { return }
         self.isStopped = true
+        // Nothing more is acknowledged; the `onDisconnect` ops of the sessions closed now are left to the next
+        // leader, which holds them from the stream (ClusterLog.orphaned), instead of a tail no follower may get.
+        self.status.writableUntil = 0
         self.timer?.close()
         self.timer = nil
         self.link?.close()
@@ -108,6 +111,7 @@ final class ClusterMember {
         if self.lease != nil && !self.isPolling && !self.isCampaigning { self.poll() }
         self.status.leaseProblem = "lease not renewed for \(now &- self.lastRenewalSentAt) ms (etcd unreachable?)"
         self.server.core.context.replication?.heartbeat()
+        self.server.runInheritedOnDisconnect()  // a leader whose lease was not proven when it won, or came back
         self.maintainLink(now: now)
     }
 
@@ -319,6 +323,8 @@ final class ClusterMember {
         self.status.update(role: .leader, term: term, leader: self.configuration.advertise)
         self.status.leaderSeq = self.server.graph.seq
         self.logRole("won the election")
+        // Before any client's mutation: the previous leader's connections are gone (its lease expired).
+        self.server.runInheritedOnDisconnect()
     }
 
     private func becomeFollower(of record: LeaderRecord) {
@@ -327,7 +333,10 @@ final class ClusterMember {
         }
         let wasLeader = self.status.role == .leader
         guard self.status.update(role: .follower, term: record.term, leader: record.address) else { return }
-        if wasLeader { self.server.core.context.replication?.detachAll() }
+        if wasLeader {
+            self.server.core.context.replication?.detachAll()
+            self.server.closeSessionsWithOnDisconnect()
+        }
         self.closeLink()
         self.linkRetryAt = 0
         self.logRole(wasLeader ? "another member leads" : "following")
@@ -337,6 +346,7 @@ final class ClusterMember {
         self.server.core.context.replication?.detachAll()
         self.status.update(role: .candidate, term: self.status.term, leader: nil)
         self.logRole(why)
+        self.server.closeSessionsWithOnDisconnect()  // after the role change: their ops are left to the next leader
     }
 
     private func logRole(_ why: String) {

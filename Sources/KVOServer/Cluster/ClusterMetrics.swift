@@ -1,6 +1,7 @@
 // The cluster's figures on the metrics endpoint (docs/CONFIGURATION.md#metrics, docs/SCALING.md#observability): the
 // member's role, term, applied seq and replication lag; on a leader, its followers and how far behind each is as the
-// leader sees it (FollowerProgress), and the snapshots it sent to bootstrap followers.
+// leader sees it (FollowerProgress), the snapshots it sent to bootstrap followers, and the onDisconnect registrations
+// it holds (docs/SCALING.md#presence-across-a-failover).
 
 /// How far behind each streaming follower is, as a leader sees it: the leader's seq minus the seq the follower last
 /// acknowledged (followers ack after each journal write and each heartbeat, Protocol/methods.md#replicate), sampled
@@ -78,6 +79,10 @@ extension ClusterStatus {
         metric(
             "kvod_cluster_snapshots_sent_total", "counter", "Snapshots sent whole to bootstrap followers.",
             [("", UInt64(source?.shipper?.shippedCount ?? 0))])
+        metric(
+            "kvod_cluster_ondisconnect_registrations", "gauge",
+            "Live onDisconnect registrations held: on a leader its connections', on a follower the leader's.",
+            [("", UInt64(source?.registrations().count ?? 0))])
         return text
     }
 }

@@ -7,6 +7,9 @@
 // lease is proven; responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
 // Recorded paths (Cluster/RecordedPaths.swift): a catch-up starts with a `{term, seq, record}` line per path the
 // leader records, and each recorder the leader starts later is announced in the stream at its seq.
+// `onDisconnect` registrations (docs/SCALING.md#presence-across-a-failover): a catch-up starts with a
+// `{term, seq, registrations}` line (the leader's whole set), and each change after it is a record line of method
+// `onDisconnect` or `disconnected` at the current seq (it takes none), in order with the mutations.
 import ObjectGraph
 import Persistence
 import WireProtocol
@@ -40,6 +43,8 @@ final class ReplicationSource {
     private static let liveAckMilliseconds: UInt64 = 2000
     /// The key paths this member's history records, announced at the start of each catch-up (RecordedPaths.swift).
     var recordedPaths: () -> [KeyPath] = { [] }
+    /// The live `onDisconnect` registrations, sent at the start of each catch-up (ClusterLog).
+    var registrations: () -> OnDisconnectRegistrations = { OnDisconnectRegistrations() }
 
     init(
         graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64,
@@ -109,6 +114,30 @@ final class ReplicationSource {
             }
         }
         self.countLiveReplicas()
+    }
+
+    /// A change of this leader's `onDisconnect` registrations: a record line at the current seq on every link (a
+    /// follower of an earlier version skips it as a record it has).
+    func registrationChanged(_ change: OnDisconnectRecord) {
+        guard !self.replicas.isEmpty else { return }
+        var line: [UInt8] = []
+        let record = JournalRecord(seq: self.graph.seq, method: change.method, params: change.params)
+        Self.append(record, recordTerm: self.status.term, term: self.status.term, to: &line)
+        for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+    }
+
+    /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...]}` and a newline: the leader's whole set, which
+    /// replaces the follower's (an earlier version reads it as a heartbeat).
+    static func appendRegistrations(
+        _ registrations: OnDisconnectRegistrations, seq: UInt64, term: UInt64, to line: inout [UInt8]
+    ) {
+        line.append(contentsOf: #"{"term":"#.utf8)
+        JSONWriter.appendInt(Int64(term), to: &line)
+        line.append(contentsOf: #","seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &line)
+        line.append(contentsOf: #","registrations":"#.utf8)
+        JSONWriter.append(registrations.json, to: &line)
+        line.append(contentsOf: "}\n".utf8)
     }
 
     // MARK: - Recorded paths
@@ -188,6 +217,9 @@ final class ReplicationSource {
     /// Queues every backlog record after `seq` and makes `session` a streaming replica.
     private func stream(_ session: Session, after seq: UInt64, bootstrapped: Bool) {
         var output: [UInt8] = []
+        // The current set, before the records after `seq`: a connection whose ops ran in them is not in it, so a
+        // follower promoted during its catch-up never runs ops twice (docs/SCALING.md#presence-across-a-failover).
+        Self.appendRegistrations(self.registrations(), seq: seq, term: self.status.term, to: &output)
         self.appendRecordedPaths(at: seq, to: &output)
         for entry in self.records[Int(seq - self.baseSeq)...] {
             Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)

@@ -24,6 +24,7 @@ extension Dispatcher {
             if options.contains(.initial) {
                 throw RPCError.badParams("subscribe: 'since' and the 'initial' option exclude each other")
             }
+            try self.refuseLostSince(since, path: text, keyPath: path)  // a cluster leader (Dispatcher+Cluster.swift)
             missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
         }
         let (created, initial) = try self.context.subscriptions.create(

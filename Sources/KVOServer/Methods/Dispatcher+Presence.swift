@@ -1,7 +1,9 @@
 // `onDisconnect`: operations that run as one transaction when the session ends, for whatever reason (Firebase's
 // onDisconnect, a ZooKeeper ephemeral node); with `set`'s `ttl` (Dispatcher+KeyValueCoding.swift) the presence
 // pattern of Protocol/methods.md#ondisconnect. Registrations reach the journal through the session's mutation log
-// (OnDisconnectRecord.swift), so a crash does not lose them.
+// (OnDisconnectRecord.swift), so a crash does not lose them. In a cluster only the leader takes registrations
+// (followers answer 1012), ships them to its followers, and the next leader runs those of its connections
+// (ClusterLog, docs/SCALING.md#presence-across-a-failover).
 import ObjectGraph
 import WireProtocol
 
@@ -42,8 +44,18 @@ extension Dispatcher {
     /// Runs the `onDisconnect` ops of an ended connection (`connection` its `durableID`; `logID` names it in logs)
     /// as one transaction (a `ttl` counts from now): the mutation log first hears that the connection ended, then
     /// gets the transaction it is. A failure (validation, a precondition) changes nothing; it is logged and counted.
+    /// A cluster member that cannot write (a follower, a leader whose lease is not proven) does not run them: they
+    /// stay registered, for this member if it leads, else for the leader that holds them from the stream
+    /// (docs/SCALING.md#presence-across-a-failover).
     func runOnDisconnect(_ ops: [JSONValue], connection: String, logID: String) {
         let context = self.context
+        if let cluster = context.cluster, !cluster.acceptsWrites(now: context.clock.nowMilliseconds) {
+            (context.mutationLog as? ClusterLog)?.orphaned(connection: connection, ops: ops)
+            context.logger.info(
+                "onDisconnect ops not run: this member cannot write; the leader runs them",
+                metadata: ["connection.id": "\(logID)", "cluster.role": "\(cluster.role.rawValue)"])
+            return
+        }
         context.mutationLog?.disconnected(connection: connection)
         do {
             let resolved = try MutationRequest.resolvingTTLs(

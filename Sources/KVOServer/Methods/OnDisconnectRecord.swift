@@ -80,6 +80,28 @@ public struct OnDisconnectRegistrations: Equatable, Sendable {
         }
     }
 
+    /// The ops registered for `connection`, or nil.
+    func ops(of connection: String) -> [JSONValue]? { self.entries[connection]?.ops }
+
+    /// The set as JSON, oldest first: `[{"connection": ID, "ops": [...]}, ...]` (what a leader's catch-up sends a
+    /// follower: the `registrations` line, docs/SCALING.md#presence-across-a-failover).
+    var json: JSONValue {
+        .array(self.lostConnections.map { .object(["connection": .string($0.connection), "ops": .array($0.ops)]) })
+    }
+
+    /// Reads `json`'s form.
+    /// - Throws: `RPCError` when an item is not `{connection, ops}`.
+    init(json: JSONValue) throws(RPCError) {
+        self.init()
+        guard case .array(let items) = json else { throw RPCError.badParams("registrations: not an array") }
+        for item in items {
+            guard let record = try OnDisconnectRecord(method: OnDisconnectRecord.registeredMethod, params: item) else {
+                continue
+            }
+            self.apply(record)
+        }
+    }
+
     /// Applies one record: a registration replaces the connection's earlier one, `[]` or `disconnected` removes it.
     /// Returns whether the connection had a registration before.
     @discardableResult

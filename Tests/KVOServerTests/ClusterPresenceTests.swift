@@ -1,0 +1,148 @@
+// onDisconnect registrations in a cluster (docs/SCALING.md#presence-across-a-failover), the parts that live outside
+// etcd and sockets, driven in process: a leader's replication link gets the whole set at its catch-up and each change
+// after it in order with the mutations (and the link's acks are not counted as requests); a leader that cannot write
+// leaves a closing session's ops to whoever leads; a follower's set follows the leader's stream and catch-ups. The
+// cluster as a whole, failovers and restarts included, is tested by Tests/cluster/presence_test.py. Also the 1010 a
+// leader answers a `since` beyond its seq (writes lost in an asynchronous failover; Tests/cluster/lost_write_test.py).
+@testable import KVOServer
+import TestSupport
+import Testing
+import WireProtocol
+
+@MainActor
+@Suite struct ClusterPresenceTests {
+    static let goingOffline =
+        #"{"ops":[{"method":"set","params":{"path":"presence.ada","value":"offline"}},{"method":"insert","params":{"path":"left","value":"ada"}}]}"#
+
+    /// An in-process leader of term 3 whose lease is proven, wired as `Server.joinCluster` does (no data directory).
+    private func leader() -> (server: InProcessServer, log: ClusterLog, status: ClusterStatus) {
+        let server = InProcessServer()
+        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
+        let status = ClusterStatus(configuration: configuration)
+        status.update(role: .leader, term: 3, leader: configuration.advertise)
+        status.writableUntil = .max
+        let terms = TermHistory(directory: nil, snapshotSeq: 0)
+        let source = ReplicationSource(
+            graph: server.graph, status: status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
+            sessions: server.context.sessions, clock: server.clock)
+        let log = ClusterLog(source: source, terms: terms, status: status)
+        server.context.mutationLog = log
+        server.context.cluster = status
+        server.context.replication = source
+        return (server, log, status)
+    }
+
+    /// A follower's replication link from seq 0: the `replicate` response and the catch-up's lines.
+    private func link(_ server: InProcessServer) throws -> (RecordingTransport, [JSONValue]) {
+        let (_, replica) = server.connect()
+        replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":0,"term":3}"#))
+        server.flush()
+        server.flush()  // the catch-up goes out at the flush after the response
+        return (replica, try replica.takeMessages())
+    }
+
+    @Test func aFollowersLinkGetsTheSetThenEachChangeInOrderAndItsAcksAreNoRequests() throws {
+        let (server, log, _) = self.leader()
+        let (ada, adaOut) = server.connect()
+        #expect(try server.request(adaOut, 1, "set", #"{"path":"presence.ada","value":"online"}"#)[0]["result"] != nil)
+        #expect(try server.request(adaOut, 2, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        let (replica, catchUp) = try self.link(server)
+        #expect(catchUp.first?["result"]?["seq"] == 1)
+        // The whole set first (at the follower's seq), then the record it lacks.
+        let set = try #require(catchUp.dropFirst().first)
+        #expect(set["seq"] == 0 && set["term"] == 3)
+        let registration = set["registrations"]?.arrayValue?.first
+        #expect(set["registrations"]?.arrayValue?.count == 1 && registration?["connection"] == .string(ada.durableID))
+        #expect(registration?["ops"]?.arrayValue?.count == 2)
+        #expect(catchUp.dropFirst(2).map { $0["method"] } == ["set"])
+
+        // A change is a record line at the current seq; a cancel too.
+        let (bob, bobOut) = server.connect()
+        #expect(try server.request(bobOut, 1, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        #expect(try server.request(bobOut, 2, "onDisconnect", #"{"ops":[]}"#)[0]["result"]?["ops"] == 0)
+        let changes = try replica.takeMessages()
+        #expect(changes.map { $0["method"] } == ["onDisconnect", "onDisconnect"])
+        #expect(changes.map { $0["seq"] } == [1, 1])
+        #expect(changes.map { $0["params"]?["connection"] } == [.string(bob.durableID), .string(bob.durableID)])
+        #expect(changes[1]["params"]?["ops"] == .json("[]"))
+        #expect(log.registrations.count == 1 && log.inherited.isEmpty)  // ada's, which is this member's own
+        let metrics = server.context.cluster?.prometheusText(
+            appliedSeq: server.graph.seq, source: server.context.replication, now: 0)
+        #expect(metrics?.contains("\nkvod_cluster_ondisconnect_registrations 1\n") == true)
+
+        // The follower's acks (and a `record`) are not requests; a client's are.
+        let requests = server.context.stats.requests
+        for seq in [1, 1, 1] { replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":\#(seq)}}"#) }
+        server.flush()
+        #expect(server.context.stats.requests == requests)
+        _ = try server.request(bobOut, 3, "ping")
+        #expect(server.context.stats.requests == requests + 1)
+
+        // Ada leaves: `disconnected`, then the transaction of her ops, at the next seq.
+        ada.transportEnded(error: true)
+        server.flush()
+        let leaving = try replica.takeMessages()
+        #expect(leaving.map { $0["method"] } == ["disconnected", "transaction"])
+        #expect(leaving[0]["params"]?["connection"] == .string(ada.durableID))
+        #expect(leaving.map { $0["seq"] } == [1, 2])
+        #expect(log.registrations.isEmpty && log.inherited.isEmpty)
+    }
+
+    @Test func aLeaderThatCannotWriteLeavesAClosingSessionsOpsToWhoeverLeads() throws {
+        let (server, log, status) = self.leader()
+        let (ada, adaOut) = server.connect()
+        #expect(try server.request(adaOut, 1, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        status.writableUntil = 0  // the lease is not proven
+        ada.transportEnded(error: true)
+        server.flush()
+        #expect(server.graph.seq == 0)  // nothing ran here
+        #expect(log.inherited.ops(of: ada.durableID)?.count == 2)
+        // Writable again (Server.runInheritedOnDisconnect does this): they run once.
+        status.writableUntil = .max
+        #expect(server.core.runOnDisconnect(ofLostConnections: log.inherited.lostConnections) == 0)
+        #expect(server.graph.seq == 1 && log.inherited.isEmpty && log.registrations.isEmpty)
+        let (_, reader) = server.connect()
+        #expect(try server.request(reader, 1, "get", #"{"path":"left"}"#)[0]["result"]?["value"] == .json(#"["ada"]"#))
+    }
+
+    @Test func aLeaderAnswersASinceBeyondItsSeqWith1010AndAFollowerAsBehind() throws {
+        let (server, _, status) = self.leader()
+        let (_, client) = server.connect()
+        #expect(try server.request(client, 1, "set", #"{"path":"w","value":1}"#)[0]["result"]?["seq"] == 1)
+        let lost = try server.request(client, 2, "subscribe", #"{"path":"w","since":3}"#)[0]["error"]
+        #expect(lost?["code"] == 1010)
+        #expect(lost?["data"] == .json(#"{"path":"w","since":3,"oldest":1,"seq":1}"#))
+        // A bad path is still a bad path; `since` at the leader's seq resumes as always.
+        let badPath = try server.request(client, 3, "subscribe", #"{"path":"w..x","since":3}"#)[0]["error"]
+        #expect(badPath?["code"] == -32602)
+        #expect(try server.request(client, 4, "subscribe", #"{"path":"w","since":1}"#)[0]["result"]?["seq"] == 1)
+        // A follower (or a leader that cannot prove its lease) may only be behind: the refusal a client retries.
+        status.update(role: .follower, term: 4, leader: "127.0.0.1:2")
+        let behind = try server.request(client, 5, "subscribe", #"{"path":"w","since":3}"#)[0]["error"]
+        #expect(behind?["code"] == -32602)
+    }
+
+    @Test func aFollowersSetFollowsTheStreamAndIsReplacedAtACatchUp() throws {
+        let (_, log, status) = self.leader()
+        status.update(role: .follower, term: 4, leader: "127.0.0.1:2")
+        let ops: [JSONValue] = [.json(#"{"method":"set","params":{"path":"a","value":1}}"#)]
+        let other: [JSONValue] = [.json(#"{"method":"set","params":{"path":"a","value":2}}"#)]
+        log.replicated(.registered(connection: "L/1", ops: ops))
+        log.replicated(.registered(connection: "L/2", ops: ops))
+        log.replicated(.registered(connection: "L/3", ops: ops))
+        log.replicated(.disconnected(connection: "L/3"))
+        #expect(log.inherited.lostConnections.map(\.connection) == ["L/1", "L/2"])
+        // A session of this follower that ends (none can register; this one did while it led) is not inherited
+        // when the leader's set does not hold it.
+        log.orphaned(connection: "F/9", ops: ops)
+        #expect(log.inherited.ops(of: "F/9") == nil)
+        // The leader's whole set replaces this member's: L/1 gone (it ran or was cancelled there), L/2 changed.
+        var leaders = OnDisconnectRegistrations()
+        leaders.apply(.registered(connection: "L/2", ops: other))
+        leaders.apply(.registered(connection: "L/4", ops: ops))
+        log.replicated(all: try OnDisconnectRegistrations(json: leaders.json))
+        #expect(log.registrations == leaders && log.inherited == leaders)
+        #expect(log.inherited.ops(of: "L/2") == other)
+        #expect(throws: RPCError.self) { try OnDisconnectRegistrations(json: .json(#"[{"ops":[]}]"#)) }
+    }
+}
