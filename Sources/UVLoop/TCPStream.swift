@@ -50,17 +50,9 @@ public final class TCPStream: LoopHandleOwner {
 
     /// Opens a TCP handle on `loop` (`uv_tcp_init`); the caller accepts or connects into it.
     init(loop: EventLoop) throws(UVError) {
-        try loop.checkOpen("uv_tcp_init")
-        let handle = allocateZeroed(uv_tcp_t())
-        let status = uv_tcp_init(loop.raw, handle)
-        guard status >= 0 else {
-            // A failed init needs no uv_close (libuv design rule 1).
-            handle.deallocate()
-            throw UVError(code: status, call: "uv_tcp_init")
-        }
+        self.handle = try openHandle(uv_tcp_t(), on: loop, "uv_tcp_init") { uv_tcp_init($0, $1) }
         self.loop = loop
-        self.handle = handle
-        retainThroughData(handle, owner: self)
+        retainThroughData(self.handle, owner: self)
     }
 
     deinit {
