@@ -43,27 +43,18 @@ final class FanoutRun {
     /// Latencies of notifications received in the measured window.
     var histogram = LatencyHistogram()
     /// Problems found: a gap, a reordering, a lost notification, an error reply, a dropped connection.
-    private(set) var discrepancies: [String] = []
-    private var discrepancyCount = 0
+    private var discrepancies = Discrepancies()
     /// The kvod seq every subscribe reported; the first set must be this plus one.
     var subscribeSeq: Int64?
 
-    // Window snapshots.
-    private var windowStart: UInt64 = 0
-    private var windowEnd: UInt64 = 0
-    private var acknowledgedAtStart = 0
-    private var acknowledgedAtEnd = 0
-    private var notificationsAtStart = 0
-    private var notificationsAtEnd = 0
-    private var benchCPUAtStart: UInt64 = 0
-    private var benchCPUAtEnd: UInt64 = 0
-    private var serverCPUAtStart: UInt64?
-    private var serverCPUAtEnd: UInt64?
+    /// The measured window, with the acknowledgements and notifications counted at its edges.
+    private var window: RunWindow<(acknowledged: Int, notifications: Int)>
     private var drainStart: UInt64 = 0
 
     /// Creates the run with a fresh loop.
     init(configuration: FanoutConfiguration) throws(UVError) {
         self.configuration = configuration
+        self.window = RunWindow(serverPID: configuration.serverPID, zero: (0, 0))
         self.loop = try EventLoop()
         self.batcher = try OutputBatcher(loop: self.loop)
     }
@@ -129,22 +120,17 @@ final class FanoutRun {
     private func beginWindow() {
         guard self.phase == .settingUp || self.phase == .warmingUp else { return }
         self.phase = .measuring
-        self.windowStart = Clock.nanoseconds()
-        self.acknowledgedAtStart = self.acknowledgedCount
-        self.notificationsAtStart = self.notificationCount
-        self.benchCPUAtStart = Clock.processCPUNanoseconds()
-        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.begin(self.counts)
     }
+
+    /// What the window counts at its edges.
+    private var counts: (acknowledged: Int, notifications: Int) { (self.acknowledgedCount, self.notificationCount) }
 
     private func endWindow() {
         guard self.phase == .measuring else { return }
-        self.windowEnd = Clock.nanoseconds()
-        self.acknowledgedAtEnd = self.acknowledgedCount
-        self.notificationsAtEnd = self.notificationCount
-        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.end(self.counts)
         self.phase = .draining
-        self.drainStart = self.windowEnd
+        self.drainStart = self.window.endNanoseconds
         do throws(UVError) {
             let poll = try LoopTimer(loop: self.loop)
             self.timers.append(poll)
@@ -220,11 +206,7 @@ final class FanoutRun {
         if complete {
             if self.configuration.mutationLimit != nil {
                 // Count mode measures from the first send to the last delivery.
-                self.windowEnd = now
-                self.acknowledgedAtEnd = self.acknowledgedCount
-                self.notificationsAtEnd = self.notificationCount
-                self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-                self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+                self.window.end(self.counts)
             }
             self.verifyDelivery()
             self.finish()
@@ -259,8 +241,7 @@ final class FanoutRun {
 
     /// Records a discrepancy (the first 20 are kept verbatim).
     func report(_ message: String) {
-        self.discrepancyCount += 1
-        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+        self.discrepancies.record(message)
     }
 
     /// A connection ended; outside the final close that is a failure.
@@ -273,12 +254,7 @@ final class FanoutRun {
     func fail(_ message: String) {
         guard self.phase != .done else { return }
         self.report(message)
-        if self.windowEnd == 0 {
-            self.windowEnd = Clock.nanoseconds()
-            self.acknowledgedAtEnd = self.acknowledgedCount
-            self.notificationsAtEnd = self.notificationCount
-            self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        }
+        if !self.window.hasEnded { self.window.end(self.counts) }
         self.finish()
     }
 
@@ -295,19 +271,12 @@ final class FanoutRun {
     }
 
     private func makeResult() -> FanoutResult {
-        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
-        let serverCPU: Double? =
-            if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
-                Double(end &- start) / 1e9 / window
-            } else {
-                nil
-            }
+        let (start, end) = (self.window.countsAtStart, self.window.countsAtEnd)
         return FanoutResult(
-            configuration: self.configuration, windowSeconds: window,
-            mutations: self.acknowledgedAtEnd - self.acknowledgedAtStart,
-            notifications: self.notificationsAtEnd - self.notificationsAtStart,
-            totalMutations: self.acknowledgedCount, latency: self.histogram.summary,
-            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
-            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+            configuration: self.configuration, windowSeconds: self.window.seconds,
+            mutations: end.acknowledged - start.acknowledged, notifications: end.notifications - start.notifications,
+            totalMutations: self.acknowledgedCount, latency: self.histogram.summary, benchCPU: self.window.benchCPU,
+            serverCPU: self.window.serverCPU, discrepancyCount: self.discrepancies.count,
+            discrepancies: self.discrepancies.messages)
     }
 }

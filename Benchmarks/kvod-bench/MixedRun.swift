@@ -91,22 +91,14 @@ final class MixedRun {
     var histograms = Array(repeating: LatencyHistogram(), count: MixedOperation.allCases.count)
     private(set) var operationCount = 0
     private(set) var notificationCount = 0
-    private var operationsAtStart = 0
-    private var notificationsAtStart = 0
-    private var operationsAtEnd = 0
-    private var notificationsAtEnd = 0
-    private var windowStart: UInt64 = 0
-    private var windowEnd: UInt64 = 0
-    private var serverCPUAtStart: UInt64?
-    private var serverCPUAtEnd: UInt64?
-    private var benchCPUAtStart: UInt64 = 0
-    private var benchCPUAtEnd: UInt64 = 0
+    /// The measured window, with the responses and notifications counted at its edges.
+    private var window: RunWindow<(operations: Int, notifications: Int)>
     private var drainStart: UInt64 = 0
-    private(set) var discrepancies: [String] = []
-    private var discrepancyCount = 0
+    private var discrepancies = Discrepancies()
 
     init(configuration: MixedConfiguration) throws(UVError) {
         self.configuration = configuration
+        self.window = RunWindow(serverPID: configuration.serverPID, zero: (0, 0))
         self.loop = try EventLoop()
         self.batcher = try OutputBatcher(loop: self.loop)
     }
@@ -123,18 +115,13 @@ final class MixedRun {
         }
         self.probeModel()
         self.loop.run()
-        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
-        var serverCPU: Double?
-        if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
-            serverCPU = Double(end &- start) / 1e9 / window
-        }
+        let (start, end) = (self.window.countsAtStart, self.window.countsAtEnd)
         let result = MixedResult(
-            configuration: self.configuration, windowSeconds: window,
-            operations: self.operationsAtEnd - self.operationsAtStart,
-            notifications: self.notificationsAtEnd - self.notificationsAtStart,
+            configuration: self.configuration, windowSeconds: self.window.seconds,
+            operations: end.operations - start.operations, notifications: end.notifications - start.notifications,
             latencies: self.histograms.map(\.summary), hasDependentKeys: self.hasDependentKeys,
-            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
-            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+            benchCPU: self.window.benchCPU, serverCPU: self.window.serverCPU,
+            discrepancyCount: self.discrepancies.count, discrepancies: self.discrepancies.messages)
         _ = self.loop.shutdown()
         return result
     }
@@ -212,11 +199,7 @@ final class MixedRun {
     private func beginWindow() {
         guard self.phase == .warmingUp else { return }
         self.phase = .measuring
-        self.windowStart = Clock.nanoseconds()
-        self.operationsAtStart = self.operationCount
-        self.notificationsAtStart = self.notificationCount
-        self.benchCPUAtStart = Clock.processCPUNanoseconds()
-        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.begin(self.counts)
         do throws(UVError) {
             let window = try LoopTimer(loop: self.loop)
             self.timers.append(window)
@@ -230,9 +213,9 @@ final class MixedRun {
 
     private func endWindow() {
         guard self.phase == .measuring else { return }
-        self.snapshotEnd()
+        self.window.end(self.counts)
         self.phase = .draining
-        self.drainStart = self.windowEnd
+        self.drainStart = self.window.endNanoseconds
         do throws(UVError) {
             let poll = try LoopTimer(loop: self.loop)
             self.timers.append(poll)
@@ -248,13 +231,8 @@ final class MixedRun {
         }
     }
 
-    private func snapshotEnd() {
-        self.windowEnd = Clock.nanoseconds()
-        self.operationsAtEnd = self.operationCount
-        self.notificationsAtEnd = self.notificationCount
-        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
-    }
+    /// What the window counts at its edges.
+    private var counts: (operations: Int, notifications: Int) { (self.operationCount, self.notificationCount) }
 
     // MARK: - Counting
 
@@ -273,14 +251,13 @@ final class MixedRun {
     }
 
     func report(_ message: String) {
-        self.discrepancyCount += 1
-        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+        self.discrepancies.record(message)
     }
 
     func fail(_ message: String) {
         guard self.phase != .done else { return }
         self.report(message)
-        if self.windowEnd == 0 { self.snapshotEnd() }
+        if !self.window.hasEnded { self.window.end(self.counts) }
         self.finish()
     }
 

@@ -66,23 +66,15 @@ final class SetsRun {
     private(set) var acknowledgedCount = 0
     /// Request-to-response latencies of sets answered within the window.
     private var histogram = LatencyHistogram()
-    private var discrepancies: [String] = []
-    private var discrepancyCount = 0
-
-    // Window snapshots.
-    private var windowStart: UInt64 = 0
-    private var windowEnd: UInt64 = 0
-    private var acknowledgedAtStart = 0
-    private var acknowledgedAtEnd = 0
-    private var benchCPUAtStart: UInt64 = 0
-    private var benchCPUAtEnd: UInt64 = 0
-    private var serverCPUAtStart: UInt64?
-    private var serverCPUAtEnd: UInt64?
+    private var discrepancies = Discrepancies()
+    /// The measured window, with the sets acknowledged at its edges.
+    private var window: RunWindow<Int>
     private var drainStart: UInt64 = 0
 
     /// Creates the run with a fresh loop.
     init(configuration: SetsConfiguration) throws(UVError) {
         self.configuration = configuration
+        self.window = RunWindow(serverPID: configuration.serverPID, zero: 0)
         self.loop = try EventLoop()
         self.batcher = try OutputBatcher(loop: self.loop)
     }
@@ -145,24 +137,14 @@ final class SetsRun {
     private func beginWindow() {
         guard self.phase == .warmingUp else { return }
         self.phase = .measuring
-        self.windowStart = Clock.nanoseconds()
-        self.acknowledgedAtStart = self.acknowledgedCount
-        self.benchCPUAtStart = Clock.processCPUNanoseconds()
-        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
-    }
-
-    private func snapshotEnd() {
-        self.windowEnd = Clock.nanoseconds()
-        self.acknowledgedAtEnd = self.acknowledgedCount
-        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.begin(self.acknowledgedCount)
     }
 
     private func endWindow() {
         guard self.phase == .measuring else { return }
-        self.snapshotEnd()
+        self.window.end(self.acknowledgedCount)
         self.phase = .draining
-        self.drainStart = self.windowEnd
+        self.drainStart = self.window.endNanoseconds
         do throws(UVError) {
             let poll = try LoopTimer(loop: self.loop)
             self.timers.append(poll)
@@ -201,15 +183,14 @@ final class SetsRun {
 
     /// Records a discrepancy (the first 20 are kept verbatim).
     func report(_ message: String) {
-        self.discrepancyCount += 1
-        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+        self.discrepancies.record(message)
     }
 
     /// Stops the run with a discrepancy.
     func fail(_ message: String) {
         guard self.phase != .done else { return }
         self.report(message)
-        if self.windowEnd == 0 { self.snapshotEnd() }
+        if !self.window.hasEnded { self.window.end(self.acknowledgedCount) }
         self.finish()
     }
 
@@ -229,17 +210,11 @@ final class SetsRun {
     }
 
     private func makeResult() -> SetsResult {
-        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
-        var serverCPU: Double?
-        if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
-            serverCPU = Double(end &- start) / 1e9 / window
-        }
-        return SetsResult(
-            configuration: self.configuration, windowSeconds: window,
-            sets: self.acknowledgedAtEnd - self.acknowledgedAtStart, totalSets: self.acknowledgedCount,
-            latency: self.histogram.summary,
-            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
-            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+        SetsResult(
+            configuration: self.configuration, windowSeconds: self.window.seconds,
+            sets: self.window.countsAtEnd - self.window.countsAtStart, totalSets: self.acknowledgedCount,
+            latency: self.histogram.summary, benchCPU: self.window.benchCPU, serverCPU: self.window.serverCPU,
+            discrepancyCount: self.discrepancies.count, discrepancies: self.discrepancies.messages)
     }
 }
 
