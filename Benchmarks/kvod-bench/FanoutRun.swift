@@ -8,7 +8,7 @@ import WireProtocol
 
 /// Loop-owned. One fan-out run on its own event loop; `run()` drives it to the end and returns the result.
 @MainActor
-final class FanoutRun {
+final class FanoutRun: TimedRun {
     /// Where the run is.
     enum Phase {
         case settingUp, warmingUp, measuring, draining, done
@@ -61,18 +61,14 @@ final class FanoutRun {
 
     /// Runs to completion (or failure) and returns the result.
     func run() throws(UVError) -> FanoutResult {
-        let setupTimer = try LoopTimer(loop: self.loop)
-        self.timers.append(setupTimer)
-        try setupTimer.start(afterMilliseconds: UInt64(self.configuration.setupTimeoutSeconds * 1000)) { [self] in
+        self.after(seconds: self.configuration.setupTimeoutSeconds) { [self] in
             if self.phase == .settingUp {
                 self.fail(
                     "set-up did not finish within \(self.configuration.setupTimeoutSeconds) s "
                         + "(\(self.subscribedCount) of \(self.configuration.subscribers) subscribed)")
             }
         }
-        let deadline = try LoopTimer(loop: self.loop)
-        self.timers.append(deadline)
-        try deadline.start(afterMilliseconds: UInt64(self.configuration.deadlineSeconds * 1000)) { [self] in
+        self.after(seconds: self.configuration.deadlineSeconds) { [self] in
             self.fail("the run did not finish within \(self.configuration.deadlineSeconds) s")
         }
         if case .redis(.set) = self.configuration.target {
@@ -90,31 +86,16 @@ final class FanoutRun {
 
     /// Starts the warm-up (or, in count mode, the window) and fills every pipeline.
     func startPublishing() {
-        do throws(UVError) {
-            if self.configuration.mutationLimit != nil {
+        if self.configuration.mutationLimit != nil {
+            self.beginWindow()
+        } else {
+            self.phase = .warmingUp
+            self.after(seconds: self.configuration.warmupSeconds) { [self] in
                 self.beginWindow()
-            } else {
-                self.phase = .warmingUp
-                let warmup = try LoopTimer(loop: self.loop)
-                self.timers.append(warmup)
-                try warmup.start(afterMilliseconds: UInt64(self.configuration.warmupSeconds * 1000)) { [self] in
-                    self.beginWindow()
-                    let window = try? LoopTimer(loop: self.loop)
-                    guard let window else { return self.fail("cannot start the window timer") }
-                    self.timers.append(window)
-                    do throws(UVError) {
-                        try window.start(afterMilliseconds: UInt64(self.configuration.seconds * 1000)) { [self] in
-                            self.endWindow()
-                        }
-                    } catch {
-                        self.fail("cannot start the window timer: \(error)")
-                    }
-                }
+                self.after(seconds: self.configuration.seconds) { [self] in self.endWindow() }
             }
-            for publisher in self.publishers { publisher.fill() }
-        } catch {
-            self.fail("cannot start the warm-up timer: \(error)")
         }
+        for publisher in self.publishers { publisher.fill() }
     }
 
     private func beginWindow() {
@@ -131,13 +112,7 @@ final class FanoutRun {
         self.window.end(self.counts)
         self.phase = .draining
         self.drainStart = self.window.endNanoseconds
-        do throws(UVError) {
-            let poll = try LoopTimer(loop: self.loop)
-            self.timers.append(poll)
-            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in self.checkDrained() }
-        } catch {
-            self.fail("cannot start the drain timer: \(error)")
-        }
+        self.every(milliseconds: 2) { [self] in self.checkDrained() }
     }
 
     /// Whether publishers may send another mutation.
@@ -173,13 +148,7 @@ final class FanoutRun {
             // Count mode: the window closes when everything is delivered (checked while draining).
             self.phase = .draining
             self.drainStart = Clock.nanoseconds()
-            do throws(UVError) {
-                let poll = try LoopTimer(loop: self.loop)
-                self.timers.append(poll)
-                try poll.start(afterMilliseconds: 1, repeatMilliseconds: 1) { [self] in self.checkDrained() }
-            } catch {
-                self.fail("cannot start the drain timer: \(error)")
-            }
+            self.every(milliseconds: 1) { [self] in self.checkDrained() }
         }
     }
 
@@ -262,7 +231,7 @@ final class FanoutRun {
         guard self.phase != .done else { return }
         self.phase = .done
         self.subscriberDialer = nil
-        for timer in self.timers { timer.close() }
+        self.closeTimers()
         for subscriber in self.subscribers { subscriber.close() }
         for publisher in self.publishers { publisher.close() }
         self.control?.close()

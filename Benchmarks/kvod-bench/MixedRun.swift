@@ -72,15 +72,15 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// Loop-owned. One mixed run on its own event loop.
 @MainActor
-final class MixedRun {
+final class MixedRun: TimedRun {
     enum Phase {
         case probing, warmingUp, measuring, draining, done
     }
 
     let configuration: MixedConfiguration
-    private let loop: EventLoop
+    let loop: EventLoop
     private let batcher: OutputBatcher
-    private var timers: [LoopTimer] = []
+    var timers: [LoopTimer] = []
     private(set) var phase = Phase.probing
     private var clients: [MixedClient] = []
     private var probe: BenchConnection?
@@ -105,12 +105,10 @@ final class MixedRun {
 
     /// Runs to completion and returns the result.
     func run() throws(UVError) -> MixedResult {
-        let deadline = try LoopTimer(loop: self.loop)
-        self.timers.append(deadline)
         let limit =
             60 + self.configuration.warmupSeconds + self.configuration.seconds
             + self.configuration.drainTimeoutSeconds
-        try deadline.start(afterMilliseconds: UInt64(limit * 1000)) { [self] in
+        self.after(seconds: limit) { [self] in
             self.fail("the run took over \(limit) s")
         }
         self.probeModel()
@@ -184,31 +182,15 @@ final class MixedRun {
     }
 
     private func startWarmup() {
-        do throws(UVError) {
-            let warmup = try LoopTimer(loop: self.loop)
-            self.timers.append(warmup)
-            try warmup.start(afterMilliseconds: UInt64(self.configuration.warmupSeconds * 1000)) { [self] in
-                self.beginWindow()
-            }
-            for client in self.clients { client.fill() }
-        } catch {
-            self.fail("timer: \(error)")
-        }
+        self.after(seconds: self.configuration.warmupSeconds) { [self] in self.beginWindow() }
+        for client in self.clients { client.fill() }
     }
 
     private func beginWindow() {
         guard self.phase == .warmingUp else { return }
         self.phase = .measuring
         self.window.begin(self.counts)
-        do throws(UVError) {
-            let window = try LoopTimer(loop: self.loop)
-            self.timers.append(window)
-            try window.start(afterMilliseconds: UInt64(self.configuration.seconds * 1000)) { [self] in
-                self.endWindow()
-            }
-        } catch {
-            self.fail("timer: \(error)")
-        }
+        self.after(seconds: self.configuration.seconds) { [self] in self.endWindow() }
     }
 
     private func endWindow() {
@@ -216,18 +198,12 @@ final class MixedRun {
         self.window.end(self.counts)
         self.phase = .draining
         self.drainStart = self.window.endNanoseconds
-        do throws(UVError) {
-            let poll = try LoopTimer(loop: self.loop)
-            self.timers.append(poll)
-            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in
-                if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
-                    self.finish()
-                } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-                    self.fail("drain timed out: requests still unanswered")
-                }
+        self.every(milliseconds: 2) { [self] in
+            if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
+                self.finish()
+            } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
+                self.fail("drain timed out: requests still unanswered")
             }
-        } catch {
-            self.fail("timer: \(error)")
         }
     }
 
@@ -264,7 +240,7 @@ final class MixedRun {
     private func finish() {
         guard self.phase != .done else { return }
         self.phase = .done
-        for timer in self.timers { timer.close() }
+        self.closeTimers()
         for client in self.clients { client.close() }
         self.probe?.close()
         self.batcher.close()

@@ -1,6 +1,48 @@
 // What every run (sets, mixed, fan-out) keeps of its measured window: wall time, this process's CPU time and the
-// server's (when its pid is known) read at both edges together with the run's own counters, and the discrepancies
-// it found. The phases, timers and drain conditions stay with each run: they differ from run to run.
+// server's (when its pid is known) read at both edges together with the run's own counters, the discrepancies it
+// found, and its timers. The phases and drain conditions stay with each run: they differ from run to run.
+
+import UVLoop
+
+/// Loop-owned. A run with timers: each one-shot or repeating, all closed together when the run ends
+/// (`closeTimers`); a timer that cannot be started fails the run.
+@MainActor
+protocol TimedRun: AnyObject {
+    var loop: EventLoop { get }
+    /// Every timer of the run.
+    var timers: [LoopTimer] { get set }
+    /// Stops the run with a discrepancy.
+    func fail(_ message: String)
+}
+
+extension TimedRun {
+    /// Runs `action` once after `seconds`.
+    func after(seconds: Double, _ action: @escaping @MainActor () -> Void) {
+        self.startTimer(afterMilliseconds: UInt64(seconds * 1000), repeatMilliseconds: 0, action)
+    }
+
+    /// Runs `action` every `milliseconds`, the first time `milliseconds` from now, until the run's timers close.
+    func every(milliseconds: UInt64, _ action: @escaping @MainActor () -> Void) {
+        self.startTimer(afterMilliseconds: milliseconds, repeatMilliseconds: milliseconds, action)
+    }
+
+    /// Closes every timer of the run.
+    func closeTimers() {
+        for timer in self.timers { timer.close() }
+    }
+
+    private func startTimer(
+        afterMilliseconds: UInt64, repeatMilliseconds: UInt64, _ action: @escaping @MainActor () -> Void
+    ) {
+        do throws(UVError) {
+            let timer = try LoopTimer(loop: self.loop)
+            self.timers.append(timer)
+            try timer.start(afterMilliseconds: afterMilliseconds, repeatMilliseconds: repeatMilliseconds, action)
+        } catch {
+            self.fail("cannot start a timer: \(error)")
+        }
+    }
+}
 
 /// The readings at the start and the end of a run's measured window. `Counts` is the run's own tally (sets
 /// acknowledged; operations and notifications; …), read at both edges alongside the clocks.

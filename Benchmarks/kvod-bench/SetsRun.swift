@@ -46,7 +46,7 @@ struct SetsConfiguration {
 
 /// Loop-owned. One sets run on its own event loop; `run()` drives it to the end and returns the result.
 @MainActor
-final class SetsRun {
+final class SetsRun: TimedRun {
     /// Where the run is.
     enum Phase {
         case settingUp, warmingUp, measuring, draining, done
@@ -58,7 +58,7 @@ final class SetsRun {
     let loop: EventLoop
     /// Writes every connection's output once per loop turn.
     let batcher: OutputBatcher
-    private var timers: [LoopTimer] = []
+    var timers: [LoopTimer] = []
     private(set) var phase = Phase.settingUp
     private var clients: [SetsClient] = []
     /// The value of the next set, across all connections (`N` of the request; kvod's id too).
@@ -81,9 +81,7 @@ final class SetsRun {
 
     /// Runs to completion (or failure) and returns the result.
     func run() throws(UVError) -> SetsResult {
-        let deadline = try LoopTimer(loop: self.loop)
-        self.timers.append(deadline)
-        try deadline.start(afterMilliseconds: UInt64(self.configuration.deadlineSeconds * 1000)) { [self] in
+        self.after(seconds: self.configuration.deadlineSeconds) { [self] in
             self.fail("the run did not finish within \(self.configuration.deadlineSeconds) s")
         }
         self.connectClients()
@@ -123,17 +121,6 @@ final class SetsRun {
         for client in self.clients { client.fill() }
     }
 
-    /// Runs `action` once after `seconds` (a failure to start the timer fails the run).
-    private func after(seconds: Double, _ action: @escaping @MainActor () -> Void) {
-        do throws(UVError) {
-            let timer = try LoopTimer(loop: self.loop)
-            self.timers.append(timer)
-            try timer.start(afterMilliseconds: UInt64(seconds * 1000), action)
-        } catch {
-            self.fail("cannot start a timer: \(error)")
-        }
-    }
-
     private func beginWindow() {
         guard self.phase == .warmingUp else { return }
         self.phase = .measuring
@@ -145,18 +132,12 @@ final class SetsRun {
         self.window.end(self.acknowledgedCount)
         self.phase = .draining
         self.drainStart = self.window.endNanoseconds
-        do throws(UVError) {
-            let poll = try LoopTimer(loop: self.loop)
-            self.timers.append(poll)
-            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in
-                if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
-                    self.finish()
-                } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-                    self.fail("drain timed out: sets still unanswered")
-                }
+        self.every(milliseconds: 2) { [self] in
+            if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
+                self.finish()
+            } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
+                self.fail("drain timed out: sets still unanswered")
             }
-        } catch {
-            self.fail("cannot start the drain timer: \(error)")
         }
     }
 
@@ -203,7 +184,7 @@ final class SetsRun {
     private func finish() {
         guard self.phase != .done else { return }
         self.phase = .done
-        for timer in self.timers { timer.close() }
+        self.closeTimers()
         for client in self.clients { client.close() }
         self.batcher.close()
         self.loop.stop()
