@@ -93,7 +93,6 @@ final class MixedRun: TimedRun {
     private(set) var notificationCount = 0
     /// The measured window, with the responses and notifications counted at its edges.
     private var window: RunWindow<(operations: Int, notifications: Int)>
-    private var drainStart: UInt64 = 0
     private var discrepancies = Discrepancies()
 
     init(configuration: MixedConfiguration) throws(UVError) {
@@ -197,14 +196,10 @@ final class MixedRun: TimedRun {
         guard self.phase == .measuring else { return }
         self.window.end(self.counts)
         self.phase = .draining
-        self.drainStart = self.window.endNanoseconds
-        self.every(milliseconds: 2) { [self] in
-            if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
-                self.finish()
-            } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-                self.fail("drain timed out: requests still unanswered")
-            }
-        }
+        self.drain(
+            timeoutSeconds: self.configuration.drainTimeoutSeconds, what: "requests",
+            isDrained: { [self] in self.clients.allSatisfy { $0.inFlightCount == 0 } },
+            finished: { [self] in self.finish() })
     }
 
     /// What the window counts at its edges.

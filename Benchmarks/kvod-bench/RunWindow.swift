@@ -26,6 +26,22 @@ extension TimedRun {
         self.startTimer(afterMilliseconds: milliseconds, repeatMilliseconds: milliseconds, action)
     }
 
+    /// Polls every 2 ms until `isDrained()` holds, then calls `finished`; fails the run instead when `timeoutSeconds`
+    /// pass first (`what` names what is still unanswered, for the message).
+    func drain(
+        timeoutSeconds: Double, what: String, isDrained: @escaping @MainActor () -> Bool,
+        finished: @escaping @MainActor () -> Void
+    ) {
+        let start = Clock.nanoseconds()
+        self.every(milliseconds: 2) { [self] in
+            if isDrained() {
+                finished()
+            } else if Double(Clock.nanoseconds() - start) / 1e9 > timeoutSeconds {
+                self.fail("drain timed out: \(what) still unanswered")
+            }
+        }
+    }
+
     /// Closes every timer of the run.
     func closeTimers() {
         for timer in self.timers { timer.close() }

@@ -69,7 +69,6 @@ final class SetsRun: TimedRun {
     private var discrepancies = Discrepancies()
     /// The measured window, with the sets acknowledged at its edges.
     private var window: RunWindow<Int>
-    private var drainStart: UInt64 = 0
 
     /// Creates the run with a fresh loop.
     init(configuration: SetsConfiguration) throws(UVError) {
@@ -131,14 +130,10 @@ final class SetsRun: TimedRun {
         guard self.phase == .measuring else { return }
         self.window.end(self.acknowledgedCount)
         self.phase = .draining
-        self.drainStart = self.window.endNanoseconds
-        self.every(milliseconds: 2) { [self] in
-            if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
-                self.finish()
-            } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-                self.fail("drain timed out: sets still unanswered")
-            }
-        }
+        self.drain(
+            timeoutSeconds: self.configuration.drainTimeoutSeconds, what: "sets",
+            isDrained: { [self] in self.clients.allSatisfy { $0.inFlightCount == 0 } },
+            finished: { [self] in self.finish() })
     }
 
     // MARK: - Counting
