@@ -8,7 +8,7 @@ import WireProtocol
 
 /// Loop-owned. One fan-out run on its own event loop; `run()` drives it to the end and returns the result.
 @MainActor
-final class FanoutRun {
+final class FanoutRun: TimedRun {
     /// Where the run is.
     enum Phase {
         case settingUp, warmingUp, measuring, draining, done
@@ -43,45 +43,32 @@ final class FanoutRun {
     /// Latencies of notifications received in the measured window.
     var histogram = LatencyHistogram()
     /// Problems found: a gap, a reordering, a lost notification, an error reply, a dropped connection.
-    private(set) var discrepancies: [String] = []
-    private var discrepancyCount = 0
+    private var discrepancies = Discrepancies()
     /// The kvod seq every subscribe reported; the first set must be this plus one.
     var subscribeSeq: Int64?
 
-    // Window snapshots.
-    private var windowStart: UInt64 = 0
-    private var windowEnd: UInt64 = 0
-    private var acknowledgedAtStart = 0
-    private var acknowledgedAtEnd = 0
-    private var notificationsAtStart = 0
-    private var notificationsAtEnd = 0
-    private var benchCPUAtStart: UInt64 = 0
-    private var benchCPUAtEnd: UInt64 = 0
-    private var serverCPUAtStart: UInt64?
-    private var serverCPUAtEnd: UInt64?
+    /// The measured window, with the acknowledgements and notifications counted at its edges.
+    private var window: RunWindow<(acknowledged: Int, notifications: Int)>
     private var drainStart: UInt64 = 0
 
     /// Creates the run with a fresh loop.
     init(configuration: FanoutConfiguration) throws(UVError) {
         self.configuration = configuration
+        self.window = RunWindow(serverPID: configuration.serverPID, zero: (0, 0))
         self.loop = try EventLoop()
         self.batcher = try OutputBatcher(loop: self.loop)
     }
 
     /// Runs to completion (or failure) and returns the result.
     func run() throws(UVError) -> FanoutResult {
-        let setupTimer = try LoopTimer(loop: self.loop)
-        self.timers.append(setupTimer)
-        try setupTimer.start(afterMilliseconds: UInt64(self.configuration.setupTimeoutSeconds * 1000)) { [self] in
+        self.after(seconds: self.configuration.setupTimeoutSeconds) { [self] in
             if self.phase == .settingUp {
                 self.fail(
                     "set-up did not finish within \(self.configuration.setupTimeoutSeconds) s "
                         + "(\(self.subscribedCount) of \(self.configuration.subscribers) subscribed)")
             }
         }
-        let deadline = try LoopTimer(loop: self.loop)
-        self.timers.append(deadline)
-        try deadline.start(afterMilliseconds: UInt64(self.configuration.deadlineSeconds * 1000)) { [self] in
+        self.after(seconds: self.configuration.deadlineSeconds) { [self] in
             self.fail("the run did not finish within \(self.configuration.deadlineSeconds) s")
         }
         if case .redis(.set) = self.configuration.target {
@@ -99,59 +86,33 @@ final class FanoutRun {
 
     /// Starts the warm-up (or, in count mode, the window) and fills every pipeline.
     func startPublishing() {
-        do throws(UVError) {
-            if self.configuration.mutationLimit != nil {
+        if self.configuration.mutationLimit != nil {
+            self.beginWindow()
+        } else {
+            self.phase = .warmingUp
+            self.after(seconds: self.configuration.warmupSeconds) { [self] in
                 self.beginWindow()
-            } else {
-                self.phase = .warmingUp
-                let warmup = try LoopTimer(loop: self.loop)
-                self.timers.append(warmup)
-                try warmup.start(afterMilliseconds: UInt64(self.configuration.warmupSeconds * 1000)) { [self] in
-                    self.beginWindow()
-                    let window = try? LoopTimer(loop: self.loop)
-                    guard let window else { return self.fail("cannot start the window timer") }
-                    self.timers.append(window)
-                    do throws(UVError) {
-                        try window.start(afterMilliseconds: UInt64(self.configuration.seconds * 1000)) { [self] in
-                            self.endWindow()
-                        }
-                    } catch {
-                        self.fail("cannot start the window timer: \(error)")
-                    }
-                }
+                self.after(seconds: self.configuration.seconds) { [self] in self.endWindow() }
             }
-            for publisher in self.publishers { publisher.fill() }
-        } catch {
-            self.fail("cannot start the warm-up timer: \(error)")
         }
+        for publisher in self.publishers { publisher.fill() }
     }
 
     private func beginWindow() {
         guard self.phase == .settingUp || self.phase == .warmingUp else { return }
         self.phase = .measuring
-        self.windowStart = Clock.nanoseconds()
-        self.acknowledgedAtStart = self.acknowledgedCount
-        self.notificationsAtStart = self.notificationCount
-        self.benchCPUAtStart = Clock.processCPUNanoseconds()
-        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.begin(self.counts)
     }
+
+    /// What the window counts at its edges.
+    private var counts: (acknowledged: Int, notifications: Int) { (self.acknowledgedCount, self.notificationCount) }
 
     private func endWindow() {
         guard self.phase == .measuring else { return }
-        self.windowEnd = Clock.nanoseconds()
-        self.acknowledgedAtEnd = self.acknowledgedCount
-        self.notificationsAtEnd = self.notificationCount
-        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.end(self.counts)
         self.phase = .draining
-        self.drainStart = self.windowEnd
-        do throws(UVError) {
-            let poll = try LoopTimer(loop: self.loop)
-            self.timers.append(poll)
-            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in self.checkDrained() }
-        } catch {
-            self.fail("cannot start the drain timer: \(error)")
-        }
+        self.drainStart = self.window.endNanoseconds
+        self.every(milliseconds: 2) { [self] in self.checkDrained() }
     }
 
     /// Whether publishers may send another mutation.
@@ -187,13 +148,7 @@ final class FanoutRun {
             // Count mode: the window closes when everything is delivered (checked while draining).
             self.phase = .draining
             self.drainStart = Clock.nanoseconds()
-            do throws(UVError) {
-                let poll = try LoopTimer(loop: self.loop)
-                self.timers.append(poll)
-                try poll.start(afterMilliseconds: 1, repeatMilliseconds: 1) { [self] in self.checkDrained() }
-            } catch {
-                self.fail("cannot start the drain timer: \(error)")
-            }
+            self.every(milliseconds: 1) { [self] in self.checkDrained() }
         }
     }
 
@@ -220,11 +175,7 @@ final class FanoutRun {
         if complete {
             if self.configuration.mutationLimit != nil {
                 // Count mode measures from the first send to the last delivery.
-                self.windowEnd = now
-                self.acknowledgedAtEnd = self.acknowledgedCount
-                self.notificationsAtEnd = self.notificationCount
-                self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-                self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+                self.window.end(self.counts)
             }
             self.verifyDelivery()
             self.finish()
@@ -259,8 +210,7 @@ final class FanoutRun {
 
     /// Records a discrepancy (the first 20 are kept verbatim).
     func report(_ message: String) {
-        self.discrepancyCount += 1
-        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+        self.discrepancies.record(message)
     }
 
     /// A connection ended; outside the final close that is a failure.
@@ -273,12 +223,7 @@ final class FanoutRun {
     func fail(_ message: String) {
         guard self.phase != .done else { return }
         self.report(message)
-        if self.windowEnd == 0 {
-            self.windowEnd = Clock.nanoseconds()
-            self.acknowledgedAtEnd = self.acknowledgedCount
-            self.notificationsAtEnd = self.notificationCount
-            self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        }
+        if !self.window.hasEnded { self.window.end(self.counts) }
         self.finish()
     }
 
@@ -286,7 +231,7 @@ final class FanoutRun {
         guard self.phase != .done else { return }
         self.phase = .done
         self.subscriberDialer = nil
-        for timer in self.timers { timer.close() }
+        self.closeTimers()
         for subscriber in self.subscribers { subscriber.close() }
         for publisher in self.publishers { publisher.close() }
         self.control?.close()
@@ -295,19 +240,12 @@ final class FanoutRun {
     }
 
     private func makeResult() -> FanoutResult {
-        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
-        let serverCPU: Double? =
-            if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
-                Double(end &- start) / 1e9 / window
-            } else {
-                nil
-            }
+        let (start, end) = (self.window.countsAtStart, self.window.countsAtEnd)
         return FanoutResult(
-            configuration: self.configuration, windowSeconds: window,
-            mutations: self.acknowledgedAtEnd - self.acknowledgedAtStart,
-            notifications: self.notificationsAtEnd - self.notificationsAtStart,
-            totalMutations: self.acknowledgedCount, latency: self.histogram.summary,
-            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
-            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+            configuration: self.configuration, windowSeconds: self.window.seconds,
+            mutations: end.acknowledged - start.acknowledged, notifications: end.notifications - start.notifications,
+            totalMutations: self.acknowledgedCount, latency: self.histogram.summary, benchCPU: self.window.benchCPU,
+            serverCPU: self.window.serverCPU, discrepancyCount: self.discrepancies.count,
+            discrepancies: self.discrepancies.messages)
     }
 }

@@ -5,10 +5,9 @@ import ArgumentParser
 import WireProtocol
 
 /// The outcome of one mixed run.
-struct MixedResult {
+struct MixedResult: RunResult {
     /// What was run.
     var configuration: MixedConfiguration
-    /// The measured window in seconds.
     var windowSeconds: Double
     /// Responses received within the window.
     var operations: Int
@@ -18,21 +17,15 @@ struct MixedResult {
     var latencies: [LatencySummary]
     /// Whether the mix included sets of dependent keys.
     var hasDependentKeys: Bool
-    /// CPU seconds per second of window: this process, and the server when its pid was given.
     var benchCPU: Double
     var serverCPU: Double?
-    /// Error responses and ordering problems (the first 20 kept verbatim).
     var discrepancyCount: Int
     var discrepancies: [String]
 
-    /// Whether the run found no discrepancy.
-    var isOK: Bool { self.discrepancyCount == 0 }
     /// Responses per second in the window.
-    var operationsPerSecond: Double { self.windowSeconds > 0 ? Double(self.operations) / self.windowSeconds : 0 }
+    var operationsPerSecond: Double { self.perSecond(self.operations) }
     /// Notifications per second in the window.
-    var notificationsPerSecond: Double {
-        self.windowSeconds > 0 ? Double(self.notifications) / self.windowSeconds : 0
-    }
+    var notificationsPerSecond: Double { self.perSecond(self.notifications) }
 
     /// The `--json` line.
     var json: JSONValue {
@@ -52,12 +45,8 @@ struct MixedResult {
             "notifications_per_s": .double(Format.rounded(self.notificationsPerSecond, 0)),
             "dependent_keys": .bool(self.hasDependentKeys),
             "latency_us": .object(perOperation),
-            "bench_cpu": .double(Format.rounded(self.benchCPU, 3)),
-            "ok": .bool(self.isOK),
-            "discrepancy_count": .int(Int64(self.discrepancyCount)),
-            "discrepancies": .array(self.discrepancies.map { .string($0) }),
         ]
-        if let serverCPU = self.serverCPU { object["server_cpu"] = .double(Format.rounded(serverCPU, 3)) }
+        self.addCheckMembers(to: &object)
         return .object(object)
     }
 
@@ -69,8 +58,7 @@ struct MixedResult {
                 + (self.hasDependentKeys ? "yes" : "no (describe did not show them; their share went to set)"),
             "operations/s \(Format.rate(self.operationsPerSecond)), notifications/s "
                 + "\(Format.rate(self.notificationsPerSecond)), server CPU "
-                + (self.serverCPU.map { Format.percent($0) } ?? "-") + ", bench CPU " + Format.percent(self.benchCPU)
-                + ", check " + (self.isOK ? "ok" : "FAILED (\(self.discrepancyCount))"),
+                + self.serverCPUText + ", bench CPU " + Format.percent(self.benchCPU) + ", check " + self.checkText,
             "",
         ]
         var rows: [[String]] = []

@@ -72,15 +72,15 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// Loop-owned. One mixed run on its own event loop.
 @MainActor
-final class MixedRun {
+final class MixedRun: TimedRun {
     enum Phase {
         case probing, warmingUp, measuring, draining, done
     }
 
     let configuration: MixedConfiguration
-    private let loop: EventLoop
+    let loop: EventLoop
     private let batcher: OutputBatcher
-    private var timers: [LoopTimer] = []
+    var timers: [LoopTimer] = []
     private(set) var phase = Phase.probing
     private var clients: [MixedClient] = []
     private var probe: BenchConnection?
@@ -91,50 +91,34 @@ final class MixedRun {
     var histograms = Array(repeating: LatencyHistogram(), count: MixedOperation.allCases.count)
     private(set) var operationCount = 0
     private(set) var notificationCount = 0
-    private var operationsAtStart = 0
-    private var notificationsAtStart = 0
-    private var operationsAtEnd = 0
-    private var notificationsAtEnd = 0
-    private var windowStart: UInt64 = 0
-    private var windowEnd: UInt64 = 0
-    private var serverCPUAtStart: UInt64?
-    private var serverCPUAtEnd: UInt64?
-    private var benchCPUAtStart: UInt64 = 0
-    private var benchCPUAtEnd: UInt64 = 0
-    private var drainStart: UInt64 = 0
-    private(set) var discrepancies: [String] = []
-    private var discrepancyCount = 0
+    /// The measured window, with the responses and notifications counted at its edges.
+    private var window: RunWindow<(operations: Int, notifications: Int)>
+    private var discrepancies = Discrepancies()
 
     init(configuration: MixedConfiguration) throws(UVError) {
         self.configuration = configuration
+        self.window = RunWindow(serverPID: configuration.serverPID, zero: (0, 0))
         self.loop = try EventLoop()
         self.batcher = try OutputBatcher(loop: self.loop)
     }
 
     /// Runs to completion and returns the result.
     func run() throws(UVError) -> MixedResult {
-        let deadline = try LoopTimer(loop: self.loop)
-        self.timers.append(deadline)
         let limit =
             60 + self.configuration.warmupSeconds + self.configuration.seconds
             + self.configuration.drainTimeoutSeconds
-        try deadline.start(afterMilliseconds: UInt64(limit * 1000)) { [self] in
+        self.after(seconds: limit) { [self] in
             self.fail("the run took over \(limit) s")
         }
         self.probeModel()
         self.loop.run()
-        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
-        var serverCPU: Double?
-        if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
-            serverCPU = Double(end &- start) / 1e9 / window
-        }
+        let (start, end) = (self.window.countsAtStart, self.window.countsAtEnd)
         let result = MixedResult(
-            configuration: self.configuration, windowSeconds: window,
-            operations: self.operationsAtEnd - self.operationsAtStart,
-            notifications: self.notificationsAtEnd - self.notificationsAtStart,
+            configuration: self.configuration, windowSeconds: self.window.seconds,
+            operations: end.operations - start.operations, notifications: end.notifications - start.notifications,
             latencies: self.histograms.map(\.summary), hasDependentKeys: self.hasDependentKeys,
-            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
-            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+            benchCPU: self.window.benchCPU, serverCPU: self.window.serverCPU,
+            discrepancyCount: self.discrepancies.count, discrepancies: self.discrepancies.messages)
         _ = self.loop.shutdown()
         return result
     }
@@ -197,64 +181,29 @@ final class MixedRun {
     }
 
     private func startWarmup() {
-        do throws(UVError) {
-            let warmup = try LoopTimer(loop: self.loop)
-            self.timers.append(warmup)
-            try warmup.start(afterMilliseconds: UInt64(self.configuration.warmupSeconds * 1000)) { [self] in
-                self.beginWindow()
-            }
-            for client in self.clients { client.fill() }
-        } catch {
-            self.fail("timer: \(error)")
-        }
+        self.after(seconds: self.configuration.warmupSeconds) { [self] in self.beginWindow() }
+        for client in self.clients { client.fill() }
     }
 
     private func beginWindow() {
         guard self.phase == .warmingUp else { return }
         self.phase = .measuring
-        self.windowStart = Clock.nanoseconds()
-        self.operationsAtStart = self.operationCount
-        self.notificationsAtStart = self.notificationCount
-        self.benchCPUAtStart = Clock.processCPUNanoseconds()
-        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
-        do throws(UVError) {
-            let window = try LoopTimer(loop: self.loop)
-            self.timers.append(window)
-            try window.start(afterMilliseconds: UInt64(self.configuration.seconds * 1000)) { [self] in
-                self.endWindow()
-            }
-        } catch {
-            self.fail("timer: \(error)")
-        }
+        self.window.begin(self.counts)
+        self.after(seconds: self.configuration.seconds) { [self] in self.endWindow() }
     }
 
     private func endWindow() {
         guard self.phase == .measuring else { return }
-        self.snapshotEnd()
+        self.window.end(self.counts)
         self.phase = .draining
-        self.drainStart = self.windowEnd
-        do throws(UVError) {
-            let poll = try LoopTimer(loop: self.loop)
-            self.timers.append(poll)
-            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in
-                if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
-                    self.finish()
-                } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-                    self.fail("drain timed out: requests still unanswered")
-                }
-            }
-        } catch {
-            self.fail("timer: \(error)")
-        }
+        self.drain(
+            timeoutSeconds: self.configuration.drainTimeoutSeconds, what: "requests",
+            isDrained: { [self] in self.clients.allSatisfy { $0.inFlightCount == 0 } },
+            finished: { [self] in self.finish() })
     }
 
-    private func snapshotEnd() {
-        self.windowEnd = Clock.nanoseconds()
-        self.operationsAtEnd = self.operationCount
-        self.notificationsAtEnd = self.notificationCount
-        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
-    }
+    /// What the window counts at its edges.
+    private var counts: (operations: Int, notifications: Int) { (self.operationCount, self.notificationCount) }
 
     // MARK: - Counting
 
@@ -273,21 +222,20 @@ final class MixedRun {
     }
 
     func report(_ message: String) {
-        self.discrepancyCount += 1
-        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+        self.discrepancies.record(message)
     }
 
     func fail(_ message: String) {
         guard self.phase != .done else { return }
         self.report(message)
-        if self.windowEnd == 0 { self.snapshotEnd() }
+        if !self.window.hasEnded { self.window.end(self.counts) }
         self.finish()
     }
 
     private func finish() {
         guard self.phase != .done else { return }
         self.phase = .done
-        for timer in self.timers { timer.close() }
+        self.closeTimers()
         for client in self.clients { client.close() }
         self.probe?.close()
         self.batcher.close()

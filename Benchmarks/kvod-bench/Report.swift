@@ -3,8 +3,44 @@
 
 import WireProtocol
 
+/// What every run's result reports besides its own figures: its window, the CPU shares and the delivery check.
+protocol RunResult {
+    /// The measured window in seconds.
+    var windowSeconds: Double { get }
+    /// CPU seconds per second of window: this process, and the server when its pid was given.
+    var benchCPU: Double { get }
+    var serverCPU: Double? { get }
+    /// Error responses, ordering and delivery problems (the first 20 kept verbatim).
+    var discrepancyCount: Int { get }
+    var discrepancies: [String] { get }
+}
+
+extension RunResult {
+    /// Whether the run found no discrepancy.
+    var isOK: Bool { self.discrepancyCount == 0 }
+
+    /// `count` per second of window; 0 without a window.
+    func perSecond(_ count: Int) -> Double { self.windowSeconds > 0 ? Double(count) / self.windowSeconds : 0 }
+
+    /// The "server CPU" cell: a percentage, or "-" when it was not measured.
+    var serverCPUText: String { self.serverCPU.map { Format.percent($0) } ?? "-" }
+
+    /// The "check" cell: "ok" or "FAILED (N)".
+    var checkText: String { self.isOK ? "ok" : "FAILED (\(self.discrepancyCount))" }
+
+    /// Adds the members that end every `--json` line: bench_cpu, ok, discrepancy_count, discrepancies and, when
+    /// measured, server_cpu.
+    func addCheckMembers(to object: inout JSONObject) {
+        object["bench_cpu"] = .double(Format.rounded(self.benchCPU, 3))
+        object["ok"] = .bool(self.isOK)
+        object["discrepancy_count"] = .int(Int64(self.discrepancyCount))
+        object["discrepancies"] = .array(self.discrepancies.map { .string($0) })
+        if let serverCPU = self.serverCPU { object["server_cpu"] = .double(Format.rounded(serverCPU, 3)) }
+    }
+}
+
 /// The outcome of one fan-out run.
-struct FanoutResult {
+struct FanoutResult: RunResult {
     var configuration: FanoutConfiguration
     /// The measured window (count mode: from the first send to the last delivery).
     var windowSeconds: Double
@@ -15,17 +51,13 @@ struct FanoutResult {
     /// Mutations acknowledged over the whole run, warm-up and drain included (what the delivery check expects).
     var totalMutations: Int
     var latency: LatencySummary
-    /// CPU time used per second of window: this process, and the server when its pid was given.
     var benchCPU: Double
     var serverCPU: Double?
     var discrepancyCount: Int
     var discrepancies: [String]
 
-    var isOK: Bool { self.discrepancyCount == 0 }
-    var mutationsPerSecond: Double { self.windowSeconds > 0 ? Double(self.mutations) / self.windowSeconds : 0 }
-    var notificationsPerSecond: Double {
-        self.windowSeconds > 0 ? Double(self.notifications) / self.windowSeconds : 0
-    }
+    var mutationsPerSecond: Double { self.perSecond(self.mutations) }
+    var notificationsPerSecond: Double { self.perSecond(self.notifications) }
 
     /// The target's name, with "/ws" over WebSocket: the first column of the table.
     var targetLabel: String {
@@ -55,12 +87,8 @@ struct FanoutResult {
             "total_mutations": .int(Int64(self.totalMutations)),
             "latency_us": self.latency.json,
             "latency_method": .string(self.latencyMethod),
-            "bench_cpu": .double(Format.rounded(self.benchCPU, 3)),
-            "ok": .bool(self.isOK),
-            "discrepancy_count": .int(Int64(self.discrepancyCount)),
-            "discrepancies": .array(self.discrepancies.map { .string($0) }),
         ]
-        if let serverCPU = self.serverCPU { object["server_cpu"] = .double(Format.rounded(serverCPU, 3)) }
+        self.addCheckMembers(to: &object)
         if let limit = configuration.mutationLimit { object["mutation_limit"] = .int(Int64(limit)) }
         return .object(object)
     }
@@ -79,8 +107,7 @@ struct FanoutResult {
             "\(configuration.publishers)×\(configuration.pipeline)", Format.rate(self.mutationsPerSecond),
             Format.rate(self.notificationsPerSecond), Format.latency(self.latency.p50),
             Format.latency(self.latency.p99), Format.latency(self.latency.p999), Format.latency(self.latency.maximum),
-            self.serverCPU.map { Format.percent($0) } ?? "-", Format.percent(self.benchCPU),
-            self.isOK ? "ok" : "FAILED (\(self.discrepancyCount))",
+            self.serverCPUText, Format.percent(self.benchCPU), self.checkText,
         ]
     }
 }

@@ -81,9 +81,8 @@ struct SetsRunCommand: ParsableCommand {
 }
 
 /// The outcome of one sets run.
-struct SetsResult {
+struct SetsResult: RunResult {
     var configuration: SetsConfiguration
-    /// The measured window in seconds.
     var windowSeconds: Double
     /// Sets acknowledged within the window.
     var sets: Int
@@ -91,16 +90,13 @@ struct SetsResult {
     var totalSets: Int
     /// Request to response, window only.
     var latency: LatencySummary
-    /// CPU seconds per second of window: this process, and the server when its pid was given.
     var benchCPU: Double
     var serverCPU: Double?
     var discrepancyCount: Int
     var discrepancies: [String]
 
-    /// Whether the run found no discrepancy.
-    var isOK: Bool { self.discrepancyCount == 0 }
     /// Sets acknowledged per second in the window.
-    var setsPerSecond: Double { self.windowSeconds > 0 ? Double(self.sets) / self.windowSeconds : 0 }
+    var setsPerSecond: Double { self.perSecond(self.sets) }
 
     /// The `--json` line.
     var json: JSONValue {
@@ -115,12 +111,8 @@ struct SetsResult {
             "sets_per_s": .double(Format.rounded(self.setsPerSecond, 0)),
             "total_sets": .int(Int64(self.totalSets)),
             "latency_us": self.latency.json,
-            "bench_cpu": .double(Format.rounded(self.benchCPU, 3)),
-            "ok": .bool(self.isOK),
-            "discrepancy_count": .int(Int64(self.discrepancyCount)),
-            "discrepancies": .array(self.discrepancies.map { .string($0) }),
         ]
-        if let serverCPU = self.serverCPU { object["server_cpu"] = .double(Format.rounded(serverCPU, 3)) }
+        self.addCheckMembers(to: &object)
         return .object(object)
     }
 
@@ -135,8 +127,7 @@ struct SetsResult {
             self.configuration.target.name, "\(self.configuration.connections)×\(self.configuration.pipeline)",
             Format.rate(self.setsPerSecond), Format.latency(self.latency.p50), Format.latency(self.latency.p99),
             Format.latency(self.latency.p999), Format.latency(self.latency.maximum),
-            self.serverCPU.map { Format.percent($0) } ?? "-", Format.percent(self.benchCPU),
-            self.isOK ? "ok" : "FAILED (\(self.discrepancyCount))",
+            self.serverCPUText, Format.percent(self.benchCPU), self.checkText,
         ]
     }
 }

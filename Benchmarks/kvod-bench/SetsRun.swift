@@ -46,7 +46,7 @@ struct SetsConfiguration {
 
 /// Loop-owned. One sets run on its own event loop; `run()` drives it to the end and returns the result.
 @MainActor
-final class SetsRun {
+final class SetsRun: TimedRun {
     /// Where the run is.
     enum Phase {
         case settingUp, warmingUp, measuring, draining, done
@@ -58,7 +58,7 @@ final class SetsRun {
     let loop: EventLoop
     /// Writes every connection's output once per loop turn.
     let batcher: OutputBatcher
-    private var timers: [LoopTimer] = []
+    var timers: [LoopTimer] = []
     private(set) var phase = Phase.settingUp
     private var clients: [SetsClient] = []
     /// The value of the next set, across all connections (`N` of the request; kvod's id too).
@@ -66,32 +66,21 @@ final class SetsRun {
     private(set) var acknowledgedCount = 0
     /// Request-to-response latencies of sets answered within the window.
     private var histogram = LatencyHistogram()
-    private var discrepancies: [String] = []
-    private var discrepancyCount = 0
-
-    // Window snapshots.
-    private var windowStart: UInt64 = 0
-    private var windowEnd: UInt64 = 0
-    private var acknowledgedAtStart = 0
-    private var acknowledgedAtEnd = 0
-    private var benchCPUAtStart: UInt64 = 0
-    private var benchCPUAtEnd: UInt64 = 0
-    private var serverCPUAtStart: UInt64?
-    private var serverCPUAtEnd: UInt64?
-    private var drainStart: UInt64 = 0
+    private var discrepancies = Discrepancies()
+    /// The measured window, with the sets acknowledged at its edges.
+    private var window: RunWindow<Int>
 
     /// Creates the run with a fresh loop.
     init(configuration: SetsConfiguration) throws(UVError) {
         self.configuration = configuration
+        self.window = RunWindow(serverPID: configuration.serverPID, zero: 0)
         self.loop = try EventLoop()
         self.batcher = try OutputBatcher(loop: self.loop)
     }
 
     /// Runs to completion (or failure) and returns the result.
     func run() throws(UVError) -> SetsResult {
-        let deadline = try LoopTimer(loop: self.loop)
-        self.timers.append(deadline)
-        try deadline.start(afterMilliseconds: UInt64(self.configuration.deadlineSeconds * 1000)) { [self] in
+        self.after(seconds: self.configuration.deadlineSeconds) { [self] in
             self.fail("the run did not finish within \(self.configuration.deadlineSeconds) s")
         }
         self.connectClients()
@@ -131,51 +120,20 @@ final class SetsRun {
         for client in self.clients { client.fill() }
     }
 
-    /// Runs `action` once after `seconds` (a failure to start the timer fails the run).
-    private func after(seconds: Double, _ action: @escaping @MainActor () -> Void) {
-        do throws(UVError) {
-            let timer = try LoopTimer(loop: self.loop)
-            self.timers.append(timer)
-            try timer.start(afterMilliseconds: UInt64(seconds * 1000), action)
-        } catch {
-            self.fail("cannot start a timer: \(error)")
-        }
-    }
-
     private func beginWindow() {
         guard self.phase == .warmingUp else { return }
         self.phase = .measuring
-        self.windowStart = Clock.nanoseconds()
-        self.acknowledgedAtStart = self.acknowledgedCount
-        self.benchCPUAtStart = Clock.processCPUNanoseconds()
-        self.serverCPUAtStart = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
-    }
-
-    private func snapshotEnd() {
-        self.windowEnd = Clock.nanoseconds()
-        self.acknowledgedAtEnd = self.acknowledgedCount
-        self.benchCPUAtEnd = Clock.processCPUNanoseconds()
-        self.serverCPUAtEnd = self.configuration.serverPID.flatMap { Clock.cpuNanoseconds(ofProcess: $0) }
+        self.window.begin(self.acknowledgedCount)
     }
 
     private func endWindow() {
         guard self.phase == .measuring else { return }
-        self.snapshotEnd()
+        self.window.end(self.acknowledgedCount)
         self.phase = .draining
-        self.drainStart = self.windowEnd
-        do throws(UVError) {
-            let poll = try LoopTimer(loop: self.loop)
-            self.timers.append(poll)
-            try poll.start(afterMilliseconds: 2, repeatMilliseconds: 2) { [self] in
-                if self.clients.allSatisfy({ $0.inFlightCount == 0 }) {
-                    self.finish()
-                } else if Double(Clock.nanoseconds() - self.drainStart) / 1e9 > self.configuration.drainTimeoutSeconds {
-                    self.fail("drain timed out: sets still unanswered")
-                }
-            }
-        } catch {
-            self.fail("cannot start the drain timer: \(error)")
-        }
+        self.drain(
+            timeoutSeconds: self.configuration.drainTimeoutSeconds, what: "sets",
+            isDrained: { [self] in self.clients.allSatisfy { $0.inFlightCount == 0 } },
+            finished: { [self] in self.finish() })
     }
 
     // MARK: - Counting
@@ -201,15 +159,14 @@ final class SetsRun {
 
     /// Records a discrepancy (the first 20 are kept verbatim).
     func report(_ message: String) {
-        self.discrepancyCount += 1
-        if self.discrepancies.count < 20 { self.discrepancies.append(message) }
+        self.discrepancies.record(message)
     }
 
     /// Stops the run with a discrepancy.
     func fail(_ message: String) {
         guard self.phase != .done else { return }
         self.report(message)
-        if self.windowEnd == 0 { self.snapshotEnd() }
+        if !self.window.hasEnded { self.window.end(self.acknowledgedCount) }
         self.finish()
     }
 
@@ -222,24 +179,18 @@ final class SetsRun {
     private func finish() {
         guard self.phase != .done else { return }
         self.phase = .done
-        for timer in self.timers { timer.close() }
+        self.closeTimers()
         for client in self.clients { client.close() }
         self.batcher.close()
         self.loop.stop()
     }
 
     private func makeResult() -> SetsResult {
-        let window = self.windowStart == 0 ? 0 : Double(self.windowEnd &- self.windowStart) / 1e9
-        var serverCPU: Double?
-        if let start = self.serverCPUAtStart, let end = self.serverCPUAtEnd, window > 0 {
-            serverCPU = Double(end &- start) / 1e9 / window
-        }
-        return SetsResult(
-            configuration: self.configuration, windowSeconds: window,
-            sets: self.acknowledgedAtEnd - self.acknowledgedAtStart, totalSets: self.acknowledgedCount,
-            latency: self.histogram.summary,
-            benchCPU: window > 0 ? Double(self.benchCPUAtEnd &- self.benchCPUAtStart) / 1e9 / window : 0,
-            serverCPU: serverCPU, discrepancyCount: self.discrepancyCount, discrepancies: self.discrepancies)
+        SetsResult(
+            configuration: self.configuration, windowSeconds: self.window.seconds,
+            sets: self.window.countsAtEnd - self.window.countsAtStart, totalSets: self.acknowledgedCount,
+            latency: self.histogram.summary, benchCPU: self.window.benchCPU, serverCPU: self.window.serverCPU,
+            discrepancyCount: self.discrepancies.count, discrepancies: self.discrepancies.messages)
     }
 }
 

@@ -166,11 +166,7 @@ final class Dispatcher {
         self.context.stats.requests += 1
         do {
             if self.context.accessControl.isEnabled { try self.authorizePlainSet(path: set.path, on: session) }
-            if let cluster = self.context.cluster,
-                let refusal = cluster.mutationRefusal(now: self.context.clock.nowMilliseconds)
-            {
-                throw refusal
-            }
+            if let cluster = self.context.cluster { try self.checkAdmitsMutation(cluster) }
             let seq = try self.set(set)
             self.context.stats.mutations += 1
             self.context.mutationLog?.committed(seq: seq, method: "set", params: .object(set.params))
@@ -199,10 +195,8 @@ final class Dispatcher {
     /// per-connection limits are checked first (Dispatcher+Access.swift).
     private func call(_ request: RPCRequest, on session: Session) throws {
         try self.authorize(request, on: session)
-        if let cluster = self.context.cluster, Self.clusterWrites.contains(request.method),
-            let refusal = cluster.mutationRefusal(now: self.context.clock.nowMilliseconds)
-        {
-            throw refusal
+        if let cluster = self.context.cluster, Self.clusterWrites.contains(request.method) {
+            try self.checkAdmitsMutation(cluster)
         }
         switch request.method {
         case "get": try self.get(request, on: session)
@@ -234,6 +228,12 @@ final class Dispatcher {
     static let clusterWrites: Set<String> = [
         "set", "insert", "remove", "replace", "union", "minus", "intersect", "setMembers", "transaction", "onDisconnect",
     ]
+
+    /// Throws the 1012 `cluster` answers a mutation now (not the leader, lease unproven, sync replicas missing).
+    @inline(__always)
+    private func checkAdmitsMutation(_ cluster: ClusterStatus) throws(RPCError) {
+        if let refusal = cluster.mutationRefusal(now: self.context.clock.nowMilliseconds) { throw refusal }
+    }
 
     // MARK: - Helpers for handlers
 

@@ -17,13 +17,7 @@ public final class BeforePollHook: LoopHandleOwner {
 
     /// Starts calling `callback` once per iteration of `loop`, from the next one on.
     public init(loop: EventLoop, _ callback: @escaping @MainActor () -> Void) throws(UVError) {
-        try loop.checkOpen("uv_prepare_init")
-        let handle = allocateZeroed(uv_prepare_t())
-        let status = uv_prepare_init(loop.raw, handle)
-        guard status >= 0 else {
-            handle.deallocate()  // a failed init needs no uv_close (libuv design rule 1)
-            throw UVError(code: status, call: "uv_prepare_init")
-        }
+        let handle = try openHandle(uv_prepare_t(), on: loop, "uv_prepare_init") { uv_prepare_init($0, $1) }
         self.loop = loop
         self.handle = handle
         self.callback = callback

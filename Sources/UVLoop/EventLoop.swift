@@ -47,12 +47,7 @@ public final class EventLoop {
     /// Creates and initialises a fresh loop (`uv_loop_init`).
     public init() throws(UVError) {
         Self.ignoreBrokenPipeSignal
-        let raw = allocateZeroed(uv_loop_t())
-        let status = uv_loop_init(raw)
-        guard status >= 0 else {
-            raw.deallocate()
-            throw UVError(code: status, call: "uv_loop_init")
-        }
+        let raw = try allocateInitialized(uv_loop_t(), "uv_loop_init") { uv_loop_init($0) }
         self.raw = raw
         self.readBuffer = .allocate(byteCount: Self.readBufferBytes, alignment: 16)
         self.thread = pthread_self()

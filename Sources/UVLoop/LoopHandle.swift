@@ -33,6 +33,32 @@ func allocateZeroed<Struct>(_ value: Struct) -> UnsafeMutablePointer<Struct> {
     return pointer
 }
 
+/// Allocates a zeroed libuv struct and runs its init on it (`uv_loop_init`, `uv_mutex_init`, …). When the init fails
+/// the memory is freed again and the status thrown: a failed init needs no uv_close (libuv design rule 1), and
+/// nothing else has seen the pointer.
+func allocateInitialized<Struct>(
+    _ zeroed: Struct, _ call: String, _ initialize: (UnsafeMutablePointer<Struct>) -> Int32
+) throws(UVError) -> UnsafeMutablePointer<Struct> {
+    let pointer = allocateZeroed(zeroed)
+    let status = initialize(pointer)
+    guard status >= 0 else {
+        pointer.deallocate()
+        throw UVError(code: status, call: call)
+    }
+    return pointer
+}
+
+/// A new handle on `loop` (`uv_timer_init(loop, handle)`, …), as `allocateInitialized`; throws first if the loop is
+/// shut down. Its owner takes it over with `retainThroughData` once the owner is fully initialised.
+@MainActor
+func openHandle<Handle>(
+    _ zeroed: Handle, on loop: EventLoop, _ call: String,
+    _ initialize: (UnsafeMutablePointer<uv_loop_t>, UnsafeMutablePointer<Handle>) -> Int32
+) throws(UVError) -> UnsafeMutablePointer<Handle> {
+    try loop.checkOpen(call)
+    return try allocateInitialized(zeroed, call) { initialize(loop.raw, $0) }
+}
+
 /// Takes the retain that keeps `owner` alive while libuv holds its handle (libuv design rule 3); `onHandleClosed`
 /// gives it back.
 @MainActor

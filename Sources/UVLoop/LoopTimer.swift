@@ -13,13 +13,7 @@ public final class LoopTimer: LoopHandleOwner {
 
     /// Creates a stopped timer on `loop`.
     public init(loop: EventLoop) throws(UVError) {
-        try loop.checkOpen("uv_timer_init")
-        let handle = allocateZeroed(uv_timer_t())
-        let status = uv_timer_init(loop.raw, handle)
-        guard status >= 0 else {
-            handle.deallocate()  // a failed init needs no uv_close (libuv design rule 1)
-            throw UVError(code: status, call: "uv_timer_init")
-        }
+        let handle = try openHandle(uv_timer_t(), on: loop, "uv_timer_init") { uv_timer_init($0, $1) }
         self.loop = loop
         self.handle = handle
         retainThroughData(handle, owner: self)

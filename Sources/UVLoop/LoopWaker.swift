@@ -22,14 +22,8 @@ public final class LoopWaker: LoopHandleOwner {
 
     /// Creates the waker; `callback` runs on the loop after one or more `handle.wake()` calls.
     public init(loop: EventLoop, _ callback: @escaping @MainActor () -> Void) throws(UVError) {
-        try loop.checkOpen("uv_async_init")
         let target = try WakeTarget()
-        let asyncHandle = allocateZeroed(uv_async_t())
-        let status = uv_async_init(loop.raw, asyncHandle, onWake)
-        guard status >= 0 else {
-            asyncHandle.deallocate()  // a failed init needs no uv_close (libuv design rule 1)
-            throw UVError(code: status, call: "uv_async_init")
-        }
+        let asyncHandle = try openHandle(uv_async_t(), on: loop, "uv_async_init") { uv_async_init($0, $1, onWake) }
         target.attach(asyncHandle)
         self.handle = WakeHandle(target: target)
         self.loop = loop
@@ -81,13 +75,7 @@ final class WakeTarget {
     private var asyncHandle: UnsafeMutablePointer<uv_async_t>?
 
     init() throws(UVError) {
-        let mutex = allocateZeroed(uv_mutex_t())
-        let status = uv_mutex_init(mutex)
-        guard status >= 0 else {
-            mutex.deallocate()
-            throw UVError(code: status, call: "uv_mutex_init")
-        }
-        self.mutex = mutex
+        self.mutex = try allocateInitialized(uv_mutex_t(), "uv_mutex_init") { uv_mutex_init($0) }
     }
 
     deinit {

@@ -18,13 +18,7 @@ public final class SignalWatcher: LoopHandleOwner {
 
     /// Starts watching `signal` (SIGTERM, SIGUSR1, …); `callback` gets the signal number.
     public init(loop: EventLoop, signal: Int32, _ callback: @escaping @MainActor (Int32) -> Void) throws(UVError) {
-        try loop.checkOpen("uv_signal_init")
-        let handle = allocateZeroed(uv_signal_t())
-        let status = uv_signal_init(loop.raw, handle)
-        guard status >= 0 else {
-            handle.deallocate()  // a failed init needs no uv_close (libuv design rule 1)
-            throw UVError(code: status, call: "uv_signal_init")
-        }
+        let handle = try openHandle(uv_signal_t(), on: loop, "uv_signal_init") { uv_signal_init($0, $1) }
         self.loop = loop
         self.handle = handle
         self.callback = callback

@@ -32,13 +32,7 @@ public final class TCPListener: LoopHandleOwner {
         onConnection: @escaping @MainActor (TCPStream) -> Void
     ) throws(UVError) {
         let address = try SocketAddress(host: host, port: port, call: "uv_tcp_bind")
-        try loop.checkOpen("uv_tcp_init")
-        let handle = allocateZeroed(uv_tcp_t())
-        let status = uv_tcp_init(loop.raw, handle)
-        guard status >= 0 else {
-            handle.deallocate()  // a failed init needs no uv_close (libuv design rule 1)
-            throw UVError(code: status, call: "uv_tcp_init")
-        }
+        let handle = try openHandle(uv_tcp_t(), on: loop, "uv_tcp_init") { uv_tcp_init($0, $1) }
         self.loop = loop
         self.handle = handle
         self.onConnection = onConnection

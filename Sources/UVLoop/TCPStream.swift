@@ -50,17 +50,9 @@ public final class TCPStream: LoopHandleOwner {
 
     /// Opens a TCP handle on `loop` (`uv_tcp_init`); the caller accepts or connects into it.
     init(loop: EventLoop) throws(UVError) {
-        try loop.checkOpen("uv_tcp_init")
-        let handle = allocateZeroed(uv_tcp_t())
-        let status = uv_tcp_init(loop.raw, handle)
-        guard status >= 0 else {
-            // A failed init needs no uv_close (libuv design rule 1).
-            handle.deallocate()
-            throw UVError(code: status, call: "uv_tcp_init")
-        }
+        self.handle = try openHandle(uv_tcp_t(), on: loop, "uv_tcp_init") { uv_tcp_init($0, $1) }
         self.loop = loop
-        self.handle = handle
-        retainThroughData(handle, owner: self)
+        retainThroughData(self.handle, owner: self)
     }
 
     deinit {
@@ -117,6 +109,31 @@ public final class TCPStream: LoopHandleOwner {
         } catch {
             self.end(error)
         }
+    }
+
+    /// Sets the socket's kernel send buffer (`SO_SNDBUF`, `uv_send_buffer_size`) and returns the size now in force
+    /// (Linux doubles what is asked, for its bookkeeping). Tests shrink it to make the uv_write queue certain to fill.
+    func setSendBufferSize(_ bytes: Int32) throws(UVError) -> Int32 {
+        try self.setBufferSize(bytes, uv_send_buffer_size, "uv_send_buffer_size")
+    }
+
+    /// Sets the socket's kernel receive buffer (`SO_RCVBUF`, `uv_recv_buffer_size`); as `setSendBufferSize(_:)`.
+    func setReceiveBufferSize(_ bytes: Int32) throws(UVError) -> Int32 {
+        try self.setBufferSize(bytes, uv_recv_buffer_size, "uv_recv_buffer_size")
+    }
+
+    /// Sets a buffer size through `call`, then reads back (libuv's value 0 means "read") what is in force.
+    private func setBufferSize(
+        _ bytes: Int32, _ call: (UnsafeMutablePointer<uv_handle_t>?, UnsafeMutablePointer<Int32>?) -> Int32,
+        _ name: String
+    ) throws(UVError) -> Int32 {
+        precondition(bytes > 0, "a buffer size must be positive (0 would read it)")
+        guard !self.isClosing else { throw UVError.closed(name) }
+        var value = bytes
+        try uvCheck(call(asHandle(self.handle), &value), name)
+        value = 0
+        try uvCheck(call(asHandle(self.handle), &value), name)
+        return value
     }
 
     // MARK: - Closing

@@ -33,9 +33,27 @@ func settle(_ loop: EventLoop, milliseconds: UInt64 = 50) {
     drive(loop, seconds: 1) { loop.nowMilliseconds >= deadline }
 }
 
-/// A byte pattern that makes reordering or corruption visible.
+/// Bytes that make loss, duplication and reordering visible: an xorshift64 stream, which does not repeat (a short
+/// cyclic pattern would hide two swapped chunks whose lengths are multiples of its period).
 func pattern(count: Int, seed: Int = 0) -> [UInt8] {
-    (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 31 &+ seed) % 251) }
+    var state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 | 1  // never 0, which xorshift keeps
+    var bytes = [UInt8](repeating: 0, count: count)
+    for index in bytes.indices {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        bytes[index] = UInt8(truncatingIfNeeded: state >> 56)
+    }
+    return bytes
+}
+
+/// Where `received` first differs from `expected`: an index, or the shorter count when one is a prefix of the other;
+/// nil when they are equal. For megabytes: on a failed `#expect(received == expected)` Swift Testing describes the
+/// collections' difference, which for arrays this large runs for hours instead of failing.
+func firstDifference(_ received: [UInt8], _ expected: [UInt8]) -> Int? {
+    let shared = min(received.count, expected.count)
+    for index in 0..<shared where received[index] != expected[index] { return index }
+    return received.count == expected.count ? nil : shared
 }
 
 /// Streams collected by a callback (a reference, so closures can append to it).

@@ -5,7 +5,6 @@ import WireProtocol
 
 extension Dispatcher {
     static let getParameterNames = ["path", "meta"]
-    static let setParameterNames = ["path", "value", "if", "expiresAt"]
 
     func get(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: Self.getParameterNames, method: "get")
@@ -37,31 +36,25 @@ extension Dispatcher {
     }
 
     func set(_ request: RPCRequest, on session: Session) throws {
-        // The common request, `{"path": P, "value": V}` and nothing else, read without the general parameter reader.
-        if case .object(let object)? = request.params, object.count == 2 {
-            let pathFirst = object.keys[0] == "path"
-            if pathFirst ? object.keys[1] == "value" : object.keys[0] == "value" && object.keys[1] == "path",
-                case .string(let text) = object.values[pathFirst ? 0 : 1]
-            {
-                let result = try self.context.graph.set(
-                    self.keyPath(text), to: Value(json: object.values[pathFirst ? 1 : 0]))
-                self.committed(result.seq)
-                self.writeSetResult(result)
-                return
-            }
+        // The common params first: they have no `ttl`, so neither the clock nor a copy of the params is needed.
+        if let set = MutationRequest.plainSetParams(request.params) {
+            return try self.set(set, journaling: nil)
         }
         // A `ttl` becomes an absolute `expiresAt`, which is what is applied and journaled.
         let resolved = try MutationRequest.resolvingTTL(
             request.params, nowEpochMilliseconds: self.context.clock.epochMilliseconds)
-        let params = Params(resolved, names: Self.setParameterNames, method: "set")
-        try params.rejectUnknown()
-        let path = try self.keyPath(params.string("path"))
-        let value = Value(json: try params.required("value"))
-        let condition = try MutationRequest.parseCondition(params["if"], method: "set")
-        let expiresAt = try MutationRequest.parseExpiresAt(params["expiresAt"])
+        let set = try MutationRequest.parseSet(resolved)
+        try self.set(set, journaling: set.expiresAt == nil ? nil : resolved)
+    }
+
+    /// Applies a set read from a request and writes its result; `journaling` replaces the request's params in the
+    /// journal.
+    @inline(__always)
+    private func set(_ set: MutationRequest.SetParams, journaling params: JSONValue?) throws {
         // Notifications are queued on every connection inside this call, before the response (Dispatcher.swift).
-        let result = try self.context.graph.set(path, to: value, if: condition, expiresAt: expiresAt)
-        self.committed(result.seq, params: expiresAt == nil ? nil : resolved)
+        let result = try self.context.graph.set(
+            self.keyPath(set.path), to: set.value, if: set.condition, expiresAt: set.expiresAt)
+        self.committed(result.seq, params: params)
         self.writeSetResult(result)
     }
 

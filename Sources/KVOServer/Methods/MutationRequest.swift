@@ -36,12 +36,9 @@ enum MutationRequest {
             throw RPCError.badParams("transaction: '\(method)' is not a mutation method")
         }
         if method == "set" {
-            let params = Params(object["params"], names: ["path", "value", "if", "expiresAt"], method: "set")
-            try params.rejectUnknown()
-            let op = TransactionOp.set(
-                try KeyPath(parsing: params.string("path")), Value(json: try params.required("value")),
-                expiresAt: try Self.parseExpiresAt(params["expiresAt"]))
-            return try Self.parseCondition(params["if"], method: "set").map { .conditional($0, op) } ?? op
+            let set = try Self.parseSet(object["params"])
+            let op = TransactionOp.set(try KeyPath(parsing: set.path), set.value, expiresAt: set.expiresAt)
+            return set.condition.map { .conditional($0, op) } ?? op
         }
         let (path, mutation, condition) = try Self.parseMutation(method: method, object["params"])
         return condition.map { .conditional($0, .mutate(path, mutation)) } ?? .mutate(path, mutation)
@@ -59,6 +56,42 @@ enum MutationRequest {
         }
     }
 
+    /// A `set`'s params, read and checked (Protocol/methods.md#set).
+    struct SetParams {
+        /// The path as sent; the caller parses it (the dispatcher through its cache).
+        var path: String
+        var value: Value
+        var condition: WriteCondition?
+        /// Unix epoch milliseconds; a `ttl` must have been made absolute first (`resolvingTTL`).
+        var expiresAt: UInt64?
+    }
+
+    /// The params a `set` takes, in their positional order.
+    static let setParameterNames = ["path", "value", "if", "expiresAt"]
+
+    /// Reads a `set`'s params, for a request, a transaction op and journal replay alike; throws -32602 as `Params`.
+    static func parseSet(_ raw: JSONValue?) throws(RPCError) -> SetParams {
+        if let plain = Self.plainSetParams(raw) { return plain }
+        let params = Params(raw, names: Self.setParameterNames, method: "set")
+        try params.rejectUnknown()
+        return SetParams(
+            path: try params.string("path"), value: Value(json: try params.required("value")),
+            condition: try Self.parseCondition(params["if"], method: "set"),
+            expiresAt: try Self.parseExpiresAt(params["expiresAt"]))
+    }
+
+    /// The common params, `{"path": P, "value": V}` and nothing else, read without the general parameter reader; nil
+    /// for anything else (for `parseSet` to read).
+    @inline(__always)
+    static func plainSetParams(_ raw: JSONValue?) -> SetParams? {
+        guard case .object(let object)? = raw, object.count == 2 else { return nil }
+        let pathFirst = object.keys[0] == "path"
+        guard pathFirst ? object.keys[1] == "value" : object.keys[0] == "value" && object.keys[1] == "path",
+            case .string(let text) = object.values[pathFirst ? 0 : 1]
+        else { return nil }
+        return SetParams(path: text, value: Value(json: object.values[pathFirst ? 1 : 0]))
+    }
+
     /// The longest `ttl`: one year, in seconds.
     static let maxTTLSeconds = 31_536_000
 
@@ -73,7 +106,10 @@ enum MutationRequest {
 
     /// A set's params with `ttl` (seconds from now) turned into `expiresAt` (epoch milliseconds, `now` plus the ttl),
     /// so that what is applied and journaled is absolute and replays alike after a restart. Unchanged without `ttl`.
-    static func resolvingTTL(_ raw: JSONValue?, nowEpochMilliseconds now: UInt64) throws(RPCError) -> JSONValue? {
+    /// `now` is read only when there is a `ttl` (the clock is a system call).
+    static func resolvingTTL(
+        _ raw: JSONValue?, nowEpochMilliseconds now: @autoclosure () -> UInt64
+    ) throws(RPCError) -> JSONValue? {
         guard case .object(var object)? = raw, let ttl = object["ttl"] else { return raw }
         let seconds: Double
         switch ttl {
@@ -86,7 +122,7 @@ enum MutationRequest {
         }
         if object["expiresAt"] != nil { throw RPCError.badParams("set: give 'ttl' or 'expiresAt', not both") }
         object["ttl"] = nil
-        object["expiresAt"] = .int(Int64(now + UInt64((seconds * 1000).rounded(.up))))
+        object["expiresAt"] = .int(Int64(now() + UInt64((seconds * 1000).rounded(.up))))
         return .object(object)
     }
 

@@ -2,7 +2,8 @@
 messages (a transport frames them: kvod/_transport.py), routing of what kvod sends (responses by id,
 `change`/`progress` notifications by subscription, `closing`), and each subscription's resume point (the last seq
 it delivered), so a reconnect can resubscribe with `since` and the caller sees no gap and no duplicate
-(Protocol/README.md#resuming)."""
+(Protocol/README.md#resuming). Also the two clients' common bases, ClientBase and SubscriptionBase: what remains in
+kvod/client.py and kvod/aio.py is the same steps written once blocking and once with await."""
 
 import json
 from dataclasses import dataclass, field
@@ -148,6 +149,19 @@ class SubscriptionState:
     active: bool = True
     sink: Any = None  # the client's queue
 
+    def restart(self) -> None:
+        """Forgets the resume point: kvod refused `since` (1010), so the subscription starts over."""
+        self.last_seq = None
+        self.prior_seq = None
+
+    def resynced(self, since: Optional[int], refusal: KvodError, result: Dict[str, Any]) -> "Resync":
+        """After `restart()` and a fresh subscribe that answered `result`: the new resume point, and the Resync item
+        that tells the caller what was missed."""
+        if "initial" not in self.options:
+            self.last_seq = result["seq"]
+        data = refusal.data if isinstance(refusal.data, dict) else {}
+        return Resync(self.path, since or 0, data.get("oldest"), result["seq"])
+
     def subscribe_params(self, since: Optional[int]) -> Dict[str, Any]:
         options = [o for o in self.options if since is None or o != "initial"]
         params: Dict[str, Any] = {"path": self.path, "options": options}
@@ -292,10 +306,104 @@ def condition(if_mod_seq: Optional[int], if_value: Any, if_absent: bool) -> Opti
     return given[0] if given else None
 
 
+def set_params(path: str, value: Any, if_mod_seq: Optional[int], if_value: Any, if_absent: bool) -> Dict[str, Any]:
+    """`set`'s params, with the `if` of `condition` when one is given."""
+    params: Dict[str, Any] = {"path": path, "value": value}
+    when = condition(if_mod_seq, if_value, if_absent)
+    if when is not None:
+        params["if"] = when
+    return params
+
+
 def mutation_params(path: str, **named: Any) -> Dict[str, Any]:
     params: Dict[str, Any] = {"path": path}
     params.update({key: value for key, value in named.items() if value is not _UNSET})
     return params
+
+
+def transaction_op(op: Any) -> Dict[str, Any]:
+    """A transaction op: a `{"method", "params"}` dict as it is, or a `(method, params)` pair."""
+    if isinstance(op, dict):
+        return op
+    method, params = op
+    return {"method": method, "params": params}
+
+
+# What a subscription's queue gets once the subscription has ended (unsubscribed, or the client is done).
+CLOSED: Any = object()
+
+
+class SubscriptionBase:
+    """What the blocking and the asyncio Subscription share: the state they wrap, and the read-only view of it."""
+
+    def __init__(self, client: Any, state: SubscriptionState, queue: Any):
+        self._client = client
+        self._state = state
+        self._queue = queue
+        state.sink = queue
+        self.seq: Optional[int] = None  # the seq the subscribe reported
+
+    @property
+    def id(self) -> Optional[int]:
+        """kvod's id for this subscription on the current connection (it changes after a reconnect)."""
+        return self._state.server_id
+
+    @property
+    def path(self) -> str:
+        return self._state.path
+
+    @property
+    def last_seq(self) -> Optional[int]:
+        """The seq up to which every notification was delivered: where a resume starts."""
+        return self._state.last_seq
+
+
+class ClientBase:
+    """What the blocking and the asyncio client share: their options and Session, and the steps that do no I/O
+    (hello's params, handing routed notifications to their subscriptions, choosing the leader to follow). Each
+    client adds its own connection, reader and calls."""
+
+    def __init__(self, addresses: Union[Address, Sequence[Address]], token: Optional[str], client_name: str,
+                 timeout: float, reconnect: bool, max_backoff: float, transport: str, leader_wait: float):
+        self._addresses = parse_addresses(addresses, transport)
+        self.leader_wait = leader_wait
+        self.endpoint: Optional[Endpoint] = None  # the address of the current (or last) connection
+        self._preferred: Optional[Endpoint] = None  # the leader a 1012 named: tried first on the next connect
+        self.transport = transport
+        self._token = token
+        self._client_name = client_name
+        self.timeout = timeout
+        self._reconnect = reconnect
+        self._max_backoff = max_backoff
+        self._session = Session()
+        self._closed = False
+        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
+        self.closing_reason: Optional[str] = None
+        self.connections = 0  # how many connections were made (1 + reconnections)
+
+    def _hello_params(self, token: Optional[str] = None) -> Dict[str, Any]:
+        """`hello`'s params; a `token` given replaces the one kept for reconnections."""
+        if token is not None:
+            self._token = token
+        params: Dict[str, Any] = {"client": self._client_name}
+        if self._token is not None:
+            params["token"] = self._token
+        return params
+
+    def _deliver(self, routed: Routed) -> None:
+        for state, change in routed.deliveries:
+            state.sink.put_nowait(change)
+        if routed.closing is not None:
+            self.closing_reason = routed.closing
+
+    def _leader_to_follow(self, refusal: KvodError, tried: set) -> Optional[Endpoint]:
+        """After a 1012: the leader it names, when the connection should move there (not this member, nor one this
+        call already moved to: a dead leader is named until its lease expires); None when the caller should wait."""
+        leader = leader_endpoint(refusal, self.transport)
+        if leader is None or leader == self.endpoint or leader in tried:
+            return None
+        tried.add(leader)
+        return leader
 
 
 class _Unset:

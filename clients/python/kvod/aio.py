@@ -12,44 +12,25 @@ import asyncio
 import time
 from typing import Any, AsyncIterator, Dict, Iterable, Optional, Sequence, Tuple, Union
 
-from ._core import (UNSET, Address, Change, Endpoint, Resync, Session, SubscriptionState, check_options, condition,
-                    connection_order, leader_endpoint, mutation_params, parse_addresses)
+from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Resync, SubscriptionBase, SubscriptionState,
+                    check_options, connection_order, mutation_params, set_params, transaction_op)
 from ._transport import AsyncTransport, async_transport
-from .client import _op
 from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
 
-_CLOSED = object()
 
-
-class AsyncSubscription:
+class AsyncSubscription(SubscriptionBase):
     """A live subscription: `async for` it for Change (and Resync) items; `await next(timeout)` waits at most that."""
 
     def __init__(self, client: "AsyncClient", state: SubscriptionState):
-        self._client = client
-        self._state = state
-        self._queue: "asyncio.Queue[Any]" = asyncio.Queue()
-        state.sink = self._queue
-        self.seq: Optional[int] = None
-
-    @property
-    def id(self) -> Optional[int]:
-        return self._state.server_id
-
-    @property
-    def path(self) -> str:
-        return self._state.path
-
-    @property
-    def last_seq(self) -> Optional[int]:
-        return self._state.last_seq
+        super().__init__(client, state, asyncio.Queue())
 
     async def next(self, timeout: Optional[float] = None) -> Union[Change, Resync]:
         try:
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
             raise Timeout(f"no notification for {self.path} within {timeout} s") from None
-        if item is _CLOSED:
-            self._queue.put_nowait(_CLOSED)
+        if item is CLOSED:
+            self._queue.put_nowait(CLOSED)
             raise StopAsyncIteration
         return item
 
@@ -70,34 +51,20 @@ async def connect(addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070
     return client
 
 
-class AsyncClient:
+class AsyncClient(ClientBase):
     """An asyncio kvod client; create it with `await kvod.aio.connect(...)`. Options as the blocking Client's,
     `transport="websocket"` and `leader_wait` included."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
                  max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0):
-        self._addresses = parse_addresses(addresses, transport)
+        super().__init__(addresses, token, client_name, timeout, reconnect, max_backoff, transport, leader_wait)
         self._open_transport = async_transport(transport)
-        self.leader_wait = leader_wait
-        self.endpoint: Optional[Endpoint] = None  # the address of the current (or last) connection
-        self._preferred: Optional[Endpoint] = None  # the leader a 1012 named: tried first on the next connect
-        self.transport = transport
-        self._token = token
-        self._client_name = client_name
-        self.timeout = timeout
-        self._reconnect = reconnect
-        self._max_backoff = max_backoff
-        self._session = Session()
         self._futures: Dict[int, "asyncio.Future[Any]"] = {}
         # The current connection (a closed one until the reader has reconnected); None until connected.
         self._transport: Optional[AsyncTransport] = None
         self._connected = asyncio.Event()
         self._task: Optional["asyncio.Task[None]"] = None
-        self._closed = False
-        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
-        self.closing_reason: Optional[str] = None
-        self.connections = 0
 
     async def connect(self) -> None:
         await self._connect()
@@ -119,10 +86,7 @@ class AsyncClient:
         connection = await self._open()
         self._setup = connection
         try:
-            hello: Dict[str, Any] = {"client": self._client_name}
-            if self._token is not None:
-                hello["token"] = self._token
-            await self._exchange("hello", hello)
+            await self._exchange("hello", self._hello_params())
             for state in list(self._session.subscriptions):
                 await self._resubscribe(state)
         except BaseException:
@@ -153,19 +117,9 @@ class AsyncClient:
         try:
             await self._exchange("subscribe", state.subscribe_params(since), state)
         except ResyncRequired as error:
-            data = error.data or {}
-            state.last_seq = None
-            state.prior_seq = None
+            state.restart()
             result = await self._exchange("subscribe", state.subscribe_params(None), state)
-            if "initial" not in state.options:
-                state.last_seq = result["seq"]
-            state.sink.put_nowait(Resync(state.path, since or 0, data.get("oldest"), result["seq"]))
-
-    def _deliver(self, routed: Any) -> None:
-        for state, change in routed.deliveries:
-            state.sink.put_nowait(change)
-        if routed.closing is not None:
-            self.closing_reason = routed.closing
+            state.sink.put_nowait(state.resynced(since, error, result))
 
     async def _read_loop(self) -> None:
         backoff = 0.05
@@ -198,7 +152,7 @@ class AsyncClient:
                         backoff = min(backoff * 2, self._max_backoff)
         finally:
             for state in list(self._session.subscriptions):
-                state.sink.put_nowait(_CLOSED)
+                state.sink.put_nowait(CLOSED)
 
     def _fail_pending(self) -> None:
         """Fails every request in flight: the connection they went out on is gone."""
@@ -223,11 +177,10 @@ class AsyncClient:
             except NotLeader as refusal:
                 if time.monotonic() >= leader_deadline:
                     raise
-                leader = leader_endpoint(refusal, self.transport)
                 connection = self._transport
-                if leader is not None and leader != self.endpoint and leader not in tried and connection is not None:
+                leader = self._leader_to_follow(refusal, tried) if connection is not None else None
+                if connection is not None and leader is not None:
                     # The reader sees the end and connects to the leader first, resubscribing everything.
-                    tried.add(leader)
                     self._preferred = leader
                     self._connected.clear()
                     await connection.close()
@@ -267,12 +220,7 @@ class AsyncClient:
         return outcome
 
     async def hello(self, token: Optional[str] = None) -> Dict[str, Any]:
-        if token is not None:
-            self._token = token
-        params: Dict[str, Any] = {"client": self._client_name}
-        if self._token is not None:
-            params["token"] = self._token
-        return await self.call("hello", params)
+        return await self.call("hello", self._hello_params(token))
 
     async def ping(self) -> str:
         return await self.call("ping")
@@ -289,11 +237,7 @@ class AsyncClient:
 
     async def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,
                   if_absent: bool = False) -> int:
-        params: Dict[str, Any] = {"path": path, "value": value}
-        when = condition(if_mod_seq, if_value, if_absent)
-        if when is not None:
-            params["if"] = when
-        return (await self.call("set", params))["seq"]
+        return (await self.call("set", set_params(path, value, if_mod_seq, if_value, if_absent)))["seq"]
 
     async def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                      indexes: Any = UNSET) -> int:
@@ -321,7 +265,7 @@ class AsyncClient:
         return (await self.call("setMembers", {"path": path, "values": list(values)}))["seq"]
 
     async def transaction(self, ops: Iterable[Any]) -> int:
-        return (await self.call("transaction", {"ops": [_op(op) for op in ops]}))["seq"]
+        return (await self.call("transaction", {"ops": [transaction_op(op) for op in ops]}))["seq"]
 
     async def validate(self, path: str, value: Any) -> Any:
         return (await self.call("validate", {"path": path, "value": value}))["value"]
@@ -349,7 +293,7 @@ class AsyncClient:
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
-        state.sink.put_nowait(_CLOSED)
+        state.sink.put_nowait(CLOSED)
         if server_id is not None:
             try:
                 await self.call("unsubscribe", {"subscription": server_id})

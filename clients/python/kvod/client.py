@@ -7,39 +7,19 @@ leader" moves the connection to the leader named in the error (or waits out an e
 import queue
 import threading
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
-from ._core import (UNSET, Address, Change, Endpoint, Resync, Session, SubscriptionState, check_options, condition,
-                    connection_order, leader_endpoint, mutation_params, parse_addresses)
+from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Resync, SubscriptionBase, SubscriptionState,
+                    check_options, connection_order, mutation_params, set_params, transaction_op)
 from ._transport import BlockingTransport, blocking_transport
 from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
 
-_CLOSED = object()
 
-
-class Subscription:
+class Subscription(SubscriptionBase):
     """A live subscription: iterate it for Change (and Resync) items; `next(timeout)` waits at most that long."""
 
     def __init__(self, client: "Client", state: SubscriptionState):
-        self._client = client
-        self._state = state
-        self._queue: "queue.Queue[Any]" = queue.Queue()
-        state.sink = self._queue
-        self.seq: Optional[int] = None  # the seq the subscribe reported
-
-    @property
-    def id(self) -> Optional[int]:
-        """kvod's id for this subscription on the current connection (it changes after a reconnect)."""
-        return self._state.server_id
-
-    @property
-    def path(self) -> str:
-        return self._state.path
-
-    @property
-    def last_seq(self) -> Optional[int]:
-        """The seq up to which every notification was delivered: where a resume starts."""
-        return self._state.last_seq
+        super().__init__(client, state, queue.Queue())
 
     def next(self, timeout: Optional[float] = None) -> Union[Change, Resync]:
         """The next change (or Resync); raises Timeout after `timeout` seconds, StopIteration once unsubscribed."""
@@ -47,8 +27,8 @@ class Subscription:
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
             raise Timeout(f"no notification for {self.path} within {timeout} s") from None
-        if item is _CLOSED:
-            self._queue.put(_CLOSED)
+        if item is CLOSED:
+            self._queue.put(CLOSED)
             raise StopIteration
         return item
 
@@ -62,7 +42,7 @@ class Subscription:
         self._client.unsubscribe(self)
 
 
-class Client:
+class Client(ClientBase):
     """A blocking kvod client. `Client("127.0.0.1:7070")`, or several addresses to try in turn (the members of a
     cluster: after a disconnect the next one is tried first); `token` is sent with `hello` on every (re)connection.
     Every call waits at most `timeout` seconds, including while reconnecting. A call refused with 1012 "not the
@@ -74,27 +54,13 @@ class Client:
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
                  max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0):
-        self._addresses = parse_addresses(addresses, transport)
+        super().__init__(addresses, token, client_name, timeout, reconnect, max_backoff, transport, leader_wait)
         self._open_transport = blocking_transport(transport)
-        self.leader_wait = leader_wait
-        self.endpoint: Optional[Endpoint] = None  # the address of the current (or last) connection
-        self._preferred: Optional[Endpoint] = None  # the leader a 1012 named: tried first on the next connect
-        self.transport = transport
-        self._token = token
-        self._client_name = client_name
-        self.timeout = timeout
-        self._reconnect = reconnect
-        self._max_backoff = max_backoff
-        self._session = Session()
         self._lock = threading.RLock()
         self._connected = threading.Condition(self._lock)
         self._waiters: Dict[int, "queue.Queue[Any]"] = {}
         # The live connection; None while (re)connecting or once closed.
         self._transport: Optional[BlockingTransport] = None
-        self._closed = False
-        self._ended = False  # the connection dropped and reconnect=False: calls fail at once
-        self.closing_reason: Optional[str] = None
-        self.connections = 0  # how many connections were made (1 + reconnections)
         self._connect(initial=True)
         self._reader = threading.Thread(target=self._read_loop, name="kvod-reader", daemon=True)
         self._reader.start()
@@ -119,10 +85,7 @@ class Client:
         # Callers wait until the connection is set up (hello, resubscriptions), so the setup reads its answers inline.
         self._setup = connection
         try:
-            hello: Dict[str, Any] = {"client": self._client_name}
-            if self._token is not None:
-                hello["token"] = self._token
-            self._exchange("hello", hello)
+            self._exchange("hello", self._hello_params())
             for state in list(self._session.subscriptions):
                 self._resubscribe(state)
         except BaseException:
@@ -155,19 +118,9 @@ class Client:
         try:
             self._exchange("subscribe", state.subscribe_params(since), state)
         except ResyncRequired as error:
-            data = error.data or {}
-            state.last_seq = None
-            state.prior_seq = None
+            state.restart()
             result = self._exchange("subscribe", state.subscribe_params(None), state)
-            if "initial" not in state.options:
-                state.last_seq = result["seq"]
-            state.sink.put(Resync(state.path, since or 0, data.get("oldest"), result["seq"]))
-
-    def _deliver(self, routed: Any) -> None:
-        for state, change in routed.deliveries:
-            state.sink.put(change)
-        if routed.closing is not None:
-            self.closing_reason = routed.closing
+            state.sink.put(state.resynced(since, error, result))
 
     def _read_loop(self) -> None:
         backoff = 0.05
@@ -205,7 +158,7 @@ class Client:
                     time.sleep(backoff)
                     backoff = min(backoff * 2, self._max_backoff)
         for state in list(self._session.subscriptions):
-            state.sink.put(_CLOSED)
+            state.sink.put(CLOSED)
 
     def _fail_pending(self) -> None:
         """Fails every request in flight: the connection they went out on is gone."""
@@ -230,11 +183,10 @@ class Client:
         next pause."""
         if time.monotonic() >= deadline:
             raise refusal
-        leader = leader_endpoint(refusal, self.transport)
         with self._lock:
             connection = self._transport
-            if leader is not None and leader != self.endpoint and leader not in tried and connection is not None:
-                tried.add(leader)
+            leader = self._leader_to_follow(refusal, tried) if connection is not None else None
+            if leader is not None:
                 self._preferred = leader
                 self._transport = None
             else:
@@ -283,12 +235,7 @@ class Client:
 
     def hello(self, token: Optional[str] = None) -> Dict[str, Any]:
         """Presents a token (kept for reconnections)."""
-        if token is not None:
-            self._token = token
-        params: Dict[str, Any] = {"client": self._client_name}
-        if self._token is not None:
-            params["token"] = self._token
-        return self.call("hello", params)
+        return self.call("hello", self._hello_params(token))
 
     def ping(self) -> str:
         return self.call("ping")
@@ -309,11 +256,7 @@ class Client:
             if_absent: bool = False) -> int:
         """Sets `path` to `value`; returns the mutation's seq. With one of `if_mod_seq` (unchanged since that seq),
         `if_value` (currently equal) or `if_absent`, a conditional write: PreconditionFailed when it does not hold."""
-        params: Dict[str, Any] = {"path": path, "value": value}
-        when = condition(if_mod_seq, if_value, if_absent)
-        if when is not None:
-            params["if"] = when
-        return self.call("set", params)["seq"]
+        return self.call("set", set_params(path, value, if_mod_seq, if_value, if_absent))["seq"]
 
     def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                indexes: Any = UNSET) -> int:
@@ -340,7 +283,7 @@ class Client:
 
     def transaction(self, ops: Iterable[Any]) -> int:
         """Applies ops atomically: each a `{"method", "params"}` dict or a `(method, params)` pair."""
-        return self.call("transaction", {"ops": [_op(op) for op in ops]})["seq"]
+        return self.call("transaction", {"ops": [transaction_op(op) for op in ops]})["seq"]
 
     def validate(self, path: str, value: Any) -> Any:
         return self.call("validate", {"path": path, "value": value})["value"]
@@ -370,7 +313,7 @@ class Client:
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
-        state.sink.put(_CLOSED)
+        state.sink.put(CLOSED)
         if server_id is not None:
             try:
                 self.call("unsubscribe", {"subscription": server_id})
@@ -391,10 +334,3 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _op(op: Any) -> Dict[str, Any]:
-    if isinstance(op, dict):
-        return op
-    method, params = op
-    return {"method": method, "params": params}
