@@ -14,22 +14,10 @@ import WireProtocol
     static let goingOffline =
         #"{"ops":[{"method":"set","params":{"path":"presence.ada","value":"offline"}},{"method":"insert","params":{"path":"left","value":"ada"}}]}"#
 
-    /// An in-process leader of term 3 whose lease is proven, wired as `Server.joinCluster` does (no data directory).
+    /// An in-process leader of term 3 whose lease is proven.
     private func leader() -> (server: InProcessServer, log: ClusterLog, status: ClusterStatus) {
-        let server = InProcessServer()
-        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
-        let status = ClusterStatus(configuration: configuration)
-        status.update(role: .leader, term: 3, leader: configuration.advertise)
-        status.writableUntil = .max
-        let terms = TermHistory(directory: nil, snapshotSeq: 0)
-        let source = ReplicationSource(
-            graph: server.graph, status: status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
-            sessions: server.context.sessions, clock: server.clock)
-        let log = ClusterLog(source: source, terms: terms, status: status)
-        server.context.mutationLog = log
-        server.context.cluster = status
-        server.context.replication = source
-        return (server, log, status)
+        let leader = InProcessLeader(term: 3)
+        return (leader.server, leader.log, leader.status)
     }
 
     /// A follower's replication link from seq 0: the `replicate` response and the catch-up's lines.

@@ -246,3 +246,28 @@ final class InProcessPeer {
         self.transport.finishClosing()
     }
 }
+
+/// An in-process cluster leader of `term` whose lease is proven, wired as `Server.joinCluster` does (no data
+/// directory): the status, the replication source and the cluster log in `server`'s context.
+@MainActor
+struct InProcessLeader {
+    let server = InProcessServer()
+    let status: ClusterStatus
+    let source: ReplicationSource
+    let log: ClusterLog
+
+    init(term: UInt64) {
+        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
+        self.status = ClusterStatus(configuration: configuration)
+        self.status.update(role: .leader, term: term, leader: configuration.advertise)
+        self.status.writableUntil = .max
+        let terms = TermHistory(directory: nil, snapshotSeq: 0)
+        self.source = ReplicationSource(
+            graph: self.server.graph, status: self.status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
+            sessions: self.server.context.sessions, clock: self.server.clock)
+        self.log = ClusterLog(source: self.source, terms: terms, status: self.status)
+        self.server.context.mutationLog = self.log
+        self.server.context.cluster = self.status
+        self.server.context.replication = self.source
+    }
+}

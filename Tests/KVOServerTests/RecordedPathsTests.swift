@@ -61,22 +61,12 @@ import WireProtocol
     /// A leader of term 4 whose lease is proven, with the replication source as joinCluster wires it (the
     /// history's announcements go into the stream, as Server.recordClusterWide does on a leader).
     private func leader() -> (InProcessServer, ReplicationSource) {
-        let server = InProcessServer()
-        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
-        let status = ClusterStatus(configuration: configuration)
-        status.update(role: .leader, term: 4, leader: configuration.advertise)
-        status.writableUntil = .max
-        let terms = TermHistory(directory: nil, snapshotSeq: 0)
-        let source = ReplicationSource(
-            graph: server.graph, status: status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
-            sessions: server.context.sessions, clock: server.clock)
-        let history = server.context.subscriptions.history
+        let leader = InProcessLeader(term: 4)
+        let history = leader.server.context.subscriptions.history
+        let source = leader.source
         source.recordedPaths = { history.recordedPaths }
         history.onRecorderStarted = { source.announceRecording($0) }
-        server.context.cluster = status
-        server.context.replication = source
-        server.context.mutationLog = ClusterLog(source: source, terms: terms, status: status)
-        return (server, source)
+        return (leader.server, source)
     }
 
     @Test func aCatchUpStartsWithTheRecordedPathsAndAnnouncementsComeInOrder() throws {

@@ -126,15 +126,20 @@ final class ReplicationSource {
         for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
     }
 
+    /// `{"term":T,"seq":N`: how every leader line that is not a record begins (a heartbeat is just this and `}`).
+    static func appendOpening(term: UInt64, seq: UInt64, to line: inout [UInt8]) {
+        line.append(contentsOf: #"{"term":"#.utf8)
+        JSONWriter.appendInt(Int64(term), to: &line)
+        line.append(contentsOf: #","seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &line)
+    }
+
     /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...]}` and a newline: the leader's whole set, which
     /// replaces the follower's (an earlier version reads it as a heartbeat).
     static func appendRegistrations(
         _ registrations: OnDisconnectRegistrations, seq: UInt64, term: UInt64, to line: inout [UInt8]
     ) {
-        line.append(contentsOf: #"{"term":"#.utf8)
-        JSONWriter.appendInt(Int64(term), to: &line)
-        line.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &line)
+        Self.appendOpening(term: term, seq: seq, to: &line)
         line.append(contentsOf: #","registrations":"#.utf8)
         JSONWriter.append(registrations.json, to: &line)
         line.append(contentsOf: "}\n".utf8)
@@ -160,10 +165,7 @@ final class ReplicationSource {
 
     /// `{"term":T,"seq":N,"record":PATH}` and a newline: start recording PATH after applying seq N.
     static func appendRecord(_ keyPath: KeyPath, seq: UInt64, term: UInt64, to line: inout [UInt8]) {
-        line.append(contentsOf: #"{"term":"#.utf8)
-        JSONWriter.appendInt(Int64(term), to: &line)
-        line.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &line)
+        Self.appendOpening(term: term, seq: seq, to: &line)
         line.append(contentsOf: #","record":"#.utf8)
         JSONWriter.appendString(keyPath.description, to: &line)
         line.append(contentsOf: "}\n".utf8)
@@ -242,10 +244,7 @@ final class ReplicationSource {
         self.progress.sample(self.replicas, seq: self.graph.seq) { self.acks[$0.id]?.seq }  // before the heartbeat
         guard !self.replicas.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
         var line: [UInt8] = []
-        line.append(contentsOf: #"{"term":"#.utf8)
-        JSONWriter.appendInt(Int64(self.status.term), to: &line)
-        line.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(self.graph.seq), to: &line)
+        Self.appendOpening(term: self.status.term, seq: self.graph.seq, to: &line)
         line.append(contentsOf: "}\n".utf8)
         for session in self.replicas { session.enqueue(bytes: line) }
         self.shipper?.heartbeat(line)
