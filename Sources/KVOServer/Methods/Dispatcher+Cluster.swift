@@ -72,26 +72,6 @@ extension Dispatcher {
         if self.context.subscriptions.history.record(path) { source.announceRecording(path) }
     }
 
-    /// `subscribe` with `since` on a leader that can prove its lease: its history is the cluster's, so a `since`
-    /// beyond its seq names writes that are in no member's history (acknowledged by a previous leader and lost in an
-    /// asynchronous failover, docs/SCALING.md#clients): 1010 with `data.oldest`, so the client resyncs, instead of
-    /// the "behind" refusal a client retries until this leader's seq passes `since` and the resume would skip the
-    /// changes at seqs it saw under the old leader. Elsewhere (a follower may only be behind) nothing is decided here.
-    func refuseLostSince(_ since: Int64, path text: String, keyPath: KeyPath) throws {
-        let seq = self.context.graph.seq
-        guard since > Int64(seq), let cluster = self.context.cluster,
-            cluster.acceptsWrites(now: self.context.clock.nowMilliseconds)
-        else { return }
-        try self.context.graph.checkObservable(keyPath)  // a bad path's error first, as without a cluster
-        let history = self.context.subscriptions.history
-        let oldest = history.isEnabled ? history.oldestResumable(keyPath) : seq
-        throw RPCError(
-            .resyncRequired, "cannot resume \(text) from seq \(since): the leader's history ends at \(seq)",
-            data: .object([
-                "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)), "seq": .int(Int64(seq)),
-            ]))
-    }
-
     private static func term(_ value: JSONValue?, name: String) throws -> UInt64? {
         switch value {
         case nil, .null?: return nil

@@ -24,7 +24,7 @@ extension Dispatcher {
             if options.contains(.initial) {
                 throw RPCError.badParams("subscribe: 'since' and the 'initial' option exclude each other")
             }
-            try self.refuseLostSince(since, path: text, keyPath: path)  // a cluster leader (Dispatcher+Cluster.swift)
+            try self.refuseLostSince(since, path: text, keyPath: path)
             missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
         }
         let (created, initial) = try self.context.subscriptions.create(
@@ -76,5 +76,28 @@ extension Dispatcher {
             }
         }
         return options
+    }
+
+    /// `subscribe` with `since` beyond this member's seq, where no history can hold those seqs: on a single node they
+    /// were lost (acknowledged under `--fsync everysec` or `no`, then a crash; or the client saw another data
+    /// directory), and on a cluster leader that can prove its lease they were acknowledged by a previous leader and
+    /// lost in an asynchronous failover (docs/SCALING.md#clients). Either way the client must resync: 1010 with
+    /// `data.oldest`, not the "behind" refusal a client retries until the seq passes `since` and the resume would
+    /// skip the changes at seqs it saw before. A follower may only be behind: nothing is decided here.
+    func refuseLostSince(_ since: Int64, path text: String, keyPath: KeyPath) throws {
+        let seq = self.context.graph.seq
+        guard since > Int64(seq) else { return }
+        if let cluster = self.context.cluster, !cluster.acceptsWrites(now: self.context.clock.nowMilliseconds) {
+            return
+        }
+        try self.context.graph.checkObservable(keyPath)  // a bad path's error first
+        let history = self.context.subscriptions.history
+        let oldest = history.isEnabled ? history.oldestResumable(keyPath) : seq
+        let whose = self.context.cluster == nil ? "kvod's" : "the leader's"
+        throw RPCError(
+            .resyncRequired, "cannot resume \(text) from seq \(since): \(whose) history ends at \(seq)",
+            data: .object([
+                "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)), "seq": .int(Int64(seq)),
+            ]))
     }
 }
