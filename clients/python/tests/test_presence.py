@@ -6,7 +6,10 @@ hook runs on each connection and may call the client (Firebase's `.info/connecte
 for `leader_wait`, goes on without it and says so. `Presence`'s decisions are checked on their own too."""
 
 import asyncio
+import json
 import logging
+import socket
+import threading
 import time
 
 import pytest
@@ -175,3 +178,108 @@ def test_presence_decisions():
     assert presence.ops is None and presence.error is None and presence.rearm_params() is None
     with pytest.raises(TypeError):
         kvod.Client.on_disconnect(None, {"method": "set", "params": {}})
+
+
+def test_a_key_per_connection_from_the_hook(kvod_server, make_proxy):
+    """The README's recipe for a drop kvod notices late: each connection sets and clears a key of its own."""
+    proxy = make_proxy(kvod_server.port)
+    with kvod.Client(kvod_server.address) as writer, kvod.Client(proxy.address, timeout=20) as ada:
+        def connected(info):
+            me = f"c{info.connections}"
+            ada.on_disconnect([("set", {"path": f"presence.ada.{me}", "value": None})])
+            ada.set(f"presence.ada.{me}", True)
+        ada.on_connected(connected)
+        for cut in (1, 2):
+            wait_for(lambda: (writer.get("presence.ada") or {}).get(f"c{cut}") is True)
+            proxy.cut()
+
+        def entries():
+            return {key: value for key, value in (writer.get("presence.ada") or {}).items() if key != "$id"}
+        wait_for(lambda: entries() == {"c1": None, "c2": None, "c3": True})
+
+
+class Recorder:
+    """A stand-in kvod that records the methods of each connection and answers them; `drop()` closes the
+    connections; while `gate` is clear, hello is answered only once it is set (a window for callers to queue)."""
+
+    def __init__(self):
+        self.connections = []
+        self.sockets = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.sockets.append(connection)
+            self.connections.append([])
+            threading.Thread(target=self._serve, args=(connection, self.connections[-1]), daemon=True).start()
+
+    def _serve(self, connection, methods):
+        results = {"hello": {"server": "kvod"}, "subscribe": {"subscription": 1, "seq": 0}, "set": {"seq": 1}}
+        with connection, connection.makefile("rwb") as stream:
+            for line in stream:
+                request = json.loads(line)
+                methods.append(request["method"])
+                if request["method"] == "hello":
+                    self.gate.wait(10)
+                result = results.get(request["method"], {"ops": len((request.get("params") or {}).get("ops", []))})
+                stream.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode() + b"\n")
+                stream.flush()
+
+    def drop(self):
+        for connection in self.sockets:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.listener.close()
+        self.drop()
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+def test_the_order_on_a_new_connection(flavour):
+    """hello, the onDisconnect ops, the subscriptions, then a call that waited for the connection."""
+    recorder = Recorder()
+    try:
+        if flavour == "blocking":
+            with kvod.Client(recorder.address, timeout=20) as client:
+                client.subscribe("x")
+                client.on_disconnect(GONE)
+                recorder.gate.clear()
+                recorder.drop()
+                wait_for(lambda: len(recorder.connections) == 2)  # reconnected; hello waits at the gate
+                results = []
+                caller = threading.Thread(target=lambda: results.append(client.set("y", 1)))
+                caller.start()
+                time.sleep(0.2)  # a window for the call to queue (the order holds either way)
+                recorder.gate.set()
+                caller.join(20)
+                assert results == [1]
+        else:
+            async def scenario():
+                async with await kvod.aio.connect(recorder.address, timeout=20) as client:
+                    await client.subscribe("x")
+                    await client.on_disconnect(GONE)
+                    recorder.gate.clear()
+                    recorder.drop()
+                    for _ in range(1000):
+                        if len(recorder.connections) == 2:
+                            break
+                        await asyncio.sleep(0.02)
+                    call = asyncio.ensure_future(client.set("y", 1))
+                    await asyncio.sleep(0.2)
+                    recorder.gate.set()
+                    assert await call == 1
+            asyncio.run(asyncio.wait_for(scenario(), 60))
+        assert recorder.connections[1] == ["hello", "onDisconnect", "subscribe", "set"]
+    finally:
+        recorder.close()
