@@ -256,7 +256,7 @@ def test_the_order_on_a_new_connection(flavour):
                 client.on_disconnect(GONE)
                 recorder.gate.clear()
                 recorder.drop()
-                wait_for(lambda: len(recorder.connections) == 2)  # reconnected; hello waits at the gate
+                wait_for(lambda: recorder.connections[1:] == [["hello"]])  # reconnected; hello waits at the gate
                 results = []
                 caller = threading.Thread(target=lambda: results.append(client.set("y", 1)))
                 caller.start()
@@ -272,7 +272,7 @@ def test_the_order_on_a_new_connection(flavour):
                     recorder.gate.clear()
                     recorder.drop()
                     for _ in range(1000):
-                        if len(recorder.connections) == 2:
+                        if recorder.connections[1:] == [["hello"]]:
                             break
                         await asyncio.sleep(0.02)
                     call = asyncio.ensure_future(client.set("y", 1))

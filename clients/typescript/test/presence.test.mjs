@@ -148,3 +148,56 @@ test("without a leader the connection goes on without the ops, and says so", () 
     await follower.close();
   }
 }));
+
+/** A stand-in kvod that records each connection's methods and answers them; `drop()` closes the connections; while
+ * `hold` is set, hello is answered only when `release()` is called (a window for callers to queue). */
+async function recorder() {
+  const state = { connections: [], sockets: [], held: [], hold: false };
+  const results = { hello: { server: "kvod" }, subscribe: { subscription: 1, seq: 0 }, set: { seq: 1 } };
+  const server = createServer((socket) => {
+    const methods = [];
+    state.connections.push(methods);
+    state.sockets.push(socket);
+    socket.setEncoding("utf8");
+    let buffered = "";
+    socket.on("data", (chunk) => {
+      buffered += chunk;
+      let newline;
+      while ((newline = buffered.indexOf("\n")) >= 0) {
+        const request = JSON.parse(buffered.slice(0, newline));
+        buffered = buffered.slice(newline + 1);
+        methods.push(request.method);
+        const result = results[request.method] ?? { ops: (request.params?.ops ?? []).length };
+        const answer = () => socket.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+        if (request.method === "hello" && state.hold) state.held.push(answer);
+        else answer();
+      }
+    });
+    socket.on("error", () => socket.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  state.address = `127.0.0.1:${server.address().port}`;
+  state.drop = () => { for (const socket of state.sockets) socket.destroy(); };
+  state.release = () => { state.hold = false; for (const answer of state.held.splice(0)) answer(); };
+  state.close = () => new Promise((resolve) => { state.drop(); server.close(resolve); });
+  return state;
+}
+
+test("on a new connection: hello, the onDisconnect ops, the subscriptions, then the waiting calls", async () => {
+  const stand = await recorder();
+  const client = await kvod.connect(stand.address, { timeout: 20000 });
+  try {
+    await client.subscribe("x");
+    await client.onDisconnect(gone);
+    stand.hold = true;
+    stand.drop();
+    await until(() => stand.connections.length === 2 && stand.held.length === 1); // hello waits
+    const call = client.set("y", 1); // waits for the connection to be set up
+    stand.release();
+    assert.equal(await call, 1);
+    assert.deepEqual(stand.connections[1], ["hello", "onDisconnect", "subscribe", "set"]);
+  } finally {
+    client.close();
+    await stand.close();
+  }
+});
