@@ -1,8 +1,9 @@
-// Presence across reconnections against a real kvod, the client's connection going through a proxy that cuts it:
-// the onDisconnect ops are registered again on every new connection (each end of a connection runs them: one more
-// entry in `log`), a cancel sticks across reconnections, and onConnected listeners run on each connection and may
-// call the client (Firebase's `.info/connected` pattern). A stand-in follower refuses the re-registration with 1012:
-// the client moves to the leader it names, or, with none named for `leaderWait`, goes on without it and says so.
+// Presence across reconnections against a real kvod, the client's connection going through a proxy that cuts it
+// (over TCP and over WebSocket): the onDisconnect ops are registered again on every new connection (each end of a
+// connection runs them: one more entry in `log`), a cancel sticks across reconnections, and onConnected listeners run
+// on each connection and may call the client (Firebase's `.info/connected` pattern). A stand-in follower refuses the
+// re-registration with 1012: the client moves to the leader it names, or, with none named for `leaderWait`, goes on
+// without it and says so. A recording stand-in checks the order on a new connection.
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { test } from "node:test";
@@ -67,8 +68,8 @@ async function withKvod(body) {
   }
 }
 
-test("onDisconnect is registered again on every connection; cancel sticks", () => withKvod(async (cutter, writer) => {
-  const alice = await kvod.connect(cutter.address, { timeout: 20000 });
+for (const transport of ["tcp", "websocket"]) test(`onDisconnect is registered again on every connection; cancel sticks (${transport})`, () => withKvod(async (cutter, writer) => {
+  const alice = await kvod.connect(cutter.address, { timeout: 20000, transport });
   try {
     const seen = [];
     const remove = alice.onConnected(async (info) => {
