@@ -23,7 +23,8 @@ from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, Inv
                      UnknownSubscription, ValidationFailed)
 
 __all__ = [
-    "Client", "Subscription", "Change", "Connected", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost", "Timeout",
+    "Client", "Subscription", "Change", "Connected", "Resync", "aio", "ERRORS", "KvodError", "ConnectionLost",
+    "Timeout",
     "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "UndefinedKey",
     "ValidationFailed", "NullNotAllowed", "IndexOutOfRange", "TypeMismatch", "ReadOnlyKey", "UnknownSubscription",
     "Unauthorized", "LimitExceeded", "ResyncRequired", "PreconditionFailed", "NotLeader", "MissingExtra",

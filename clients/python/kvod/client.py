@@ -119,10 +119,12 @@ class Client:
         raise ConnectionLost("cannot connect: " + "; ".join(errors))
 
     def _connect(self, initial: bool) -> None:
-        """Opens a connection, says hello and resubscribes; on a reconnect, runs in the reader thread."""
+        """Opens a connection, says hello, registers the onDisconnect ops again and resubscribes, then calls the
+        connected hooks; on a reconnect, runs in the reader thread."""
         connection = self._open()
         connection_endpoint = self.endpoint
-        # Callers wait until the connection is set up (hello, resubscriptions), so the setup reads its answers inline.
+        # Callers wait until the connection is set up (hello, onDisconnect ops, resubscriptions), so the setup reads
+        # its answers inline.
         self._setup = connection
         try:
             hello: Dict[str, Any] = {"client": self._client_name}

@@ -176,8 +176,8 @@ export declare class Client {
     /** @internal Opens the first connection. */
     open(): Promise<void>;
     private establish;
-    /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod cannot
-     * replay that far); resolves with hello's result. Callers' requests wait until it is done. */
+    /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
+     * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
     private setup;
     /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
      * resubscriptions and before any caller's request, so presence is armed first. A 1012 refusal is retried as calls

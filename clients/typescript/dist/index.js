@@ -2,9 +2,10 @@
 // error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
 // no gap and no duplicate (Protocol/README.md#resuming). Given the members of a cluster, it follows the leader: a request
 // refused with 1012 "not the leader" moves the connection to the leader the error names (or waits out an election) and
-// is sent again (docs/SCALING.md). Presence: the `onDisconnect` ops kvod last accepted are registered again on every new
-// connection, first thing after `hello`, and `onConnected` listeners run on each connection. Transports: TCP (`node:net`, Node only) and WebSocket (the
-// standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
+// is sent again (docs/SCALING.md). Presence: the `onDisconnect` ops kvod last accepted are registered again on every
+// new connection, first thing after `hello`, and `onConnected` listeners run on each connection. Transports: TCP
+// (`node:net`, Node only) and WebSocket (the standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket`
+// exists). No runtime dependencies.
 // MARK: - Errors
 /** An error kvod answered with: `code`, `message` and `data` as on the wire (Protocol/errors.md). */
 export class KvodError extends Error {
@@ -255,7 +256,8 @@ export class Client {
             this.ready = true;
             for (const waiter of this.connectedWaiters.splice(0))
                 waiter();
-            this.lastConnected = { connections: this.connections, endpoint: address, server, onDisconnectError: this.onDisconnectError };
+            const onDisconnectError = this.onDisconnectError;
+            this.lastConnected = { connections: this.connections, endpoint: address, server, onDisconnectError };
             for (const listener of [...this.connectedListeners])
                 this.notifyConnected(listener, this.lastConnected);
             return;
@@ -263,8 +265,8 @@ export class Client {
         this.preferred = undefined;
         throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
     }
-    /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod cannot
-     * replay that far); resolves with hello's result. Callers' requests wait until it is done. */
+    /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
+     * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
     async setup() {
         const server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
         await this.rearm();
@@ -304,7 +306,8 @@ export class Client {
                 const refusal = error;
                 if (refusal instanceof NotLeader) {
                     const now = Date.now();
-                    const rearming = this.rearming ?? (this.rearming = { deadline: now + (this.options.leaderWait ?? 10000), pause: 100, tried: new Set() });
+                    const deadline = now + (this.options.leaderWait ?? 10000);
+                    const rearming = this.rearming ?? (this.rearming = { deadline, pause: 100, tried: new Set() });
                     if (now < rearming.deadline) {
                         const leader = refusal.data?.leader;
                         // A dead leader is named until its lease expires: each named leader is tried once.
@@ -321,14 +324,16 @@ export class Client {
                 }
                 this.rearming = undefined;
                 this.onDisconnectError = refusal;
-                console.warn(`kvod: the onDisconnect ops could not be registered again on ${this.endpoint}: ${refusal.message}; this connection's end runs nothing`);
+                console.warn(`kvod: the onDisconnect ops could not be registered again on ${this.endpoint}: ${refusal.message};`
+                    + " this connection's end runs nothing");
                 return;
             }
         }
     }
     notifyConnected(listener, info) {
         // Later, not inside the reconnection (a listener may call the client); a failure is logged, not thrown.
-        void Promise.resolve().then(() => listener(info)).catch((error) => console.warn("kvod: an onConnected listener failed:", error));
+        void Promise.resolve().then(() => listener(info))
+            .catch((error) => console.warn("kvod: an onConnected listener failed:", error));
     }
     lost() {
         this.ready = false;
@@ -555,7 +560,8 @@ export class Client {
                 return (await this.call("onDisconnect", { ops })).ops;
             }
             catch (error) {
-                if (!(error instanceof ConnectionLost) || this.closed || this.options.reconnect === false || Date.now() >= deadline)
+                const retry = error instanceof ConnectionLost && !this.closed && this.options.reconnect !== false;
+                if (!retry || Date.now() >= deadline)
                     throw error;
             }
         }

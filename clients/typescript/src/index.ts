@@ -2,9 +2,10 @@
 // error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
 // no gap and no duplicate (Protocol/README.md#resuming). Given the members of a cluster, it follows the leader: a request
 // refused with 1012 "not the leader" moves the connection to the leader the error names (or waits out an election) and
-// is sent again (docs/SCALING.md). Presence: the `onDisconnect` ops kvod last accepted are registered again on every new
-// connection, first thing after `hello`, and `onConnected` listeners run on each connection. Transports: TCP (`node:net`, Node only) and WebSocket (the
-// standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
+// is sent again (docs/SCALING.md). Presence: the `onDisconnect` ops kvod last accepted are registered again on every
+// new connection, first thing after `hello`, and `onConnected` listeners run on each connection. Transports: TCP
+// (`node:net`, Node only) and WebSocket (the standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket`
+// exists). No runtime dependencies.
 
 // MARK: - Errors
 
@@ -355,7 +356,8 @@ export class Client {
       this.connections += 1;
       this.ready = true;
       for (const waiter of this.connectedWaiters.splice(0)) waiter();
-      this.lastConnected = { connections: this.connections, endpoint: address, server, onDisconnectError: this.onDisconnectError };
+      const onDisconnectError = this.onDisconnectError;
+      this.lastConnected = { connections: this.connections, endpoint: address, server, onDisconnectError };
       for (const listener of [...this.connectedListeners]) this.notifyConnected(listener, this.lastConnected);
       return;
     }
@@ -363,8 +365,8 @@ export class Client {
     throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
   }
 
-  /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod cannot
-   * replay that far); resolves with hello's result. Callers' requests wait until it is done. */
+  /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
+   * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
   private async setup(): Promise<Record<string, unknown>> {
     const server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
     await this.rearm();
@@ -400,7 +402,8 @@ export class Client {
         const refusal = error as KvodError;
         if (refusal instanceof NotLeader) {
           const now = Date.now();
-          const rearming = this.rearming ??= { deadline: now + (this.options.leaderWait ?? 10_000), pause: 100, tried: new Set() };
+          const deadline = now + (this.options.leaderWait ?? 10_000);
+          const rearming = this.rearming ??= { deadline, pause: 100, tried: new Set<string>() };
           if (now < rearming.deadline) {
             const leader = (refusal.data as { leader?: unknown } | undefined)?.leader;
             // A dead leader is named until its lease expires: each named leader is tried once.
@@ -417,7 +420,8 @@ export class Client {
         }
         this.rearming = undefined;
         this.onDisconnectError = refusal;
-        console.warn(`kvod: the onDisconnect ops could not be registered again on ${this.endpoint}: ${refusal.message}; this connection's end runs nothing`);
+        console.warn(`kvod: the onDisconnect ops could not be registered again on ${this.endpoint}: ${refusal.message};`
+          + " this connection's end runs nothing");
         return;
       }
     }
@@ -425,7 +429,8 @@ export class Client {
 
   private notifyConnected(listener: ConnectedListener, info: Connected): void {
     // Later, not inside the reconnection (a listener may call the client); a failure is logged, not thrown.
-    void Promise.resolve().then(() => listener(info)).catch((error) => console.warn("kvod: an onConnected listener failed:", error));
+    void Promise.resolve().then(() => listener(info))
+      .catch((error) => console.warn("kvod: an onConnected listener failed:", error));
   }
 
   private lost(): void {
@@ -627,7 +632,8 @@ export class Client {
       try {
         return ((await this.call("onDisconnect", { ops })) as { ops: number }).ops;
       } catch (error) {
-        if (!(error instanceof ConnectionLost) || this.closed || this.options.reconnect === false || Date.now() >= deadline) throw error;
+        const retry = error instanceof ConnectionLost && !this.closed && this.options.reconnect !== false;
+        if (!retry || Date.now() >= deadline) throw error;
       }
     }
   }
