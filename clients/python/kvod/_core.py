@@ -2,19 +2,23 @@
 messages (a transport frames them: kvod/_transport.py), routing of what kvod sends (responses by id,
 `change`/`progress` notifications by subscription, `closing`), and each subscription's resume point (the last seq
 it delivered), so a reconnect can resubscribe with `since` and the caller sees no gap and no duplicate
-(Protocol/README.md#resuming). Also the two clients' common bases, ClientBase and SubscriptionBase: what remains in
-kvod/client.py and kvod/aio.py is the same steps written once blocking and once with await."""
+(Protocol/README.md#resuming); presence: the `onDisconnect` ops kvod last accepted, which every new connection
+registers again, and the hooks to call on each connection (`Presence`, `ConnectedHooks`); and the two clients' common
+bases, ClientBase and SubscriptionBase: what remains in kvod/client.py and kvod/aio.py is the same steps written once
+blocking and once with await."""
 
 import json
+import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import urlsplit
 
-from .errors import KvodError, error_from_wire
+from .errors import KvodError, NotLeader, error_from_wire
 
 OPTIONS = ("new", "old", "initial", "prior")
 TRANSPORTS = ("tcp", "websocket")
 Address = Union[str, Tuple[str, int]]
+logger = logging.getLogger("kvod")
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,7 @@ class Session:
         self.pending: Dict[int, Pending] = {}
         self.subscriptions: List[SubscriptionState] = []
         self.by_server_id: Dict[int, SubscriptionState] = {}
+        self.presence = Presence()
 
     def request(self, method: str, params: Any = None, subscription: Optional[SubscriptionState] = None) -> Tuple[int, bytes]:
         """A new request id and its message, encoded, without framing (the transport adds a newline or a frame)."""
@@ -228,6 +233,8 @@ class Session:
                 outcome = message["result"]
                 if pending is not None and pending.subscription is not None and pending.method == "subscribe":
                     self.registered(pending.subscription, outcome)
+                if pending is not None and pending.method == "onDisconnect":
+                    self.presence.accepted(pending.params)
             routed.response = (request_id, outcome)
             return routed
         method = message.get("method")
@@ -286,6 +293,125 @@ class Session:
         for state in self.subscriptions:
             state.server_id = None
         return lost
+
+
+# MARK: - Presence
+
+
+@dataclass(frozen=True)
+class Connected:
+    """What a connected hook gets, once per connection (the first and each reconnection), when the connection is ready:
+    `hello` answered, the onDisconnect ops registered again, every subscription resumed. `server` is hello's result;
+    `on_disconnect_error` is set when the remembered onDisconnect ops could not be registered on this connection (the
+    error kvod gave, or NotLeader once `leader_wait` passed): this connection's end runs nothing."""
+
+    connections: int
+    endpoint: Endpoint
+    server: Dict[str, Any]
+    on_disconnect_error: Optional[KvodError] = None
+
+
+@dataclass(frozen=True)
+class RearmStep:
+    """What a connection's setup does after kvod refused to register the onDisconnect ops again: `pause` (send them
+    again on this connection after `seconds`), `move` (close it and connect to `leader` first) or `give_up` (go on
+    without them; the error is in `Presence.error` and logged)."""
+
+    action: str
+    seconds: float = 0.0
+    leader: Optional[Endpoint] = None
+
+
+class Presence:
+    """The `onDisconnect` ops kvod last accepted from this client (through `on_disconnect` or a plain `call`; None when
+    none or cancelled), which every new connection registers again right after `hello`
+    (Protocol/methods.md#ondisconnect: a registration belongs to its connection). A refusal with 1012 "not the leader"
+    is retried as calls retry it (on the leader it names, else after pauses of 0.1 s doubling to 1 s) for up to
+    `leader_wait` seconds, across reconnections; then, or at once for any other error, the connection goes on
+    without them and `error` says why, until a registration succeeds."""
+
+    def __init__(self) -> None:
+        self.ops: Optional[List[Any]] = None
+        self.error: Optional[KvodError] = None
+        self._deadline: Optional[float] = None
+        self._pause = 0.1
+        self._tried: Set[Endpoint] = set()
+
+    def accepted(self, params: Any) -> None:
+        """kvod answered an `onDisconnect` with these params: they are what it holds now (`[]` cancelled)."""
+        ops = params.get("ops") if isinstance(params, dict) else None
+        self.ops = list(ops) if ops else None
+        self.error = None
+        self._reset()
+
+    def rearm_params(self) -> Optional[Dict[str, Any]]:
+        """The params that register the remembered ops again, or None when there are none."""
+        return None if self.ops is None else {"ops": self.ops}
+
+    def refused(self, error: KvodError, endpoint: Optional[Endpoint], transport: str, leader_wait: float,
+                now: float) -> RearmStep:
+        """The next step after kvod refused to register the ops again on the connection to `endpoint`."""
+        if isinstance(error, NotLeader):
+            if self._deadline is None:
+                self._deadline = now + leader_wait
+            if now < self._deadline:
+                leader = leader_endpoint(error, transport)
+                # A dead leader is named until its lease expires: each named leader is tried once.
+                if leader is not None and leader != endpoint and leader not in self._tried:
+                    self._tried.add(leader)
+                    return RearmStep("move", leader=leader)
+                seconds = min(self._pause, self._deadline - now)
+                self._pause = min(self._pause * 2, 1.0)
+                return RearmStep("pause", seconds)
+        self.error = error
+        self._reset()
+        logger.warning("kvod: the onDisconnect ops could not be registered again on %s: %r; this connection's end "
+                       "runs nothing", endpoint, error)
+        return RearmStep("give_up")
+
+    def _reset(self) -> None:
+        self._deadline, self._pause, self._tried = None, 0.1, set()
+
+
+ConnectedHook = Callable[[Connected], Any]
+
+
+class ConnectedHooks:
+    """The hooks to call on each connection, and the last connection's `Connected` (a hook added while connected is
+    called with it at once, as Firebase's `.info/connected` fires with the current state)."""
+
+    def __init__(self) -> None:
+        self.hooks: List[ConnectedHook] = []
+        self.last: Optional[Connected] = None
+
+    def add(self, hook: ConnectedHook) -> Callable[[], None]:
+        self.hooks.append(hook)
+
+        def remove() -> None:
+            if hook in self.hooks:
+                self.hooks.remove(hook)
+        return remove
+
+    def connected(self, info: Connected) -> List[ConnectedHook]:
+        """Records a new connection; the hooks to call with `info`."""
+        self.last = info
+        return list(self.hooks)
+
+
+def run_hook(hook: ConnectedHook, info: Connected) -> Any:
+    """Calls a connected hook; an exception is logged (it must not stop the client), its result returned."""
+    try:
+        return hook(info)
+    except Exception:  # noqa: BLE001 - a user's hook
+        logger.exception("kvod: a connected hook raised")
+        return None
+
+
+def ops_params(ops: Iterable[Any]) -> Dict[str, Any]:
+    """`onDisconnect`'s params for ops given as `{"method", "params"}` dicts or `(method, params)` pairs."""
+    if isinstance(ops, (str, bytes, dict)):
+        raise TypeError("ops: a list of {\"method\", \"params\"} dicts or (method, params) pairs")
+    return {"ops": [op if isinstance(op, dict) else {"method": op[0], "params": op[1]} for op in ops]}
 
 
 def check_options(options: Iterable[str]) -> Tuple[str, ...]:
@@ -380,6 +506,7 @@ class ClientBase:
         self._ended = False  # the connection dropped and reconnect=False: calls fail at once
         self.closing_reason: Optional[str] = None
         self.connections = 0  # how many connections were made (1 + reconnections)
+        self._hooks = ConnectedHooks()
 
     def _hello_params(self, token: Optional[str] = None) -> Dict[str, Any]:
         """`hello`'s params; a `token` given replaces the one kept for reconnections."""

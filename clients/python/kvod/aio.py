@@ -1,7 +1,8 @@
 """The asyncio client: the blocking client's vocabulary with coroutines and async iterators. One reader task routes
 responses to futures and notifications to subscriptions, and reconnects (with backoff, trying each address in turn),
 resubscribing every live subscription with `since`, so iterating a subscription shows no gap and no duplicate; and
-follows a cluster's leader on 1012 "not the leader", as the blocking client does.
+follows a cluster's leader on 1012 "not the leader", and registers the onDisconnect ops again on every new
+connection, as the blocking client does.
 
     async with await kvod.aio.connect("127.0.0.1:7070") as client:   # or transport="websocket"
         async for change in await client.subscribe("counter", ["new"]):
@@ -10,10 +11,11 @@ follows a cluster's leader on 1012 "not the leader", as the blocking client does
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
-from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Resync, SubscriptionBase, SubscriptionState,
-                    check_options, connection_order, mutation_params, set_params, transaction_op)
+from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
+                    SubscriptionState, check_options, connection_order, logger, mutation_params, ops_params, run_hook,
+                    set_params, transaction_op)
 from ._transport import AsyncTransport, async_transport
 from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
 
@@ -65,6 +67,7 @@ class AsyncClient(ClientBase):
         self._transport: Optional[AsyncTransport] = None
         self._connected = asyncio.Event()
         self._task: Optional["asyncio.Task[None]"] = None
+        self._hook_tasks: Set["asyncio.Task[Any]"] = set()
 
     async def connect(self) -> None:
         await self._connect()
@@ -84,9 +87,11 @@ class AsyncClient(ClientBase):
 
     async def _connect(self) -> None:
         connection = await self._open()
+        connection_endpoint = self.endpoint
         self._setup = connection
         try:
-            await self._exchange("hello", self._hello_params())
+            server = await self._exchange("hello", self._hello_params())
+            await self._rearm()
             for state in list(self._session.subscriptions):
                 await self._resubscribe(state)
         except BaseException:
@@ -95,6 +100,43 @@ class AsyncClient(ClientBase):
         self._transport = connection
         self.connections += 1
         self._connected.set()
+        info = Connected(self.connections, connection_endpoint, server, self._session.presence.error)
+        self._run_hooks(self._hooks.connected(info), info)
+
+    async def _rearm(self) -> None:
+        """Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
+        resubscriptions and before any caller's request (_core.Presence; as the blocking client's `_rearm`)."""
+        presence = self._session.presence
+        while presence.ops is not None:
+            try:
+                await self._exchange("onDisconnect", presence.rearm_params())
+                return
+            except ConnectionLost:
+                raise
+            except KvodError as error:
+                step = presence.refused(error, self.endpoint, self.transport, self.leader_wait, time.monotonic())
+                if step.action == "move":
+                    self._preferred = step.leader  # the reader reconnects, to the leader first
+                    raise
+                if step.action == "give_up":
+                    return
+                await asyncio.sleep(step.seconds)
+
+    def _run_hooks(self, hooks: List[ConnectedHook], info: Connected) -> None:
+        """Runs each hook in a task of its own (it may call the client: the reader task must go on reading)."""
+        for hook in hooks:
+            task = asyncio.get_running_loop().create_task(self._run_hook(hook, info))
+            self._hook_tasks.add(task)
+            task.add_done_callback(self._hook_tasks.discard)
+
+    @staticmethod
+    async def _run_hook(hook: ConnectedHook, info: Connected) -> None:
+        result = run_hook(hook, info)
+        if asyncio.iscoroutine(result):
+            try:
+                await result
+            except Exception:  # noqa: BLE001 - a user's hook
+                logger.exception("kvod: a connected hook raised")
 
     async def _exchange(self, method: str, params: Any, state: Optional[SubscriptionState] = None) -> Any:
         connection = self._setup
@@ -289,6 +331,35 @@ class AsyncClient(ClientBase):
         subscription.seq = result["seq"]
         return subscription
 
+    # MARK: - Presence
+
+    async def on_disconnect(self, ops: Iterable[Any]) -> int:
+        """As the blocking client's `on_disconnect`: registered again on every new connection until cancelled."""
+        params = ops_params(ops)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return (await self.call("onDisconnect", params))["ops"]
+            except ConnectionLost:
+                if self._closed or self._ended or time.monotonic() >= deadline:
+                    raise
+
+    async def cancel_on_disconnect(self) -> None:
+        await self.on_disconnect([])
+
+    @property
+    def on_disconnect_error(self) -> Optional[KvodError]:
+        """Why the onDisconnect ops could not be registered again on the current connection (None when they were)."""
+        return self._session.presence.error
+
+    def on_connected(self, hook: ConnectedHook) -> Callable[[], None]:
+        """As the blocking client's `on_connected`; `hook` may be a coroutine function. Each call runs in a task of
+        its own, so a hook may await the client. Call it from the event loop's thread."""
+        remove = self._hooks.add(hook)
+        if self._connected.is_set() and not self._ended and self._hooks.last is not None:
+            self._run_hooks([hook], self._hooks.last)
+        return remove
+
     async def unsubscribe(self, subscription: AsyncSubscription) -> None:
         state = subscription._state
         server_id = state.server_id
@@ -304,6 +375,8 @@ class AsyncClient(ClientBase):
         self._closed = True
         if self._transport is not None:
             await self._transport.close()
+        for task in list(self._hook_tasks):
+            task.cancel()
         if self._task is not None:
             self._task.cancel()
             try:

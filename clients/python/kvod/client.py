@@ -2,15 +2,18 @@
 routes responses to callers and notifications to subscriptions, and automatic reconnection (with backoff, trying
 each address in turn) that resubscribes every live subscription with `since`, so iterating a subscription shows no
 gap and no duplicate. Given the members of a cluster, it follows the leader: a request refused with 1012 "not the
-leader" moves the connection to the leader named in the error (or waits out an election) and is sent again."""
+leader" moves the connection to the leader named in the error (or waits out an election) and is sent again. Presence:
+the onDisconnect ops kvod last accepted are registered again on every new connection, before anything else is sent
+on it, and connected hooks run (on their own thread) once each connection is ready."""
 
 import queue
 import threading
 import time
-from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Resync, SubscriptionBase, SubscriptionState,
-                    check_options, connection_order, mutation_params, set_params, transaction_op)
+from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
+                    SubscriptionState, check_options, connection_order, mutation_params, ops_params, run_hook,
+                    set_params, transaction_op)
 from ._transport import BlockingTransport, blocking_transport
 from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
 
@@ -61,6 +64,7 @@ class Client(ClientBase):
         self._waiters: Dict[int, "queue.Queue[Any]"] = {}
         # The live connection; None while (re)connecting or once closed.
         self._transport: Optional[BlockingTransport] = None
+        self._hook_queue: Optional["queue.Queue[Any]"] = None  # (hook, Connected) for the hook thread, once started
         self._connect(initial=True)
         self._reader = threading.Thread(target=self._read_loop, name="kvod-reader", daemon=True)
         self._reader.start()
@@ -80,12 +84,16 @@ class Client(ClientBase):
         raise ConnectionLost("cannot connect: " + "; ".join(errors))
 
     def _connect(self, initial: bool) -> None:
-        """Opens a connection, says hello and resubscribes; on a reconnect, runs in the reader thread."""
+        """Opens a connection, says hello, registers the onDisconnect ops again and resubscribes, then calls the
+        connected hooks; on a reconnect, runs in the reader thread."""
         connection = self._open()
-        # Callers wait until the connection is set up (hello, resubscriptions), so the setup reads its answers inline.
+        connection_endpoint = self.endpoint
+        # Callers wait until the connection is set up (hello, onDisconnect ops, resubscriptions), so the setup reads
+        # its answers inline.
         self._setup = connection
         try:
-            self._exchange("hello", self._hello_params())
+            server = self._exchange("hello", self._hello_params())
+            self._rearm()
             for state in list(self._session.subscriptions):
                 self._resubscribe(state)
         except BaseException:
@@ -95,6 +103,45 @@ class Client(ClientBase):
             self._transport = connection
             self.connections += 1
             self._connected.notify_all()
+            info = Connected(self.connections, connection_endpoint, server, self._session.presence.error)
+            self._run_hooks(self._hooks.connected(info), info)
+
+    def _rearm(self) -> None:
+        """Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
+        resubscriptions and before any caller's request, so presence is armed first (_core.Presence)."""
+        presence = self._session.presence
+        while presence.ops is not None:
+            try:
+                self._exchange("onDisconnect", presence.rearm_params())
+                return
+            except ConnectionLost:
+                raise
+            except KvodError as error:
+                step = presence.refused(error, self.endpoint, self.transport, self.leader_wait, time.monotonic())
+                if step.action == "move":
+                    self._preferred = step.leader  # the reader reconnects, to the leader first
+                    raise
+                if step.action == "give_up":
+                    return
+                time.sleep(step.seconds)
+
+    def _run_hooks(self, hooks: List[ConnectedHook], info: Connected) -> None:
+        """Hands hooks to the hook thread: they may call the client, which a reader-thread hook could not."""
+        if not hooks:
+            return
+        if self._hook_queue is None:
+            self._hook_queue = queue.Queue()
+            threading.Thread(target=self._hook_loop, args=(self._hook_queue,), name="kvod-hooks", daemon=True).start()
+        for hook in hooks:
+            self._hook_queue.put((hook, info))
+
+    @staticmethod
+    def _hook_loop(hooks: "queue.Queue[Any]") -> None:
+        while True:
+            item = hooks.get()
+            if item is None:
+                return
+            run_hook(*item)
 
     def _exchange(self, method: str, params: Any, state: Optional[SubscriptionState] = None) -> Any:
         """A request answered inline (during connect, before the reader loop takes over this connection)."""
@@ -309,6 +356,42 @@ class Client(ClientBase):
         subscription.seq = result["seq"]
         return subscription
 
+    # MARK: - Presence
+
+    def on_disconnect(self, ops: Iterable[Any]) -> int:
+        """Registers ops (`transaction`'s, as dicts or `(method, params)` pairs) that kvod runs as one transaction when
+        the connection ends (Protocol/methods.md#ondisconnect); returns their count. The client registers them again
+        on every new connection, first thing after hello, until `cancel_on_disconnect()`. A connection lost before
+        kvod answered is retried (a registration replaces the last)."""
+        params = ops_params(ops)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.call("onDisconnect", params)["ops"]
+            except ConnectionLost:
+                if self._closed or self._ended or time.monotonic() >= deadline:
+                    raise
+
+    def cancel_on_disconnect(self) -> None:
+        """Cancels the onDisconnect ops, on this connection and the next ones."""
+        self.on_disconnect([])
+
+    @property
+    def on_disconnect_error(self) -> Optional[KvodError]:
+        """Why the onDisconnect ops could not be registered again on the current connection (None when they were)."""
+        return self._session.presence.error
+
+    def on_connected(self, hook: ConnectedHook) -> Callable[[], None]:
+        """Calls `hook(Connected)` on each connection once it is ready (hello answered, onDisconnect ops registered,
+        subscriptions resumed), and at once when connected now (Firebase's `.info/connected`). Hooks run in order on
+        one thread of their own and may call the client (`client.set("presence.ada", "online")`); an exception is
+        logged. Returns a function that removes the hook."""
+        remove = self._hooks.add(hook)
+        with self._lock:
+            if self._transport is not None and self._hooks.last is not None:
+                self._run_hooks([hook], self._hooks.last)
+        return remove
+
     def unsubscribe(self, subscription: Subscription) -> None:
         state = subscription._state
         server_id = state.server_id
@@ -328,6 +411,8 @@ class Client(ClientBase):
         if connection is not None:
             connection.close()  # wakes the reader
         self._reader.join(timeout=self.timeout)
+        if self._hook_queue is not None:
+            self._hook_queue.put(None)
 
     def __enter__(self) -> "Client":
         return self

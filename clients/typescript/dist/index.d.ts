@@ -125,6 +125,22 @@ export interface ClientOptions {
      * waiting while a leader is elected) before rejecting with NotLeader. Default 10000. */
     leaderWait?: number;
 }
+/** One op of `transaction` and `onDisconnect`. */
+export interface Op {
+    method: string;
+    params: unknown;
+}
+/** What an `onConnected` listener gets, once per connection (the first and each reconnection), when it is ready:
+ * `hello` answered, the onDisconnect ops registered again, every subscription resumed. `server` is hello's result;
+ * `onDisconnectError` is set when the remembered onDisconnect ops could not be registered on this connection (the
+ * error kvod gave, or NotLeader once `leaderWait` passed): this connection's end runs nothing. */
+export interface Connected {
+    connections: number;
+    endpoint: string;
+    server: Record<string, unknown>;
+    onDisconnectError?: KvodError;
+}
+export declare type ConnectedListener = (info: Connected) => void | Promise<void>;
 /** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export declare function connect(addresses: string | string[], options?: ClientOptions): Promise<Client>;
 export declare class Client {
@@ -147,12 +163,29 @@ export declare class Client {
     private connectedWaiters;
     private closed;
     private ready;
+    /** The onDisconnect ops kvod last accepted (undefined: none, or cancelled): registered again on each connection. */
+    private onDisconnectOps?;
+    /** Retrying a re-registration refused with 1012, across reconnections: until when, the next pause, the leaders
+     * tried. */
+    private rearming?;
+    private readonly connectedListeners;
+    private lastConnected?;
+    /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
+    onDisconnectError?: KvodError;
     constructor(addresses: string[], options?: ClientOptions);
     /** @internal Opens the first connection. */
     open(): Promise<void>;
     private establish;
-    /** hello, then every live subscription again with `since` (a Resync item when kvod cannot replay that far). */
+    /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
+     * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
     private setup;
+    /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
+     * resubscriptions and before any caller's request, so presence is armed first. A 1012 refusal is retried as calls
+     * retry it (on the leader it names: this connection is dropped for it; else after pauses of 100 ms doubling to 1 s)
+     * for up to `leaderWait`, across reconnections; then, or at once for any other error, the connection goes on
+     * without them: `onDisconnectError` says why (and the listeners' `Connected`), and a warning is logged. */
+    private rearm;
+    private notifyConnected;
     private lost;
     private reconnect;
     private subscribeParams;
@@ -190,12 +223,19 @@ export declare class Client {
         ifAbsent?: boolean;
         ttl?: number;
     }): Promise<number>;
-    /** Registers ops (transaction's format) that kvod runs as one transaction when this connection ends; `[]` cancels.
-     * The registration belongs to the connection: after a reconnection, register again. Resolves with the op count. */
-    onDisconnect(ops: Array<{
-        method: string;
-        params: unknown;
-    }>): Promise<number>;
+    /** Registers ops (transaction's format) that kvod runs as one transaction when the connection ends
+     * (Protocol/methods.md#ondisconnect); resolves with their count. The client registers them again on every new
+     * connection, first thing after hello, until `cancelOnDisconnect()` (or `[]`). A connection lost before kvod
+     * answered is retried (a registration replaces the last). */
+    onDisconnect(ops: Op[]): Promise<number>;
+    /** Cancels the onDisconnect ops, on this connection and the next ones. */
+    cancelOnDisconnect(): Promise<void>;
+    /** Calls `listener(Connected)` on each connection once it is ready (hello answered, onDisconnect ops registered,
+     * subscriptions resumed), and soon when connected now (Firebase's `.info/connected`). A listener may call the
+     * client (`client.set("presence.ada", "online")`); a failure is logged. Returns a function that removes it. */
+    onConnected(listener: ConnectedListener): () => void;
+    /** kvod answered an `onDisconnect` with these params: they are what it holds now (`[]` cancelled). */
+    private onDisconnectAccepted;
     /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
     insert(path: string, change: {
         value?: unknown;
@@ -219,10 +259,7 @@ export declare class Client {
     intersect(path: string, values: unknown[]): Promise<number>;
     setMembers(path: string, values: unknown[]): Promise<number>;
     /** Applies `{method, params}` ops atomically. */
-    transaction(ops: Array<{
-        method: string;
-        params: unknown;
-    }>): Promise<number>;
+    transaction(ops: Op[]): Promise<number>;
     validate(path: string, value: unknown): Promise<unknown>;
     describe(path?: string): Promise<unknown>;
     observers(path?: string): Promise<unknown>;

@@ -2,8 +2,10 @@
 // error code, and automatic reconnection that resubscribes every live subscription with `since`, so iteration shows
 // no gap and no duplicate (Protocol/README.md#resuming). Given the members of a cluster, it follows the leader: a request
 // refused with 1012 "not the leader" moves the connection to the leader the error names (or waits out an election) and
-// is sent again (docs/SCALING.md). Transports: TCP (`node:net`, Node only) and WebSocket (the
-// standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket` exists). No runtime dependencies.
+// is sent again (docs/SCALING.md). Presence: the `onDisconnect` ops kvod last accepted are registered again on every
+// new connection, first thing after `hello`, and `onConnected` listeners run on each connection. Transports: TCP
+// (`node:net`, Node only) and WebSocket (the standard `WebSocket` API: browsers, or Node where `globalThis.WebSocket`
+// exists). No runtime dependencies.
 
 // MARK: - Errors
 
@@ -255,8 +257,28 @@ interface Pending {
   resolve(value: unknown): void;
   reject(error: KvodError): void;
   method: string;
+  params?: unknown;
   state?: SubscriptionState;
 }
+
+/** One op of `transaction` and `onDisconnect`. */
+export interface Op {
+  method: string;
+  params: unknown;
+}
+
+/** What an `onConnected` listener gets, once per connection (the first and each reconnection), when it is ready:
+ * `hello` answered, the onDisconnect ops registered again, every subscription resumed. `server` is hello's result;
+ * `onDisconnectError` is set when the remembered onDisconnect ops could not be registered on this connection (the
+ * error kvod gave, or NotLeader once `leaderWait` passed): this connection's end runs nothing. */
+export interface Connected {
+  connections: number;
+  endpoint: string;
+  server: Record<string, unknown>;
+  onDisconnectError?: KvodError;
+}
+
+export type ConnectedListener = (info: Connected) => void | Promise<void>;
 
 /** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export async function connect(addresses: string | string[], options: ClientOptions = {}): Promise<Client> {
@@ -283,6 +305,15 @@ export class Client {
   private connectedWaiters: Array<() => void> = [];
   private closed = false;
   private ready = false;
+  /** The onDisconnect ops kvod last accepted (undefined: none, or cancelled): registered again on each connection. */
+  private onDisconnectOps?: unknown[];
+  /** Retrying a re-registration refused with 1012, across reconnections: until when, the next pause, the leaders
+   * tried. */
+  private rearming?: { deadline: number; pause: number; tried: Set<string> };
+  private readonly connectedListeners: ConnectedListener[] = [];
+  private lastConnected?: Connected;
+  /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
+  onDisconnectError?: KvodError;
 
   constructor(private readonly addresses: string[], private readonly options: ClientOptions = {}) {
     if (addresses.length === 0) throw new TypeError("no address given");
@@ -314,8 +345,9 @@ export class Client {
       this.endpoint = address;
       this.preferred = undefined;
       this.transport = transport;
+      let server: Record<string, unknown>;
       try {
-        await this.setup();
+        server = await this.setup();
       } catch (error) {
         this.transport = undefined;
         transport.close();
@@ -324,15 +356,20 @@ export class Client {
       this.connections += 1;
       this.ready = true;
       for (const waiter of this.connectedWaiters.splice(0)) waiter();
+      const onDisconnectError = this.onDisconnectError;
+      this.lastConnected = { connections: this.connections, endpoint: address, server, onDisconnectError };
+      for (const listener of [...this.connectedListeners]) this.notifyConnected(listener, this.lastConnected);
       return;
     }
     this.preferred = undefined;
     throw new ConnectionLost(`cannot connect: ${errors.join("; ")}`, -1);
   }
 
-  /** hello, then every live subscription again with `since` (a Resync item when kvod cannot replay that far). */
-  private async setup(): Promise<void> {
-    await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+  /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
+   * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
+  private async setup(): Promise<Record<string, unknown>> {
+    const server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    await this.rearm();
     for (const state of [...this.subscriptions]) {
       const since = state.lastSeq;
       try {
@@ -347,6 +384,53 @@ export class Client {
         state.subscription.push({ type: "resync", path: state.path, since: since ?? 0, oldest: data.oldest, seq: result.seq });
       }
     }
+    return server as Record<string, unknown>;
+  }
+
+  /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
+   * resubscriptions and before any caller's request, so presence is armed first. A 1012 refusal is retried as calls
+   * retry it (on the leader it names: this connection is dropped for it; else after pauses of 100 ms doubling to 1 s)
+   * for up to `leaderWait`, across reconnections; then, or at once for any other error, the connection goes on
+   * without them: `onDisconnectError` says why (and the listeners' `Connected`), and a warning is logged. */
+  private async rearm(): Promise<void> {
+    while (this.onDisconnectOps !== undefined) {
+      try {
+        await this.send("onDisconnect", { ops: this.onDisconnectOps });
+        return;
+      } catch (error) {
+        if (error instanceof ConnectionLost || error instanceof Timeout) throw error;
+        const refusal = error as KvodError;
+        if (refusal instanceof NotLeader) {
+          const now = Date.now();
+          const deadline = now + (this.options.leaderWait ?? 10_000);
+          const rearming = this.rearming ??= { deadline, pause: 100, tried: new Set<string>() };
+          if (now < rearming.deadline) {
+            const leader = (refusal.data as { leader?: unknown } | undefined)?.leader;
+            // A dead leader is named until its lease expires: each named leader is tried once.
+            if (typeof leader === "string" && leader !== this.endpoint && !rearming.tried.has(leader)) {
+              rearming.tried.add(leader);
+              this.preferred = leader;
+              throw refusal; // the reconnection goes to the leader first
+            }
+            const pause = Math.min(rearming.pause, rearming.deadline - now);
+            rearming.pause = Math.min(rearming.pause * 2, 1000);
+            await new Promise((resolve) => setTimeout(resolve, pause));
+            continue;
+          }
+        }
+        this.rearming = undefined;
+        this.onDisconnectError = refusal;
+        console.warn(`kvod: the onDisconnect ops could not be registered again on ${this.endpoint}: ${refusal.message};`
+          + " this connection's end runs nothing");
+        return;
+      }
+    }
+  }
+
+  private notifyConnected(listener: ConnectedListener, info: Connected): void {
+    // Later, not inside the reconnection (a listener may call the client); a failure is logged, not thrown.
+    void Promise.resolve().then(() => listener(info))
+      .catch((error) => console.warn("kvod: an onConnected listener failed:", error));
   }
 
   private lost(): void {
@@ -397,7 +481,7 @@ export class Client {
         if (this.pending.delete(id)) reject(new Timeout(`${method}: no answer within ${this.timeout} ms`, -2));
       }, this.timeout);
       this.pending.set(id, {
-        method, state,
+        method, params, state,
         resolve: (value) => { clearTimeout(timer); resolve(value); },
         reject: (error) => { clearTimeout(timer); reject(error); },
       });
@@ -417,6 +501,7 @@ export class Client {
         return;
       }
       if (pending.method === "subscribe" && pending.state) this.registered(pending.state, message.result);
+      if (pending.method === "onDisconnect") this.onDisconnectAccepted(pending.params);
       pending.resolve(message.result);
       return;
     }
@@ -536,10 +621,44 @@ export class Client {
     if (options.ttl !== undefined) params.ttl = options.ttl;
     return this.seqOf("set", params);
   }
-  /** Registers ops (transaction's format) that kvod runs as one transaction when this connection ends; `[]` cancels.
-   * The registration belongs to the connection: after a reconnection, register again. Resolves with the op count. */
-  async onDisconnect(ops: Array<{ method: string; params: unknown }>): Promise<number> {
-    return ((await this.call("onDisconnect", { ops })) as { ops: number }).ops;
+  /** Registers ops (transaction's format) that kvod runs as one transaction when the connection ends
+   * (Protocol/methods.md#ondisconnect); resolves with their count. The client registers them again on every new
+   * connection, first thing after hello, until `cancelOnDisconnect()` (or `[]`). A connection lost before kvod
+   * answered is retried (a registration replaces the last). */
+  async onDisconnect(ops: Op[]): Promise<number> {
+    if (!Array.isArray(ops)) throw new TypeError("onDisconnect: ops must be an array of {method, params}");
+    const deadline = Date.now() + this.timeout;
+    for (;;) {
+      try {
+        return ((await this.call("onDisconnect", { ops })) as { ops: number }).ops;
+      } catch (error) {
+        const retry = error instanceof ConnectionLost && !this.closed && this.options.reconnect !== false;
+        if (!retry || Date.now() >= deadline) throw error;
+      }
+    }
+  }
+  /** Cancels the onDisconnect ops, on this connection and the next ones. */
+  async cancelOnDisconnect(): Promise<void> {
+    await this.onDisconnect([]);
+  }
+  /** Calls `listener(Connected)` on each connection once it is ready (hello answered, onDisconnect ops registered,
+   * subscriptions resumed), and soon when connected now (Firebase's `.info/connected`). A listener may call the
+   * client (`client.set("presence.ada", "online")`); a failure is logged. Returns a function that removes it. */
+  onConnected(listener: ConnectedListener): () => void {
+    this.connectedListeners.push(listener);
+    if (this.ready && this.lastConnected) this.notifyConnected(listener, this.lastConnected);
+    return () => {
+      const index = this.connectedListeners.indexOf(listener);
+      if (index >= 0) this.connectedListeners.splice(index, 1);
+    };
+  }
+
+  /** kvod answered an `onDisconnect` with these params: they are what it holds now (`[]` cancelled). */
+  private onDisconnectAccepted(params: unknown): void {
+    const ops = (params as { ops?: unknown } | undefined)?.ops;
+    this.onDisconnectOps = Array.isArray(ops) && ops.length > 0 ? ops : undefined;
+    this.onDisconnectError = undefined;
+    this.rearming = undefined;
   }
   /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */
   async insert(path: string, change: { value?: unknown; values?: unknown[]; index?: number; indexes?: number[] }): Promise<number> {
@@ -556,7 +675,7 @@ export class Client {
   async intersect(path: string, values: unknown[]): Promise<number> { return this.seqOf("intersect", { path, values }); }
   async setMembers(path: string, values: unknown[]): Promise<number> { return this.seqOf("setMembers", { path, values }); }
   /** Applies `{method, params}` ops atomically. */
-  async transaction(ops: Array<{ method: string; params: unknown }>): Promise<number> { return this.seqOf("transaction", { ops }); }
+  async transaction(ops: Op[]): Promise<number> { return this.seqOf("transaction", { ops }); }
   async validate(path: string, value: unknown): Promise<unknown> {
     return ((await this.call("validate", { path, value })) as { value: unknown }).value;
   }
