@@ -39,6 +39,33 @@ struct PlannedStore {
     let expiresAt: UInt64?
 }
 
+/// The keys plain sets found undeclared in an open class that declares others (the root of most models), the last
+/// two: a class's declarations never change, so the answer stands, and comparing a key with the one remembered (the
+/// same string, from the dispatcher's cached key path) costs a few instructions where hashing it in the class's
+/// index costs ~300 per set. Holds the classes strongly, so an identity never stands for another class.
+struct UndeclaredKeys {
+    private var first: (objectClass: ObjectClass, key: String)?
+    private var second: (objectClass: ObjectClass, key: String)?
+
+    /// Whether `key` is an undeclared key of the open class `objectClass` (what a plain set may store).
+    @inline(__always)
+    mutating func isUndeclared(_ key: String, in objectClass: ObjectClass) -> Bool {
+        guard objectClass.isOpen else { return false }
+        if objectClass.properties.isEmpty { return true }
+        if let first = self.first, first.objectClass === objectClass, first.key == key { return true }
+        if let second = self.second, second.objectClass === objectClass, second.key == key { return true }
+        return self.check(key, in: objectClass)
+    }
+
+    @inline(never)
+    private mutating func check(_ key: String, in objectClass: ObjectClass) -> Bool {
+        guard objectClass.property(key) == nil else { return false }
+        self.second = self.first
+        self.first = (objectClass, key)
+        return true
+    }
+}
+
 extension Graph {
     /// Performs a planned change (inside its commit).
     func apply(_ planned: PlannedChange) {
@@ -111,12 +138,12 @@ extension Graph {
             var object = path.origin == .root ? self.rootObject : self.objects[path.origin]
         else { return nil }
         for key in path.keys.dropLast() {
-            guard object.objectClass.isOpen, object.objectClass.property(key) == nil,
+            guard self.plainKeys.isUndeclared(key, in: object.objectClass),
                 case .object(let id)? = object.value(forKey: key), let next = self.objects[id]
             else { return nil }
             object = next
         }
-        guard object.objectClass.isOpen, object.objectClass.property(last) == nil, last.utf8.first != UInt8(ascii: "@")
+        guard self.plainKeys.isUndeclared(last, in: object.objectClass), last.utf8.first != UInt8(ascii: "@")
         else { return nil }
         guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil else { return nil }
         if !self.registry.triggerIndex.isEmpty,

@@ -53,15 +53,13 @@ final class NotificationEncoder {
     func appendChange(
         _ change: Change, options: ObservationOptions, of subscription: Subscription, to output: inout OutputBuffer
     ) {
-        let slot = self.tailSlot(for: change, options: options)
-        output.append(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#)
-        if subscription.idDigitCount > 0 {
-            output.append(packed: subscription.idDigits, count: Int(subscription.idDigitCount))
-        } else {
-            output.appendInteger(Int64(subscription.id))
-        }
-        output.append(subscription.middle.bytes)
-        output.append(self.tails.buffer(slot).pointee.bytes)
+        // Both shared runs are found before anything is appended: the encoder's last use comes before the appends
+        // (which may reallocate the output), so the compiler needs no retain of it to keep it alive across them.
+        let tail = self.tails.buffer(self.tailSlot(for: change, options: options)).pointee.bytes
+        let middle = subscription.middle.bytes
+        output.appendNotification(
+            head: #"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#, idDigits: subscription.idDigits,
+            idDigitCount: Int(subscription.idDigitCount), id: subscription.id, middle: middle, tail: tail)
     }
 
     /// `{"jsonrpc":"2.0","method":"progress","params":{"subscription":ID,"seq":N}}` and a newline.
