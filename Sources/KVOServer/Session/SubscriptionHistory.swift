@@ -35,8 +35,8 @@ final class SubscriptionHistory {
     }
 
     private struct Entry {
-        let recorder: Recorder
-        let change: Change
+        var recorder: Recorder
+        var change: Change
     }
 
     /// The entries, oldest first, in a fixed block written in place: an append copies the change once, straight
@@ -76,15 +76,22 @@ final class SubscriptionHistory {
             if self.count < self.capacity {
                 (self.slots + self.position(self.count)).initialize(to: Entry(recorder: recorder, change: change))
                 self.count += 1
-            } else {
-                let oldest = self.slots + self.head
-                let evicted = oldest.pointee.recorder
-                let seq = oldest.pointee.change.seq
-                evicted.entriesInRing -= 1
-                if seq > evicted.evictedThrough { evicted.evictedThrough = seq }
-                oldest.pointee = Entry(recorder: recorder, change: change)
-                self.head = self.head &+ 1 == self.capacity ? 0 : self.head &+ 1
+                recorder.entriesInRing += 1
+                return
             }
+            let oldest = self.slots + self.head
+            self.head = self.head &+ 1 == self.capacity ? 0 : self.head &+ 1
+            let seq = oldest.pointee.change.seq
+            if oldest.pointee.recorder === recorder {
+                // The usual case of one busy path: its own oldest entry goes, its count stays, no reference changes.
+                if seq > recorder.evictedThrough { recorder.evictedThrough = seq }
+                oldest.pointee.change = change
+                return
+            }
+            let evicted = oldest.pointee.recorder
+            evicted.entriesInRing -= 1
+            if seq > evicted.evictedThrough { evicted.evictedThrough = seq }
+            oldest.pointee = Entry(recorder: recorder, change: change)
             recorder.entriesInRing += 1
         }
     }
