@@ -92,4 +92,32 @@ import WireProtocol
         }
         try watcher.expectQuiet()
     }
+
+    @Test func subscribersOfOnePathGetTheirOwnMiddleWhateverTheirNeighbours() throws {
+        let server = InProcessServer()
+        let watcher = server.peer()
+        let other = server.peer()
+        let setter = server.peer()
+        // Runs of subscribers sharing the path's middle, broken by ones with a context of their own (another
+        // middle), on two connections: each notification has its own subscription's id, middle and the change's tail.
+        let contexts: [String?] = [nil, nil, nil, "c1", nil, nil, "c2", "c2", nil, nil, nil]
+        var expected: [(id: JSONValue?, context: JSONValue?)] = []
+        for (index, context) in contexts.enumerated() {
+            let params = context.map { #"{"path":"w","options":["new"],"context":"\#($0)"}"# } ?? #"{"path":"w","options":["new"]}"#
+            let peer = index % 4 == 3 ? other : watcher
+            let id = try peer.request(index + 1, "subscribe", params)["result"]?["subscription"]
+            if peer === watcher { expected.append((id, context.map { .string($0) })) }
+        }
+        for value in 1...3 {
+            _ = try setter.request(value, "set", #"{"path":"w","value":\#(value)}"#)
+            let messages = try watcher.receive(expected.count).reversed().map { $0["params"] }
+            #expect(messages.map { $0?["subscription"] } == expected.map(\.id))
+            #expect(messages.map { $0?["context"] } == expected.map(\.context))
+            #expect(messages.allSatisfy { $0?["path"] == "w" && $0?["new"] == .int(Int64(value)) })
+            #expect(messages.allSatisfy { $0?["seq"] == .int(Int64(value)) && $0?["kind"] == "setting" })
+            #expect(try other.receive(contexts.count - expected.count).allSatisfy { $0["params"]?["new"] == .int(Int64(value)) })
+        }
+        try watcher.expectQuiet()
+        try other.expectQuiet()
+    }
 }
