@@ -67,7 +67,13 @@ struct PlainSetKeyMemoTests {
         // The intermediate replaced: the path re-targets, and the next plain set reaches the new object.
         try graph.set("bench", to: .record(Record(["value": 10])))
         try graph.set("bench.value", to: 11)
-        #expect(seen == [.null, 1, 2, 3, 10, 11])
+        // The intermediate removed and its object collected: the next set creates a new one (the general path).
+        try graph.set("bench", to: .null)
+        graph.collectGarbage()
+        try graph.set("bench.value", to: 12)
+        try graph.set("bench.value", to: 13)
+        #expect(seen == [.null, 1, 2, 3, 10, 11, .null, 12, 13])
+        #expect(try graph.get("bench.value") == 13)
         token.invalidate()
     }
 }
