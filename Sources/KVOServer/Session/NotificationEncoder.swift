@@ -22,9 +22,11 @@ final class NotificationEncoder {
     @exclusivity(unchecked) private var keys: [Key] = Array(repeating: Key(payload: 0, shape: 0), count: 4)
     private let tails = OutputBuffers(count: 4)
     @exclusivity(unchecked) private var next = 0
-    /// The tail found last, its key and its bytes (plain values, read without touching the buffers): the
-    /// subscriptions of one change ask for the same one in turn.
-    @exclusivity(unchecked) private var lastKey = Key(payload: 0, shape: 0)
+    /// The tail found last, by the change's payload and the options asked with (the shape follows from both) and
+    /// its bytes, as plain values read without touching the buffers: the subscriptions of one change ask for the
+    /// same one in turn, and finding it needs no shape worked out from the change's fields.
+    @exclusivity(unchecked) private var lastPayload: UInt64 = 0
+    @exclusivity(unchecked) private var lastOptions: UInt8 = 0
     @exclusivity(unchecked) private var lastTail = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Reused for values that are not written in place.
     @exclusivity(unchecked) private var scratch: [UInt8] = []
@@ -89,17 +91,18 @@ final class NotificationEncoder {
     /// first use; valid until the next call.
     @inline(__always)
     func tail(for change: Change, options: ObservationOptions) -> UnsafeRawBufferPointer {
-        // The fields the change carries, less `new`/`old` when the options did not ask for them.
-        let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
-        // The usual case, the tail the previous subscription of this change got, inline; the rest in a call.
-        if change.payloadID != 0 && self.lastKey == Key(payload: change.payloadID, shape: shape) {
+        // The usual case, the tail the previous subscription of this change got with the same options, inline (a
+        // payload is one change's: its fields, and so the shape for given options, never differ); the rest in a call.
+        if change.payloadID != 0 && self.lastPayload == change.payloadID && self.lastOptions == options.rawValue {
             return self.lastTail
         }
-        return self.findOrEncodeTail(for: change, shape: shape)
+        return self.findOrEncodeTail(for: change, options: options)
     }
 
     @inline(never)
-    private func findOrEncodeTail(for change: Change, shape: UInt8) -> UnsafeRawBufferPointer {
+    private func findOrEncodeTail(for change: Change, options: ObservationOptions) -> UnsafeRawBufferPointer {
+        // The fields the change carries, less `new`/`old` when the options did not ask for them.
+        let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
         let key = Key(payload: change.payloadID, shape: shape)
         var slot = change.payloadID != 0 ? self.keys.firstIndex(of: key) : nil
         if slot == nil {
@@ -110,7 +113,8 @@ final class NotificationEncoder {
             slot = next
         }
         // (Only the slot just found or rewritten is remembered, so `lastTail` never outlives its buffer's bytes.)
-        self.lastKey = key
+        self.lastPayload = change.payloadID
+        self.lastOptions = options.rawValue
         self.lastTail = self.tails.buffer(slot.unsafelyUnwrapped).pointee.bytes
         return self.lastTail
     }
