@@ -61,6 +61,43 @@ struct OutputBuffer: ~Copyable {
         self.count += count
     }
 
+    /// Appends one change notification's four runs (NotificationEncoder.swift) behind one capacity check: `head`,
+    /// the subscription id (its `idDigitCount` digits packed in `idDigits`, or `id` formatted when that is 0),
+    /// `middle` and `tail`.
+    @inline(__always)
+    mutating func appendNotification(
+        head: StaticString, idDigits: UInt64, idDigitCount: Int, id: Int, middle: UnsafeRawBufferPointer,
+        tail: UnsafeRawBufferPointer
+    ) {
+        let headCount = head.utf8CodeUnitCount
+        // 20: the most an id takes formatted (8 are written for packed digits).
+        self.reserve(headCount &+ 20 &+ middle.count &+ tail.count)
+        var end = self.base.unsafelyUnwrapped + self.count
+        end.copyMemory(from: head.utf8Start, byteCount: headCount)
+        end += headCount
+        if idDigitCount > 0 {
+            end.storeBytes(of: idDigits.littleEndian, as: UInt64.self)
+            end += idDigitCount
+        } else {
+            end += Self.writeID(id, to: end)
+        }
+        if let start = middle.baseAddress {
+            end.copyMemory(from: start, byteCount: middle.count)
+            end += middle.count
+        }
+        if let start = tail.baseAddress {
+            end.copyMemory(from: start, byteCount: tail.count)
+            end += tail.count
+        }
+        self.count = end - self.base.unsafelyUnwrapped
+    }
+
+    /// A subscription id too long to be packed, formatted (out of line: rare).
+    @inline(never)
+    private static func writeID(_ id: Int, to destination: UnsafeMutableRawPointer) -> Int {
+        JSONWriter.writeDecimal(Int64(id), to: destination)
+    }
+
     /// Appends an integer's decimal digits, written in place.
     @inline(__always)
     mutating func appendInteger(_ value: Int64) {

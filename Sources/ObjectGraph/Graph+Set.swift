@@ -39,6 +39,39 @@ struct PlannedStore {
     let expiresAt: UInt64?
 }
 
+/// The keys plain sets found undeclared in an open class that declares others (the root of most models), the last
+/// two: a class's declarations never change, so the answer stands, and comparing a key with the one remembered (the
+/// same string, from the dispatcher's cached key path) costs a few instructions where hashing it in the class's
+/// index costs ~300 per set. The classes are compared by identity and also held, so an identity never stands for
+/// another class; the fields are separate (no optional tuple to copy, which cost a retain and release per check).
+struct UndeclaredKeys {
+    private var firstClass: ObjectIdentifier?
+    private var firstKey = ""
+    private var secondClass: ObjectIdentifier?
+    private var secondKey = ""
+    /// The remembered classes, held (never read on the way).
+    private var held: (ObjectClass?, ObjectClass?)
+
+    /// Whether `key` is an undeclared key of the open class `objectClass` (what a plain set may store).
+    @inline(__always)
+    mutating func isUndeclared(_ key: String, in objectClass: ObjectClass) -> Bool {
+        guard objectClass.isOpen else { return false }
+        if objectClass.properties.isEmpty { return true }
+        let identity = ObjectIdentifier(objectClass)
+        if self.firstClass == identity && self.firstKey == key { return true }
+        if self.secondClass == identity && self.secondKey == key { return true }
+        return self.check(key, in: objectClass)
+    }
+
+    @inline(never)
+    private mutating func check(_ key: String, in objectClass: ObjectClass) -> Bool {
+        guard objectClass.property(key) == nil else { return false }
+        (self.secondClass, self.secondKey, self.held.1) = (self.firstClass, self.firstKey, self.held.0)
+        (self.firstClass, self.firstKey, self.held.0) = (ObjectIdentifier(objectClass), key, objectClass)
+        return true
+    }
+}
+
 extension Graph {
     /// Performs a planned change (inside its commit).
     func apply(_ planned: PlannedChange) {
@@ -110,13 +143,16 @@ extension Graph {
         guard value.isPlainScalar, let last = path.keys.last, self.undoLog == nil, self.manualBrackets.isEmpty,
             var object = path.origin == .root ? self.rootObject : self.objects[path.origin]
         else { return nil }
-        for key in path.keys.dropLast() {
-            guard object.objectClass.isOpen, object.objectClass.property(key) == nil,
+        var index = 0
+        while index < path.keys.count - 1 {
+            let key = path.keys[index]
+            guard self.plainKeys.isUndeclared(key, in: object.objectClass),
                 case .object(let id)? = object.value(forKey: key), let next = self.objects[id]
             else { return nil }
             object = next
+            index += 1
         }
-        guard object.objectClass.isOpen, object.objectClass.property(last) == nil, last.utf8.first != UInt8(ascii: "@")
+        guard self.plainKeys.isUndeclared(last, in: object.objectClass), last.utf8.first != UInt8(ascii: "@")
         else { return nil }
         guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil else { return nil }
         if !self.registry.triggerIndex.isEmpty,

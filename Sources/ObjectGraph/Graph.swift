@@ -26,6 +26,8 @@ public final class Graph {
     @exclusivity(unchecked) var undoLog: UndoLog?
     /// Keys that expire (a `set` with `expiresAt`): a side table, empty unless some key has a deadline.
     @exclusivity(unchecked) var deadlines = DeadlineTable()  // loop-owned, as `objects`
+    /// Keys plain sets found undeclared, to skip hashing them again (Graph+Set.swift).
+    @exclusivity(unchecked) var plainKeys = UndeclaredKeys()
 
     /// The root object, also in `objects` (most key paths start there: no lookup). Never collected; replaced only
     /// with the whole object table by a restore.

@@ -72,6 +72,34 @@ import WireProtocol
         #expect(try peer.request(7, "subscribe", #"{"path":"y","since":1,"options":["initial"]}"#)["error"]?["code"] == -32602)
     }
 
+    @Test func theRingEvictsEachPathsOwnEntriesOldestFirst() throws {
+        // Two paths share a ring of 4 that wraps: 6 changes (a 1, b 2, a 3, b 4, a 5, b 6) evict seq 1 (a) and 2 (b).
+        let server = InProcessServer(historyCapacity: 4)
+        let watcher = server.peer()
+        let setter = server.peer()  // subscribes to nothing: each request's next message is its response
+        _ = try watcher.request(1, "subscribe", #"{"path":"a","options":["new"]}"#)
+        _ = try watcher.request(2, "subscribe", #"{"path":"b","options":["new"]}"#)
+        for value in 1...6 {
+            _ = try setter.request(value, "set", #"{"path":"\#(value % 2 == 1 ? "a" : "b")","value":\#(value)}"#)
+        }
+        #expect(try setter.request(7, "subscribe", #"{"path":"a","since":0}"#)["error"]?["data"]?["oldest"] == 1)
+        #expect(try setter.request(8, "subscribe", #"{"path":"b","since":1}"#)["error"]?["data"]?["oldest"] == 2)
+        let resumedA = server.peer()
+        #expect(try resumedA.request(1, "subscribe", #"{"path":"a","options":["new"],"since":1}"#)["result"] != nil)
+        #expect(try resumedA.receive(2).map { $0["params"]?["new"] } == [3, 5])
+        let resumedB = server.peer()
+        #expect(try resumedB.request(1, "subscribe", #"{"path":"b","options":["new"],"since":2}"#)["result"] != nil)
+        #expect(try resumedB.receive(2).map { $0["params"]?["new"] } == [4, 6])
+        // The ring keeps going round: four more changes of a (seq 7 to 10) leave none of b's, and a resumes from 5.
+        for value in 7...10 { _ = try setter.request(value + 10, "set", #"{"path":"a","value":\#(value)}"#) }
+        #expect(try setter.request(21, "subscribe", #"{"path":"b","since":5}"#)["error"]?["data"]?["oldest"] == 6)
+        #expect(try setter.request(22, "subscribe", #"{"path":"a","since":4}"#)["error"]?["data"]?["oldest"] == 5)
+        let resumedLate = server.peer()
+        #expect(try resumedLate.request(1, "subscribe", #"{"path":"a","options":["new"],"since":5}"#)["result"] != nil)
+        #expect(try resumedLate.receive(4).map { $0["params"]?["new"] } == [7, 8, 9, 10])
+        try resumedLate.expectQuiet()
+    }
+
     @Test func progressNotificationsKeepTheResumePointFresh() throws {
         let server = InProcessServer()
         let peer = server.peer()

@@ -22,8 +22,12 @@ final class NotificationEncoder {
     @exclusivity(unchecked) private var keys: [Key] = Array(repeating: Key(payload: 0, shape: 0), count: 4)
     private let tails = OutputBuffers(count: 4)
     @exclusivity(unchecked) private var next = 0
-    /// The slot found last: the subscriptions of one change ask for the same one in turn.
-    @exclusivity(unchecked) private var lastSlot = 0
+    /// The tail found last, by the change's payload and the options asked with (the shape follows from both) and
+    /// its bytes, as plain values read without touching the buffers: the subscriptions of one change ask for the
+    /// same one in turn, and finding it needs no shape worked out from the change's fields.
+    @exclusivity(unchecked) private var lastPayload: UInt64 = 0
+    @exclusivity(unchecked) private var lastOptions: UInt8 = 0
+    @exclusivity(unchecked) private var lastTail = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Reused for values that are not written in place.
     @exclusivity(unchecked) private var scratch: [UInt8] = []
 
@@ -48,20 +52,15 @@ final class NotificationEncoder {
         return shared
     }
 
-    /// Appends `subscription`'s notification of `change` (as an observation with `options` sees it) to `output`.
+    /// Appends `subscription`'s notification to `output`, whose `tail` (`tail(for:options:)`) the caller found
+    /// first. (Static, and the tail found by a separate call: with the encoder's method taking `inout` output, the
+    /// compiler retained and released the encoder around each notification to keep it alive across the access.)
     @inline(__always)
-    func appendChange(
-        _ change: Change, options: ObservationOptions, of subscription: Subscription, to output: inout OutputBuffer
-    ) {
-        let slot = self.tailSlot(for: change, options: options)
-        output.append(#"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#)
-        if subscription.idDigitCount > 0 {
-            output.append(packed: subscription.idDigits, count: Int(subscription.idDigitCount))
-        } else {
-            output.appendInteger(Int64(subscription.id))
-        }
-        output.append(subscription.middle.bytes)
-        output.append(self.tails.buffer(slot).pointee.bytes)
+    static func appendChange(tail: UnsafeRawBufferPointer, of subscription: Subscription, to output: inout OutputBuffer) {
+        output.appendNotification(
+            head: #"{"jsonrpc":"2.0","method":"change","params":{"subscription":"#, idDigits: subscription.idDigits,
+            idDigitCount: Int(subscription.idDigitCount), id: subscription.id, middle: subscription.middle.bytes,
+            tail: tail)
     }
 
     /// `{"jsonrpc":"2.0","method":"progress","params":{"subscription":ID,"seq":N}}` and a newline.
@@ -88,34 +87,36 @@ final class NotificationEncoder {
         return buffer
     }
 
-    /// The slot of the tail for `change` as an observation with `options` sees it (`"kind":…` through `}}\n`),
-    /// encoded on first use; valid until the next call.
+    /// The tail for `change` as an observation with `options` sees it (`"kind":…` through `}}\n`), encoded on
+    /// first use; valid until the next call.
     @inline(__always)
-    func tailSlot(for change: Change, options: ObservationOptions) -> Int {
-        // The fields the change carries, less `new`/`old` when the options did not ask for them.
-        let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
-        // The usual case, the tail the previous subscription of this change got, inline; the rest in a call.
-        if change.payloadID != 0 && self.keys[self.lastSlot] == Key(payload: change.payloadID, shape: shape) {
-            return self.lastSlot
+    func tail(for change: Change, options: ObservationOptions) -> UnsafeRawBufferPointer {
+        // The usual case, the tail the previous subscription of this change got with the same options, inline (a
+        // payload is one change's: its fields, and so the shape for given options, never differ); the rest in a call.
+        if change.payloadID != 0 && self.lastPayload == change.payloadID && self.lastOptions == options.rawValue {
+            return self.lastTail
         }
-        return self.findOrEncodeTail(for: change, shape: shape)
+        return self.findOrEncodeTail(for: change, options: options)
     }
 
     @inline(never)
-    private func findOrEncodeTail(for change: Change, shape: UInt8) -> Int {
+    private func findOrEncodeTail(for change: Change, options: ObservationOptions) -> UnsafeRawBufferPointer {
+        // The fields the change carries, less `new`/`old` when the options did not ask for them.
+        let shape = change.fieldBits & (0b1100 | options.rawValue & 0b11)
         let key = Key(payload: change.payloadID, shape: shape)
-        if change.payloadID != 0 {
-            if let slot = self.keys.firstIndex(of: key) {
-                self.lastSlot = slot
-                return slot
-            }
+        var slot = change.payloadID != 0 ? self.keys.firstIndex(of: key) : nil
+        if slot == nil {
+            let next = self.next
+            self.keys[next] = key
+            self.encodeTail(change, shape: shape, into: self.tails.buffer(next))
+            self.next = (next + 1) % self.keys.count
+            slot = next
         }
-        let slot = self.next
-        self.lastSlot = slot
-        self.keys[slot] = key
-        self.encodeTail(change, shape: shape, into: self.tails.buffer(slot))
-        self.next = (slot + 1) % self.keys.count
-        return slot
+        // (Only the slot just found or rewritten is remembered, so `lastTail` never outlives its buffer's bytes.)
+        self.lastPayload = change.payloadID
+        self.lastOptions = options.rawValue
+        self.lastTail = self.tails.buffer(slot.unsafelyUnwrapped).pointee.bytes
+        return self.lastTail
     }
 
     private func encodeTail(_ change: Change, shape: UInt8, into tail: UnsafeMutablePointer<OutputBuffer>) {

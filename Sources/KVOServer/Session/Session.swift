@@ -130,7 +130,8 @@ final class Session {
     @inline(__always)
     func enqueueNotification(of subscription: Subscription, change: Change, options: ObservationOptions) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
-        self.context.encoder.appendChange(change, options: options, of: subscription, to: &self.output)
+        let tail = self.context.encoder.tail(for: change, options: options)
+        NotificationEncoder.appendChange(tail: tail, of: subscription, to: &self.output)
         self.context.stats.notifications += 1
         self.outputQueued()
     }

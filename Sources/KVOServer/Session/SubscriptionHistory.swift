@@ -35,16 +35,71 @@ final class SubscriptionHistory {
     }
 
     private struct Entry {
-        let recorder: Recorder
-        let change: Change
+        var recorder: Recorder
+        var change: Change
+    }
+
+    /// The entries, oldest first, in a fixed block written in place: an append copies the change once, straight
+    /// into its slot, and reads the entry it evicts where it is (no `Optional<Entry>` copied in and out of an array).
+    private struct Ring: ~Copyable {
+        let capacity: Int
+        /// `capacity` slots; those from `head` on, `count` of them (wrapping), are initialized.
+        private let slots: UnsafeMutablePointer<Entry>
+        private(set) var head = 0
+        private(set) var count = 0
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            self.slots = UnsafeMutablePointer<Entry>.allocate(capacity: max(capacity, 1))
+        }
+
+        deinit {
+            for offset in 0..<self.count { (self.slots + self.position(offset)).deinitialize(count: 1) }
+            self.slots.deallocate()
+        }
+
+        /// The slot of the `offset`th entry from the oldest.
+        @inline(__always)
+        private func position(_ offset: Int) -> Int {
+            let position = self.head &+ offset
+            return position >= self.capacity ? position &- self.capacity : position
+        }
+
+        /// The `offset`th entry from the oldest (`offset < count`).
+        func entry(_ offset: Int) -> UnsafePointer<Entry> {
+            UnsafePointer(self.slots + self.position(offset))
+        }
+
+        /// Appends `recorder`'s `change`, evicting the oldest entry (and telling its recorder) when full.
+        @inline(__always)
+        mutating func append(_ change: Change, of recorder: Recorder) {
+            if self.count < self.capacity {
+                (self.slots + self.position(self.count)).initialize(to: Entry(recorder: recorder, change: change))
+                self.count += 1
+                recorder.entriesInRing += 1
+                return
+            }
+            let oldest = self.slots + self.head
+            self.head = self.head &+ 1 == self.capacity ? 0 : self.head &+ 1
+            let seq = oldest.pointee.change.seq
+            if oldest.pointee.recorder === recorder {
+                // The usual case of one busy path: its own oldest entry goes, its count stays, no reference changes.
+                if seq > recorder.evictedThrough { recorder.evictedThrough = seq }
+                oldest.pointee.change = change
+                return
+            }
+            let evicted = oldest.pointee.recorder
+            evicted.entriesInRing -= 1
+            if seq > evicted.evictedThrough { evicted.evictedThrough = seq }
+            oldest.pointee = Entry(recorder: recorder, change: change)
+            recorder.entriesInRing += 1
+        }
     }
 
     let capacity: Int
     private let graph: Graph
     // Loop-owned, no inout access spans a call: no runtime exclusivity checks on the per-change path.
-    @exclusivity(unchecked) private var ring: [Entry?]
-    @exclusivity(unchecked) private var head = 0
-    @exclusivity(unchecked) private var count = 0
+    @exclusivity(unchecked) private var ring: Ring
     private var recorders: [KeyPath: Recorder] = [:]
     private var useCounter: UInt64 = 0
     /// Idle recorders (no subscribers, no entries) kept before the least recently used go.
@@ -56,7 +111,7 @@ final class SubscriptionHistory {
     init(capacity: Int, graph: Graph) {
         self.capacity = capacity
         self.graph = graph
-        self.ring = Array(repeating: nil, count: capacity)
+        self.ring = Ring(capacity: capacity)
         self.maxIdleRecorders = max(1000, capacity / 10)
     }
 
@@ -112,10 +167,9 @@ final class SubscriptionHistory {
     func changes(for keyPath: KeyPath, after since: UInt64) -> [Change]? {
         guard let recorder = self.recorders[keyPath], since >= recorder.oldestResumable else { return nil }
         var changes: [Change] = []
-        for offset in 0..<self.count {
-            guard let entry = self.ring[(self.head + offset) % self.capacity], entry.recorder === recorder,
-                entry.change.seq > since
-            else { continue }
+        for offset in 0..<self.ring.count {
+            let entry = self.ring.entry(offset).pointee
+            guard entry.recorder === recorder, entry.change.seq > since else { continue }
             var prior = entry.change
             prior.isPrior = true
             prior.new = nil
@@ -156,20 +210,8 @@ final class SubscriptionHistory {
         }
 
         func observe(_ change: Change, options: ObservationOptions) {
-            self.history.append(Entry(recorder: self.recorder, change: change))
+            self.history.ring.append(change, of: self.recorder)
         }
-    }
-
-    private func append(_ entry: Entry) {
-        if self.count == self.capacity, let evicted = self.ring[self.head] {
-            evicted.recorder.entriesInRing -= 1
-            evicted.recorder.evictedThrough = max(evicted.recorder.evictedThrough, evicted.change.seq)
-            self.head = (self.head + 1) % self.capacity
-            self.count -= 1
-        }
-        self.ring[(self.head + self.count) % self.capacity] = entry
-        self.count += 1
-        entry.recorder.entriesInRing += 1
     }
 
     private func touch(_ recorder: Recorder) {
