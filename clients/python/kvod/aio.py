@@ -15,13 +15,14 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterable, List, Optional,
 
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, logger, mutation_params, ops_params, run_hook,
-                    set_params, transaction_op)
+                    set_params)
 from ._transport import AsyncTransport, async_transport
-from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
+from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
 
 class AsyncSubscription(SubscriptionBase):
-    """A live subscription: `async for` it for Change (and Resync) items; `await next(timeout)` waits at most that."""
+    """A live subscription: `async for` it for Change (and Resync) items; `await next(timeout)` waits at most that.
+    Ended by kvod's refusal to resume it (as the blocking Subscription), it raises that error (also in `error`)."""
 
     def __init__(self, client: "AsyncClient", state: SubscriptionState):
         super().__init__(client, state, asyncio.Queue())
@@ -31,9 +32,11 @@ class AsyncSubscription(SubscriptionBase):
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
             raise Timeout(f"no notification for {self.path} within {timeout} s") from None
-        if item is CLOSED:
-            self._queue.put_nowait(CLOSED)
-            raise StopAsyncIteration
+        if item is CLOSED or isinstance(item, KvodError):
+            self._queue.put_nowait(item)
+            if item is CLOSED:
+                raise StopAsyncIteration
+            raise item
         return item
 
     def __aiter__(self) -> AsyncIterator[Union[Change, Resync]]:
@@ -155,13 +158,27 @@ class AsyncClient(ClientBase):
                 return outcome
 
     async def _resubscribe(self, state: SubscriptionState) -> None:
-        since = state.last_seq
-        try:
-            await self._exchange("subscribe", state.subscribe_params(since), state)
-        except ResyncRequired as error:
-            state.restart()
-            result = await self._exchange("subscribe", state.subscribe_params(None), state)
-            state.sink.put_nowait(state.resynced(since, error, result))
+        """As the blocking client's `_resubscribe` (SubscriptionState.resume_refused decides)."""
+        since, resync = state.last_seq, None
+        while True:
+            try:
+                result = await self._exchange("subscribe", state.subscribe_params(state.last_seq), state)
+            except ConnectionLost:
+                raise
+            except KvodError as error:
+                step = state.resume_refused(error, self.endpoint, self.transport, self.leader_wait, time.monotonic())
+                if step.action == "resync":
+                    state.restart()
+                    resync = error
+                    continue
+                if step.action == "end":
+                    self._end_subscription(state, error)
+                    return
+                self._preferred = step.leader
+                raise
+            if resync is not None:
+                state.sink.put_nowait(state.resynced(since, resync, result))
+            return
 
     async def _read_loop(self) -> None:
         backoff = 0.05
@@ -307,7 +324,7 @@ class AsyncClient(ClientBase):
         return (await self.call("setMembers", {"path": path, "values": list(values)}))["seq"]
 
     async def transaction(self, ops: Iterable[Any]) -> int:
-        return (await self.call("transaction", {"ops": [transaction_op(op) for op in ops]}))["seq"]
+        return (await self.call("transaction", ops_params(ops)))["seq"]
 
     async def validate(self, path: str, value: Any) -> Any:
         return (await self.call("validate", {"path": path, "value": value}))["value"]
