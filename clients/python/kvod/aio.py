@@ -381,7 +381,8 @@ class AsyncClient(ClientBase):
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
-        state.sink.put_nowait(CLOSED)
+        if state.error is None:  # an ended subscription keeps raising its error
+            state.sink.put_nowait(CLOSED)
         if server_id is not None:
             try:
                 await self.call("unsubscribe", {"subscription": server_id})

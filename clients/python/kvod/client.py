@@ -416,7 +416,8 @@ class Client(ClientBase):
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
-        state.sink.put(CLOSED)
+        if state.error is None:  # an ended subscription keeps raising its error
+            state.sink.put(CLOSED)
         if server_id is not None:
             try:
                 self.call("unsubscribe", {"subscription": server_id})
