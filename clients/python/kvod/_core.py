@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import urlsplit
 
-from .errors import InvalidParams, KvodError, NotLeader, ResyncRequired, error_from_wire
+from .errors import ConnectionLost, InvalidParams, KvodError, NotLeader, ResyncRequired, error_from_wire
 
 OPTIONS = ("new", "old", "initial", "prior")
 TRANSPORTS = ("tcp", "websocket")
@@ -550,6 +550,8 @@ class ClientBase:
         self.closing_reason: Optional[str] = None
         self.connections = 0  # how many connections were made (1 + reconnections)
         self._hooks = ConnectedHooks()
+        # Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); None once connected.
+        self.hello_error: Optional[KvodError] = None
 
     def _hello_params(self, token: Optional[str] = None) -> Dict[str, Any]:
         """`hello`'s params; a `token` given replaces the one kept for reconnections."""
@@ -559,6 +561,22 @@ class ClientBase:
         if self._token is not None:
             params["token"] = self._token
         return params
+
+    def _hello_refused(self, error: KvodError) -> None:
+        """kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+        backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+        connection succeeds (the first connection raises it instead), and calls waiting for the connection time out
+        naming it."""
+        repeated = self.hello_error is not None and self.hello_error.code == error.code
+        if self.connections > 0 and not isinstance(error, ConnectionLost) and not repeated:
+            logger.warning("kvod: %s refused hello: %r; reconnecting with backoff until it accepts it",
+                           self.endpoint, error)
+        self.hello_error = error
+
+    def _not_connected(self) -> str:
+        """The Timeout message of a call that waited for a connection in vain."""
+        refused = f": kvod refused hello ({self.hello_error!r})" if self.hello_error is not None else ""
+        return f"not connected to kvod within {self.timeout} s{refused}"
 
     def _deliver(self, routed: Routed) -> None:
         for state, change in routed.deliveries:

@@ -93,7 +93,11 @@ class AsyncClient(ClientBase):
         connection_endpoint = self.endpoint
         self._setup = connection
         try:
-            server = await self._exchange("hello", self._hello_params())
+            try:
+                server = await self._exchange("hello", self._hello_params())
+            except KvodError as error:
+                self._hello_refused(error)
+                raise
             await self._rearm()
             for state in list(self._session.subscriptions):
                 await self._resubscribe(state)
@@ -102,6 +106,7 @@ class AsyncClient(ClientBase):
             raise
         self._transport = connection
         self.connections += 1
+        self.hello_error = None
         self._connected.set()
         info = Connected(self.connections, connection_endpoint, server, self._session.presence.error)
         self._run_hooks(self._hooks.connected(info), info)
@@ -261,7 +266,7 @@ class AsyncClient(ClientBase):
             try:
                 await asyncio.wait_for(self._connected.wait(), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
-                raise Timeout(f"not connected to kvod within {self.timeout} s") from None
+                raise Timeout(self._not_connected()) from None
         request_id, message = self._session.request(method, params, state)
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future

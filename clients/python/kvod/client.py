@@ -97,7 +97,11 @@ class Client(ClientBase):
         # its answers inline.
         self._setup = connection
         try:
-            server = self._exchange("hello", self._hello_params())
+            try:
+                server = self._exchange("hello", self._hello_params())
+            except KvodError as error:
+                self._hello_refused(error)
+                raise
             self._rearm()
             for state in list(self._session.subscriptions):
                 self._resubscribe(state)
@@ -107,6 +111,7 @@ class Client(ClientBase):
         with self._lock:
             self._transport = connection
             self.connections += 1
+            self.hello_error = None
             self._connected.notify_all()
             info = Connected(self.connections, connection_endpoint, server, self._session.presence.error)
             self._run_hooks(self._hooks.connected(info), info)
@@ -282,7 +287,7 @@ class Client(ClientBase):
                 if self._ended:
                     raise ConnectionLost("the connection closed, and the client does not reconnect")
                 if not self._connected.wait(timeout=max(0.0, deadline - time.monotonic())):
-                    raise Timeout(f"not connected to kvod within {self.timeout} s")
+                    raise Timeout(self._not_connected())
             request_id, message = self._session.request(method, params, state)
             waiter: "queue.Queue[Any]" = queue.Queue()
             self._waiters[request_id] = waiter

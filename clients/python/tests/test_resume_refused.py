@@ -3,7 +3,8 @@ and data directory) with a token file that no longer allows one subscription's p
 the typed error (raised from its iterator, each time, after what it delivered before), the other one goes on, calls
 work, and the client does not keep reconnecting. A refusal that may pass (1012 from a stand-in follower during an
 election that does not end) is retried on new connections for `leader_wait`, then ends the subscription the same
-way. `SubscriptionState.resume_refused`, the one place that decides per code, is checked on its own too."""
+way. A token kvod no longer accepts is said once (a warning, and the Timeout of a call waiting for the connection) while
+the client reconnects. `SubscriptionState.resume_refused`, the one place that decides per code, is checked on its own too."""
 
 import asyncio
 import logging
@@ -88,6 +89,30 @@ def test_the_asyncio_client_ends_it_too(guarded):
             assert client.connections == 2
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_token_kvod_no_longer_accepts_is_reported_while_the_client_reconnects(make_kvod, tmp_path, caplog):
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN} read-write\n")
+    server = make_kvod("--token-file", str(tokens), "--fsync", "always", data_dir=True)
+    with kvod.Client(server.address, token=TOKEN, timeout=2, max_backoff=0.2) as client:
+        subscription = client.subscribe("n")
+        tokens.write_text("another-token read-write\n")
+        with caplog.at_level(logging.WARNING, logger="kvod"):
+            server.kill()
+            server.restart()
+            wait_for(lambda: isinstance(client.hello_error, kvod.Unauthorized))
+            with pytest.raises(kvod.Timeout, match="refused hello"):
+                client.get("n")  # waits for a connection in vain, and says why
+        refusals = [record for record in caplog.records if "refused hello" in record.message]
+        assert len(refusals) == 1  # once, not at each attempt
+        tokens.write_text(f"{TOKEN} read-write\n")
+        server.kill()
+        server.restart()  # kvod accepts the token again: the client connects, resubscribes, and goes on
+        wait_for(lambda: client.connections == 2)
+        assert client.hello_error is None
+        client.set("n", 1)
+        assert subscription.next(timeout=10).new == 1
 
 
 def test_a_refusal_that_may_pass_is_retried_for_leader_wait_then_ends_the_subscription(kvod_server, make_proxy,

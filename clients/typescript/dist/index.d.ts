@@ -209,6 +209,9 @@ export declare class Client {
     private lastConnected?;
     /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
     onDisconnectError?: KvodError;
+    /** Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); undefined once
+     * connected. */
+    helloError?: KvodError;
     constructor(addresses: string[], options?: ClientOptions);
     /** @internal Opens the first connection. */
     open(): Promise<void>;
@@ -222,6 +225,11 @@ export declare class Client {
     /** Ends a subscription kvod refused to resume for good: its iterator rejects with `error`; the others go on. */
     private endSubscription;
     private forget;
+    /** kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+     * backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+     * connection succeeds (the first connection rejects with it instead), and calls waiting for the connection time out
+     * naming it. */
+    private helloRefused;
     /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
      * resubscriptions and before any caller's request, so presence is armed first. A 1012 refusal is retried as calls
      * retry it (on the leader it names: this connection is dropped for it; else after pauses of 100 ms doubling to 1 s)

@@ -369,6 +369,9 @@ export class Client {
   private lastConnected?: Connected;
   /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
   onDisconnectError?: KvodError;
+  /** Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); undefined once
+   * connected. */
+  helloError?: KvodError;
 
   constructor(private readonly addresses: string[], private readonly options: ClientOptions = {}) {
     if (addresses.length === 0) throw new TypeError("no address given");
@@ -409,6 +412,7 @@ export class Client {
         throw error;
       }
       this.connections += 1;
+      this.helloError = undefined;
       this.ready = true;
       for (const waiter of this.connectedWaiters.splice(0)) waiter();
       const onDisconnectError = this.onDisconnectError;
@@ -423,7 +427,15 @@ export class Client {
   /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
    * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
   private async setup(): Promise<Record<string, unknown>> {
-    const server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    let server: unknown;
+    try {
+      server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    } catch (error) {
+      if (error instanceof KvodError && !(error instanceof ConnectionLost) && !(error instanceof Timeout)) {
+        this.helloRefused(error);
+      }
+      throw error;
+    }
     await this.rearm();
     for (const state of [...this.subscriptions]) await this.resubscribe(state);
     return server as Record<string, unknown>;
@@ -475,6 +487,18 @@ export class Client {
     const index = this.subscriptions.indexOf(state);
     if (index >= 0) this.subscriptions.splice(index, 1);
     if (state.serverId !== undefined) this.byServerId.delete(state.serverId);
+  }
+
+  /** kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+   * backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+   * connection succeeds (the first connection rejects with it instead), and calls waiting for the connection time out
+   * naming it. */
+  private helloRefused(error: KvodError): void {
+    if (this.connections > 0 && this.helloError?.code !== error.code) {
+      console.warn(`kvod: ${this.endpoint} refused hello: ${error.name} ${error.code} ${error.message}; reconnecting`
+        + " with backoff until it accepts it");
+    }
+    this.helloError = error;
   }
 
   /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
@@ -645,7 +669,8 @@ export class Client {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.connectedWaiters = this.connectedWaiters.filter((waiter) => waiter !== done);
-        reject(new Timeout(`not connected to kvod within ${this.timeout} ms`, -2));
+        const refused = this.helloError ? `: kvod refused hello (${this.helloError.name}: ${this.helloError.message})` : "";
+        reject(new Timeout(`not connected to kvod within ${this.timeout} ms${refused}`, -2));
       }, this.timeout);
       const done = () => { clearTimeout(timer); resolve(); };
       this.connectedWaiters.push(done);

@@ -2,7 +2,8 @@
 // no longer allows one subscription's path. That subscription ends with the typed error (its iterator rejects, every
 // time, after what it delivered before), the other one goes on, calls work, and the client does not keep
 // reconnecting. A refusal that may pass (1012 from a stand-in follower during an election that does not end) is
-// retried on new connections for `leaderWait`, then ends the subscription the same way. `resumeRefused`, the one
+// retried on new connections for `leaderWait`, then ends the subscription the same way. A token kvod no longer accepts
+// is said once (a warning, and the Timeout of a call waiting for the connection) while the client reconnects. `resumeRefused`, the one
 // place that decides per code, is checked on its own too.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -68,6 +69,38 @@ test("a path the token no longer allows ends that subscription only", { timeout:
     await assert.rejects(a.next(1000), kvod.Unauthorized);
     assert.equal(await client.ping(), "pong");
     assert.equal(client.connections, 2);
+  } finally {
+    client.close();
+    await server.stop();
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+test("a token kvod no longer accepts is reported while the client reconnects", { timeout: 60000 }, async () => {
+  const folder = mkdtempSync(join(tmpdir(), "kvod-ts-tokens-"));
+  const tokens = join(folder, "tokens");
+  writeFileSync(tokens, `${token} read-write\n`);
+  const server = await new Kvod(["--token-file", tokens], { dataDir: true }).start();
+  const client = await kvod.connect(server.address, { token, timeout: 2000, maxBackoff: 200 });
+  try {
+    const subscription = await client.subscribe("n");
+    await capturingWarnings(async (warnings) => {
+      writeFileSync(tokens, "another-token read-write\n");
+      await server.restart();
+      const deadline = Date.now() + 20000;
+      while (!(client.helloError instanceof kvod.Unauthorized)) {
+        assert.ok(Date.now() < deadline, "timed out");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await assert.rejects(client.get("n"), (error) => error instanceof kvod.Timeout && /refused hello/.test(error.message));
+      assert.equal(warnings.filter((line) => line.includes("refused hello")).length, 1); // once, not at each attempt
+    });
+    writeFileSync(tokens, `${token} read-write\n`);
+    await server.restart(); // kvod accepts the token again: the client connects, resubscribes, and goes on
+    await client.set("n", 1); // waits for the reconnection
+    assert.equal((await subscription.next(10000)).new, 1);
+    assert.equal(client.connections, 2);
+    assert.equal(client.helloError, undefined);
   } finally {
     client.close();
     await server.stop();
