@@ -1,5 +1,6 @@
 """A resubscription kvod refuses after a reconnect, with the blocking and the asyncio client: kvod restarted (same port
-and data directory) with a token file that no longer allows one subscription's path. That subscription ends with
+and data directory) with a token file that no longer allows one subscription's path, or with a model that no longer
+declares one subscription's key. That subscription ends with
 the typed error (raised from its iterator, each time, after what it delivered before), the other one goes on, calls
 work, and the client does not keep reconnecting. A refusal that may pass (1012 from a stand-in follower during an
 election that does not end) is retried on new connections for `leader_wait`, then ends the subscription the same
@@ -7,6 +8,7 @@ way. A token kvod no longer accepts is said once (a warning, and the Timeout of 
 the client reconnects. `SubscriptionState.resume_refused`, the one place that decides per code, is checked on its own too."""
 
 import asyncio
+import json
 import logging
 import time
 
@@ -14,6 +16,7 @@ import pytest
 
 import kvod
 from kvod._core import Endpoint, SubscriptionState, ops_params
+from conftest import Kvod
 from test_leader import Follower
 
 TOKEN = "a-token-for-the-resume-tests"
@@ -89,6 +92,36 @@ def test_the_asyncio_client_ends_it_too(guarded):
             assert client.connections == 2
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def model(*person_keys):
+    properties = {key: {"type": "string", "default": ""} for key in person_keys}
+    return json.dumps({"root": "Root", "classes": {
+        "Root": {"properties": {"person": {"type": "Person", "default": {}}}},
+        "Person": {"properties": properties}}})
+
+
+def test_a_key_the_new_model_no_longer_declares_ends_that_subscription(tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(model("name", "nickname"))
+    server = Kvod(["--model", str(path)])
+    try:
+        with kvod.Client(server.address, timeout=20) as client:
+            name = client.subscribe("person.name")  # at seq 0: it resumes from there on the new graph
+            nickname = client.subscribe("person.nickname")
+            client.set("person.nickname", "ada")
+            assert nickname.next(timeout=10).new == "ada"
+            path.write_text(model("name"))
+            server.kill()
+            server.restart()  # in memory: a new graph, its seq from 0
+            with pytest.raises(kvod.UndefinedKey) as raised:
+                nickname.next(timeout=20)
+            assert raised.value.data == {"path": "person.nickname"}
+            client.set("person.name", "Ada")
+            assert name.next(timeout=10).new == "Ada"
+            assert client.connections == 2
+    finally:
+        server.stop()
 
 
 def test_a_token_kvod_no_longer_accepts_is_reported_while_the_client_reconnects(make_kvod, tmp_path, caplog):
