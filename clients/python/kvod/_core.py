@@ -567,8 +567,9 @@ class ClientBase:
         backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
         connection succeeds (the first connection raises it instead), and calls waiting for the connection time out
         naming it."""
-        repeated = self.hello_error is not None and self.hello_error.code == error.code
-        if self.connections > 0 and not isinstance(error, ConnectionLost) and not repeated:
+        if isinstance(error, ConnectionLost):
+            return  # the connection dropped: not a refusal
+        if self.connections > 0 and (self.hello_error is None or self.hello_error.code != error.code):
             logger.warning("kvod: %s refused hello: %r; reconnecting with backoff until it accepts it",
                            self.endpoint, error)
         self.hello_error = error
