@@ -200,6 +200,8 @@ export declare class Client {
     private connectedWaiters;
     private closed;
     private ready;
+    /** A reconnection loop is running (`reconnect`). */
+    private reconnecting;
     /** The onDisconnect ops kvod last accepted (undefined: none, or cancelled): registered again on each connection. */
     private onDisconnectOps?;
     /** Retrying a re-registration refused with 1012, across reconnections: until when, the next pause, the leaders
@@ -238,6 +240,9 @@ export declare class Client {
     private rearm;
     private notifyConnected;
     private lost;
+    /** Reconnects with backoff until a connection is set up. One loop at a time: a connection that closes during its
+     * setup calls `lost()` again, and that attempt's failure already sends this loop round again (two loops would
+     * set up two connections at once, each resubscribing every subscription). */
     private reconnect;
     private subscribeParams;
     /** Sends on the current connection (during setup too) and waits for the answer. */

@@ -246,6 +246,8 @@ export class Client {
         this.connectedWaiters = [];
         this.closed = false;
         this.ready = false;
+        /** A reconnection loop is running (`reconnect`). */
+        this.reconnecting = false;
         this.connectedListeners = [];
         if (addresses.length === 0)
             throw new TypeError("no address given");
@@ -442,17 +444,28 @@ export class Client {
         }
         void this.reconnect();
     }
+    /** Reconnects with backoff until a connection is set up. One loop at a time: a connection that closes during its
+     * setup calls `lost()` again, and that attempt's failure already sends this loop round again (two loops would
+     * set up two connections at once, each resubscribing every subscription). */
     async reconnect() {
-        let backoff = 50;
-        while (!this.closed) {
-            try {
-                await this.establish();
-                return;
+        if (this.reconnecting)
+            return;
+        this.reconnecting = true;
+        try {
+            let backoff = 50;
+            while (!this.closed) {
+                try {
+                    await this.establish();
+                    return;
+                }
+                catch {
+                    await new Promise((resolve) => setTimeout(resolve, backoff));
+                    backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+                }
             }
-            catch {
-                await new Promise((resolve) => setTimeout(resolve, backoff));
-                backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
-            }
+        }
+        finally {
+            this.reconnecting = false;
         }
     }
     subscribeParams(state, since) {

@@ -360,6 +360,8 @@ export class Client {
   private connectedWaiters: Array<() => void> = [];
   private closed = false;
   private ready = false;
+  /** A reconnection loop is running (`reconnect`). */
+  private reconnecting = false;
   /** The onDisconnect ops kvod last accepted (undefined: none, or cancelled): registered again on each connection. */
   private onDisconnectOps?: unknown[];
   /** Retrying a re-registration refused with 1012, across reconnections: until when, the next pause, the leaders
@@ -561,16 +563,25 @@ export class Client {
     void this.reconnect();
   }
 
+  /** Reconnects with backoff until a connection is set up. One loop at a time: a connection that closes during its
+   * setup calls `lost()` again, and that attempt's failure already sends this loop round again (two loops would
+   * set up two connections at once, each resubscribing every subscription). */
   private async reconnect(): Promise<void> {
-    let backoff = 50;
-    while (!this.closed) {
-      try {
-        await this.establish();
-        return;
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, backoff));
-        backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+    if (this.reconnecting) return;
+    this.reconnecting = true;
+    try {
+      let backoff = 50;
+      while (!this.closed) {
+        try {
+          await this.establish();
+          return;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, backoff));
+          backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+        }
       }
+    } finally {
+      this.reconnecting = false;
     }
   }
 

@@ -164,6 +164,49 @@ test("a refusal that may pass is retried for leaderWait, then ends the subscript
   }
 });
 
+test("a connection that closes during its setup is followed by one reconnection, not two", { timeout: 60000 }, async () => {
+  // A stand-in kvod: answers hello and subscribe, except that it closes its second connection on its subscribe.
+  const sockets = [];
+  const hellos = [];
+  const server = createServer((socket) => {
+    const number = sockets.push(socket);
+    socket.setEncoding("utf8");
+    let buffered = "";
+    socket.on("data", (chunk) => {
+      buffered += chunk;
+      let newline;
+      while ((newline = buffered.indexOf("\n")) >= 0) {
+        const request = JSON.parse(buffered.slice(0, newline));
+        buffered = buffered.slice(newline + 1);
+        if (request.method === "hello") hellos.push(number);
+        if (request.method === "subscribe" && number === 2) return socket.destroy();
+        const result = request.method === "subscribe" ? { subscription: number, seq: 0 } : request.method === "hello" ? {} : "pong";
+        socket.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      }
+    });
+    socket.on("error", () => socket.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const client = await kvod.connect(`127.0.0.1:${server.address().port}`, { timeout: 20000 });
+  try {
+    await client.subscribe("n");
+    sockets[0].destroy();
+    const deadline = Date.now() + 20000;
+    while (client.connections < 2) {
+      assert.ok(Date.now() < deadline, "timed out");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a window for a second loop's connection to show
+    assert.deepEqual(hellos, [1, 2, 3]);
+    assert.equal(client.connections, 2);
+    assert.equal(await client.ping(), "pong");
+  } finally {
+    client.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test("resumeRefused decides per code", async () => {
   await capturingWarnings(async () => {
     const state = { path: "p", lastSeq: 41 };
