@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import urlsplit
 
-from .errors import KvodError, NotLeader, error_from_wire
+from .errors import ConnectionLost, InvalidParams, KvodError, NotLeader, ResyncRequired, error_from_wire
 
 OPTIONS = ("new", "old", "initial", "prior")
 TRANSPORTS = ("tcp", "websocket")
@@ -152,6 +152,38 @@ class SubscriptionState:
     prior_seq: Optional[int] = None
     active: bool = True
     sink: Any = None  # the client's queue
+    # The error that ended the subscription (kvod refused to resume it for good: `resume_refused`), else None.
+    error: Optional[KvodError] = None
+    # Retrying a refused resume (-32602 behind, 1012), across reconnections: until when, and the leaders moved to.
+    retry_deadline: Optional[float] = None
+    retry_tried: Set[Endpoint] = field(default_factory=set)
+
+    def resume_refused(self, error: KvodError, endpoint: Optional[Endpoint], transport: str, leader_wait: float,
+                       now: float) -> "ResumeStep":
+        """The next step after kvod refused this subscription's `subscribe` on a new connection: the one place that
+        decides, per error code, what the clients do (the table in README.md#when-a-subscription-cannot-resume).
+        1010 (with a resume point): resync. -32602 (a follower behind `since`) and 1012 (not the leader): retry on
+        another connection, for up to `leader_wait` seconds across reconnections; then, and at once for any other
+        code (1008 the token no longer allows the path, 1001 the model no longer declares the key, 1005, 1009 too
+        many subscriptions, ...), which reconnecting cannot cure: end the subscription with the error."""
+        if isinstance(error, ResyncRequired) and self.last_seq is not None:
+            return ResumeStep("resync")
+        if isinstance(error, (InvalidParams, NotLeader)):
+            if self.retry_deadline is None:
+                self.retry_deadline = now + leader_wait
+            if now < self.retry_deadline:
+                leader = leader_endpoint(error, transport) if isinstance(error, NotLeader) else None
+                if leader is not None and (leader == endpoint or leader in self.retry_tried):
+                    leader = None  # a dead leader is named until its lease expires: each is tried once
+                if leader is not None:
+                    self.retry_tried.add(leader)
+                logger.info("kvod: %s cannot resume on %s yet (%r); retrying on another connection",
+                            self.path, endpoint, error)
+                return ResumeStep("retry", leader)
+        self.retry_deadline, self.retry_tried = None, set()
+        logger.warning("kvod: the subscription to %s cannot resume on %s: %r; it ends with that error",
+                       self.path, endpoint, error)
+        return ResumeStep("end")
 
     def restart(self) -> None:
         """Forgets the resume point: kvod refused `since` (1010), so the subscription starts over."""
@@ -176,6 +208,17 @@ class SubscriptionState:
         if since is not None:
             params["since"] = since
         return params
+
+
+@dataclass(frozen=True)
+class ResumeStep:
+    """What a connection's setup does after kvod refused to resume a subscription (SubscriptionState.resume_refused):
+    `resync` (subscribe afresh, then deliver a Resync item), `retry` (drop this connection: the reconnection, with its
+    backoff, tries `leader` first when one is set, else the next address) or `end` (end the subscription: its
+    iterator raises the error; the connection and the other subscriptions go on)."""
+
+    action: str
+    leader: Optional[Endpoint] = None
 
 
 @dataclass
@@ -268,6 +311,7 @@ class Session:
         return True
 
     def registered(self, state: SubscriptionState, result: Dict[str, Any]) -> None:
+        state.retry_deadline, state.retry_tried = None, set()
         if state.server_id is not None:
             self.by_server_id.pop(state.server_id, None)
         state.server_id = result["subscription"]
@@ -408,7 +452,8 @@ def run_hook(hook: ConnectedHook, info: Connected) -> Any:
 
 
 def ops_params(ops: Iterable[Any]) -> Dict[str, Any]:
-    """`onDisconnect`'s params for ops given as `{"method", "params"}` dicts or `(method, params)` pairs."""
+    """The `{"ops": [...]}` params of `transaction` and `onDisconnect`, from ops given as `{"method", "params"}` dicts
+    (as they are) or `(method, params)` pairs."""
     if isinstance(ops, (str, bytes, dict)):
         raise TypeError("ops: a list of {\"method\", \"params\"} dicts or (method, params) pairs")
     return {"ops": [op if isinstance(op, dict) else {"method": op[0], "params": op[1]} for op in ops]}
@@ -447,14 +492,6 @@ def mutation_params(path: str, **named: Any) -> Dict[str, Any]:
     return params
 
 
-def transaction_op(op: Any) -> Dict[str, Any]:
-    """A transaction op: a `{"method", "params"}` dict as it is, or a `(method, params)` pair."""
-    if isinstance(op, dict):
-        return op
-    method, params = op
-    return {"method": method, "params": params}
-
-
 # What a subscription's queue gets once the subscription has ended (unsubscribed, or the client is done).
 CLOSED: Any = object()
 
@@ -483,6 +520,12 @@ class SubscriptionBase:
         """The seq up to which every notification was delivered: where a resume starts."""
         return self._state.last_seq
 
+    @property
+    def error(self) -> Optional[KvodError]:
+        """The error that ended the subscription, when kvod refused to resume it after a reconnect for a reason
+        reconnecting cannot cure (README.md#when-a-subscription-cannot-resume); None while it lives."""
+        return self._state.error
+
 
 class ClientBase:
     """What the blocking and the asyncio client share: their options and Session, and the steps that do no I/O
@@ -507,6 +550,8 @@ class ClientBase:
         self.closing_reason: Optional[str] = None
         self.connections = 0  # how many connections were made (1 + reconnections)
         self._hooks = ConnectedHooks()
+        # Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); None once connected.
+        self.hello_error: Optional[KvodError] = None
 
     def _hello_params(self, token: Optional[str] = None) -> Dict[str, Any]:
         """`hello`'s params; a `token` given replaces the one kept for reconnections."""
@@ -517,11 +562,35 @@ class ClientBase:
             params["token"] = self._token
         return params
 
+    def _hello_refused(self, error: KvodError) -> None:
+        """kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+        backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+        connection succeeds (the first connection raises it instead), and calls waiting for the connection time out
+        naming it."""
+        if isinstance(error, ConnectionLost):
+            return  # the connection dropped: not a refusal
+        if self.connections > 0 and (self.hello_error is None or self.hello_error.code != error.code):
+            logger.warning("kvod: %s refused hello: %r; reconnecting with backoff until it accepts it",
+                           self.endpoint, error)
+        self.hello_error = error
+
+    def _not_connected(self) -> str:
+        """The Timeout message of a call that waited for a connection in vain."""
+        refused = f": kvod refused hello ({self.hello_error!r})" if self.hello_error is not None else ""
+        return f"not connected to kvod within {self.timeout} s{refused}"
+
     def _deliver(self, routed: Routed) -> None:
         for state, change in routed.deliveries:
             state.sink.put_nowait(change)
         if routed.closing is not None:
             self.closing_reason = routed.closing
+
+    def _end_subscription(self, state: SubscriptionState, error: KvodError) -> None:
+        """Ends a subscription kvod refused to resume for good: its iterator raises `error` (each time it is asked
+        for the next item, once the items before it are read), the other subscriptions go on."""
+        self._session.forget(state)
+        state.error = error
+        state.sink.put_nowait(error)
 
     def _leader_to_follow(self, refusal: KvodError, tried: set) -> Optional[Endpoint]:
         """After a 1012: the leader it names, when the connection should move there (not this member, nor one this

@@ -15,13 +15,14 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterable, List, Optional,
 
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, logger, mutation_params, ops_params, run_hook,
-                    set_params, transaction_op)
+                    set_params)
 from ._transport import AsyncTransport, async_transport
-from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
+from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
 
 class AsyncSubscription(SubscriptionBase):
-    """A live subscription: `async for` it for Change (and Resync) items; `await next(timeout)` waits at most that."""
+    """A live subscription: `async for` it for Change (and Resync) items; `await next(timeout)` waits at most that.
+    Ended by kvod's refusal to resume it (as the blocking Subscription), it raises that error (also in `error`)."""
 
     def __init__(self, client: "AsyncClient", state: SubscriptionState):
         super().__init__(client, state, asyncio.Queue())
@@ -31,9 +32,11 @@ class AsyncSubscription(SubscriptionBase):
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
             raise Timeout(f"no notification for {self.path} within {timeout} s") from None
-        if item is CLOSED:
-            self._queue.put_nowait(CLOSED)
-            raise StopAsyncIteration
+        if item is CLOSED or isinstance(item, KvodError):
+            self._queue.put_nowait(item)
+            if item is CLOSED:
+                raise StopAsyncIteration
+            raise item
         return item
 
     def __aiter__(self) -> AsyncIterator[Union[Change, Resync]]:
@@ -90,7 +93,11 @@ class AsyncClient(ClientBase):
         connection_endpoint = self.endpoint
         self._setup = connection
         try:
-            server = await self._exchange("hello", self._hello_params())
+            try:
+                server = await self._exchange("hello", self._hello_params())
+            except KvodError as error:
+                self._hello_refused(error)
+                raise
             await self._rearm()
             for state in list(self._session.subscriptions):
                 await self._resubscribe(state)
@@ -99,6 +106,7 @@ class AsyncClient(ClientBase):
             raise
         self._transport = connection
         self.connections += 1
+        self.hello_error = None
         self._connected.set()
         info = Connected(self.connections, connection_endpoint, server, self._session.presence.error)
         self._run_hooks(self._hooks.connected(info), info)
@@ -155,13 +163,27 @@ class AsyncClient(ClientBase):
                 return outcome
 
     async def _resubscribe(self, state: SubscriptionState) -> None:
-        since = state.last_seq
-        try:
-            await self._exchange("subscribe", state.subscribe_params(since), state)
-        except ResyncRequired as error:
-            state.restart()
-            result = await self._exchange("subscribe", state.subscribe_params(None), state)
-            state.sink.put_nowait(state.resynced(since, error, result))
+        """As the blocking client's `_resubscribe` (SubscriptionState.resume_refused decides)."""
+        since, resync = state.last_seq, None
+        while True:
+            try:
+                result = await self._exchange("subscribe", state.subscribe_params(state.last_seq), state)
+            except ConnectionLost:
+                raise
+            except KvodError as error:
+                step = state.resume_refused(error, self.endpoint, self.transport, self.leader_wait, time.monotonic())
+                if step.action == "resync":
+                    state.restart()
+                    resync = error
+                    continue
+                if step.action == "end":
+                    self._end_subscription(state, error)
+                    return
+                self._preferred = step.leader
+                raise
+            if resync is not None:
+                state.sink.put_nowait(state.resynced(since, resync, result))
+            return
 
     async def _read_loop(self) -> None:
         backoff = 0.05
@@ -244,7 +266,7 @@ class AsyncClient(ClientBase):
             try:
                 await asyncio.wait_for(self._connected.wait(), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
-                raise Timeout(f"not connected to kvod within {self.timeout} s") from None
+                raise Timeout(self._not_connected()) from None
         request_id, message = self._session.request(method, params, state)
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
@@ -307,7 +329,7 @@ class AsyncClient(ClientBase):
         return (await self.call("setMembers", {"path": path, "values": list(values)}))["seq"]
 
     async def transaction(self, ops: Iterable[Any]) -> int:
-        return (await self.call("transaction", {"ops": [transaction_op(op) for op in ops]}))["seq"]
+        return (await self.call("transaction", ops_params(ops)))["seq"]
 
     async def validate(self, path: str, value: Any) -> Any:
         return (await self.call("validate", {"path": path, "value": value}))["value"]
@@ -364,7 +386,8 @@ class AsyncClient(ClientBase):
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
-        state.sink.put_nowait(CLOSED)
+        if state.error is None:  # an ended subscription keeps raising its error
+            state.sink.put_nowait(CLOSED)
         if server_id is not None:
             try:
                 await self.call("unsubscribe", {"subscription": server_id})

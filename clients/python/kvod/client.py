@@ -13,26 +13,31 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, mutation_params, ops_params, run_hook,
-                    set_params, transaction_op)
+                    set_params)
 from ._transport import BlockingTransport, blocking_transport
-from .errors import ConnectionLost, KvodError, NotLeader, ResyncRequired, Timeout
+from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
 
 class Subscription(SubscriptionBase):
-    """A live subscription: iterate it for Change (and Resync) items; `next(timeout)` waits at most that long."""
+    """A live subscription: iterate it for Change (and Resync) items; `next(timeout)` waits at most that long. When
+    kvod refuses to resume it after a reconnect for a reason reconnecting cannot cure, iterating it raises that error
+    (a KvodError subclass, also in `error`) after the items delivered before."""
 
     def __init__(self, client: "Client", state: SubscriptionState):
         super().__init__(client, state, queue.Queue())
 
     def next(self, timeout: Optional[float] = None) -> Union[Change, Resync]:
-        """The next change (or Resync); raises Timeout after `timeout` seconds, StopIteration once unsubscribed."""
+        """The next change (or Resync); raises Timeout after `timeout` seconds, StopIteration once unsubscribed, the
+        error that ended the subscription once it ended (each call after that ends the same way)."""
         try:
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
             raise Timeout(f"no notification for {self.path} within {timeout} s") from None
-        if item is CLOSED:
-            self._queue.put(CLOSED)
-            raise StopIteration
+        if item is CLOSED or isinstance(item, KvodError):
+            self._queue.put(item)
+            if item is CLOSED:
+                raise StopIteration
+            raise item
         return item
 
     def __iter__(self) -> Iterator[Union[Change, Resync]]:
@@ -92,7 +97,11 @@ class Client(ClientBase):
         # its answers inline.
         self._setup = connection
         try:
-            server = self._exchange("hello", self._hello_params())
+            try:
+                server = self._exchange("hello", self._hello_params())
+            except KvodError as error:
+                self._hello_refused(error)
+                raise
             self._rearm()
             for state in list(self._session.subscriptions):
                 self._resubscribe(state)
@@ -102,6 +111,7 @@ class Client(ClientBase):
         with self._lock:
             self._transport = connection
             self.connections += 1
+            self.hello_error = None
             self._connected.notify_all()
             info = Connected(self.connections, connection_endpoint, server, self._session.presence.error)
             self._run_hooks(self._hooks.connected(info), info)
@@ -161,13 +171,28 @@ class Client(ClientBase):
                 return outcome
 
     def _resubscribe(self, state: SubscriptionState) -> None:
-        since = state.last_seq
-        try:
-            self._exchange("subscribe", state.subscribe_params(since), state)
-        except ResyncRequired as error:
-            state.restart()
-            result = self._exchange("subscribe", state.subscribe_params(None), state)
-            state.sink.put(state.resynced(since, error, result))
+        """Subscribes again with `since`; a refusal goes as `SubscriptionState.resume_refused` decides: resync (a
+        Resync item), retry (the error ends this connection's setup: the reader reconnects) or end the subscription."""
+        since, resync = state.last_seq, None
+        while True:
+            try:
+                result = self._exchange("subscribe", state.subscribe_params(state.last_seq), state)
+            except ConnectionLost:
+                raise
+            except KvodError as error:
+                step = state.resume_refused(error, self.endpoint, self.transport, self.leader_wait, time.monotonic())
+                if step.action == "resync":
+                    state.restart()
+                    resync = error
+                    continue
+                if step.action == "end":
+                    self._end_subscription(state, error)
+                    return
+                self._preferred = step.leader
+                raise
+            if resync is not None:
+                state.sink.put(state.resynced(since, resync, result))
+            return
 
     def _read_loop(self) -> None:
         backoff = 0.05
@@ -262,7 +287,7 @@ class Client(ClientBase):
                 if self._ended:
                     raise ConnectionLost("the connection closed, and the client does not reconnect")
                 if not self._connected.wait(timeout=max(0.0, deadline - time.monotonic())):
-                    raise Timeout(f"not connected to kvod within {self.timeout} s")
+                    raise Timeout(self._not_connected())
             request_id, message = self._session.request(method, params, state)
             waiter: "queue.Queue[Any]" = queue.Queue()
             self._waiters[request_id] = waiter
@@ -330,7 +355,7 @@ class Client(ClientBase):
 
     def transaction(self, ops: Iterable[Any]) -> int:
         """Applies ops atomically: each a `{"method", "params"}` dict or a `(method, params)` pair."""
-        return self.call("transaction", {"ops": [transaction_op(op) for op in ops]})["seq"]
+        return self.call("transaction", ops_params(ops))["seq"]
 
     def validate(self, path: str, value: Any) -> Any:
         return self.call("validate", {"path": path, "value": value})["value"]
@@ -396,7 +421,8 @@ class Client(ClientBase):
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
-        state.sink.put(CLOSED)
+        if state.error is None:  # an ended subscription keeps raising its error
+            state.sink.put(CLOSED)
         if server_id is not None:
             try:
                 self.call("unsubscribe", {"subscription": server_id})

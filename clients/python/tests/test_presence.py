@@ -234,7 +234,8 @@ class Recorder:
                 stream.flush()
 
     def drop(self):
-        for connection in self.sockets:
+        # The connections open now: the reconnection it causes may be accepted while this loop runs.
+        for connection in list(self.sockets):
             try:
                 connection.shutdown(socket.SHUT_RDWR)
             except OSError:

@@ -90,8 +90,42 @@ interface SubscriptionState {
     priorSeq?: number;
     active: boolean;
     subscription: Subscription;
+    /** The error that ended the subscription (kvod refused to resume it for good), else undefined. */
+    error?: KvodError;
+    /** Retrying a refused resume (-32602 behind, 1012) across reconnections: until when, and the leaders moved to. */
+    retryDeadline?: number;
+    retryTried?: Set<string>;
 }
-/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
+/** What a connection's setup does after kvod refused to resume a subscription: `resync` (subscribe afresh, then push
+ * a Resync item), `retry` (drop this connection: the reconnection, with its backoff, tries `leader` first when set,
+ * else the next address) or `end` (end the subscription with the error; the connection and the others go on). */
+export declare type ResumeStep = {
+    action: "resync";
+} | {
+    action: "retry";
+    leader?: string;
+} | {
+    action: "end";
+};
+/** What `resumeRefused` reads and keeps of a subscription. */
+export interface ResumeState {
+    path: string;
+    lastSeq?: number;
+    retryDeadline?: number;
+    retryTried?: Set<string>;
+}
+/** The next step after kvod refused a subscription's `subscribe` on a new connection: the one place that decides, per
+ * error code, what the client does (the table in README.md#when-a-subscription-cannot-resume). 1010 (with a resume
+ * point): resync. -32602 (a follower behind `since`) and 1012 (not the leader): retry on another connection, for up
+ * to `leaderWait` milliseconds across reconnections; then, and at once for any other code (1008 the token no longer
+ * allows the path, 1001 the model no longer declares the key, 1005, 1009 too many subscriptions, ...), which
+ * reconnecting cannot cure: end the subscription (with a warning). */
+export declare function resumeRefused(state: ResumeState, error: KvodError, endpoint: string | undefined, leaderWait: number, now: number): ResumeStep;
+/** What a subscription's queue holds: items, then null once it is closed or the error that ended it. */
+declare type Queued = Change | Resync | null | KvodError;
+/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. When kvod refuses to
+ * resume it after a reconnect for a reason reconnecting cannot cure, iterating it rejects with that error (a KvodError
+ * subclass, also in `error`) after the items delivered before (README.md#when-a-subscription-cannot-resume). */
 export declare class Subscription implements AsyncIterable<Change | Resync> {
     private readonly client;
     readonly state: SubscriptionState;
@@ -104,9 +138,12 @@ export declare class Subscription implements AsyncIterable<Change | Resync> {
     /** kvod's id on the current connection (it changes after a reconnect). */
     get id(): number | undefined;
     get lastSeq(): number | undefined;
+    /** The error that ended the subscription (kvod refused to resume it for good); undefined while it lives. */
+    get error(): KvodError | undefined;
     /** @internal */
-    push(item: Change | Resync | null): void;
-    /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed. */
+    push(item: Queued): void;
+    /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed; rejects with
+     * the error that ended the subscription once it ended (every later call ends the same way). */
     next(timeoutMs?: number): Promise<Change | Resync | null>;
     [Symbol.asyncIterator](): AsyncIterator<Change | Resync>;
     unsubscribe(): Promise<void>;
@@ -163,6 +200,8 @@ export declare class Client {
     private connectedWaiters;
     private closed;
     private ready;
+    /** A reconnection loop is running (`reconnect`). */
+    private reconnecting;
     /** The onDisconnect ops kvod last accepted (undefined: none, or cancelled): registered again on each connection. */
     private onDisconnectOps?;
     /** Retrying a re-registration refused with 1012, across reconnections: until when, the next pause, the leaders
@@ -172,6 +211,9 @@ export declare class Client {
     private lastConnected?;
     /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
     onDisconnectError?: KvodError;
+    /** Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); undefined once
+     * connected. */
+    helloError?: KvodError;
     constructor(addresses: string[], options?: ClientOptions);
     /** @internal Opens the first connection. */
     open(): Promise<void>;
@@ -179,6 +221,17 @@ export declare class Client {
     /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
      * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
     private setup;
+    /** Subscribes again with `since`; a refusal goes as `resumeRefused` decides: resync (a Resync item), retry (the
+     * error ends this connection's setup: the client reconnects) or end the subscription. */
+    private resubscribe;
+    /** Ends a subscription kvod refused to resume for good: its iterator rejects with `error`; the others go on. */
+    private endSubscription;
+    private forget;
+    /** kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+     * backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+     * connection succeeds (the first connection rejects with it instead), and calls waiting for the connection time out
+     * naming it. */
+    private helloRefused;
     /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
      * resubscriptions and before any caller's request, so presence is armed first. A 1012 refusal is retried as calls
      * retry it (on the leader it names: this connection is dropped for it; else after pauses of 100 ms doubling to 1 s)
@@ -187,6 +240,9 @@ export declare class Client {
     private rearm;
     private notifyConnected;
     private lost;
+    /** Reconnects with backoff until a connection is set up. One loop at a time: a connection that closes during its
+     * setup calls `lost()` again, and that attempt's failure already sends this loop round again (two loops would
+     * set up two connections at once, each resubscribing every subscription). */
     private reconnect;
     private subscribeParams;
     /** Sends on the current connection (during setup too) and waits for the answer. */

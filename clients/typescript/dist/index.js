@@ -130,7 +130,36 @@ export function connectionOrder(addresses, preferred, last) {
     const order = [...addresses.slice(start), ...addresses.slice(0, start)];
     return preferred === undefined ? order : [preferred, ...order.filter((address) => address !== preferred)];
 }
-/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
+/** The next step after kvod refused a subscription's `subscribe` on a new connection: the one place that decides, per
+ * error code, what the client does (the table in README.md#when-a-subscription-cannot-resume). 1010 (with a resume
+ * point): resync. -32602 (a follower behind `since`) and 1012 (not the leader): retry on another connection, for up
+ * to `leaderWait` milliseconds across reconnections; then, and at once for any other code (1008 the token no longer
+ * allows the path, 1001 the model no longer declares the key, 1005, 1009 too many subscriptions, ...), which
+ * reconnecting cannot cure: end the subscription (with a warning). */
+export function resumeRefused(state, error, endpoint, leaderWait, now) {
+    if (error instanceof ResyncRequired && state.lastSeq !== undefined)
+        return { action: "resync" };
+    if (error instanceof InvalidParams || error instanceof NotLeader) {
+        state.retryDeadline ?? (state.retryDeadline = now + leaderWait);
+        if (now < state.retryDeadline) {
+            const tried = state.retryTried ?? (state.retryTried = new Set());
+            const named = error instanceof NotLeader ? error.data?.leader : undefined;
+            // A dead leader is named until its lease expires: each named leader is tried once.
+            const leader = typeof named === "string" && named !== endpoint && !tried.has(named) ? named : undefined;
+            if (leader !== undefined)
+                tried.add(leader);
+            return { action: "retry", leader };
+        }
+    }
+    state.retryDeadline = undefined;
+    state.retryTried = undefined;
+    console.warn(`kvod: the subscription to ${state.path} cannot resume on ${endpoint}: ${error.name} ${error.code} `
+        + `${error.message}; it ends with that error`);
+    return { action: "end" };
+}
+/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. When kvod refuses to
+ * resume it after a reconnect for a reason reconnecting cannot cure, iterating it rejects with that error (a KvodError
+ * subclass, also in `error`) after the items delivered before (README.md#when-a-subscription-cannot-resume). */
 export class Subscription {
     constructor(client, state) {
         this.client = client;
@@ -144,6 +173,8 @@ export class Subscription {
     /** kvod's id on the current connection (it changes after a reconnect). */
     get id() { return this.state.serverId; }
     get lastSeq() { return this.state.lastSeq; }
+    /** The error that ended the subscription (kvod refused to resume it for good); undefined while it lives. */
+    get error() { return this.state.error; }
     /** @internal */
     push(item) {
         const waiter = this.waiting.shift();
@@ -152,22 +183,26 @@ export class Subscription {
         else
             this.items.push(item);
     }
-    /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed. */
+    /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed; rejects with
+     * the error that ended the subscription once it ended (every later call ends the same way). */
     next(timeoutMs) {
         if (this.items.length > 0) {
             const item = this.items.shift();
-            if (item === null)
-                this.items.unshift(null);
-            return Promise.resolve(item);
+            if (item === null || item instanceof KvodError)
+                this.items.unshift(item);
+            return item instanceof KvodError ? Promise.reject(item) : Promise.resolve(item);
         }
         return new Promise((resolve, reject) => {
             let timer;
             const waiter = (item) => {
                 if (timer)
                     clearTimeout(timer);
-                if (item === null)
-                    this.items.push(null);
-                resolve(item);
+                if (item === null || item instanceof KvodError)
+                    this.items.push(item);
+                if (item instanceof KvodError)
+                    reject(item);
+                else
+                    resolve(item);
             };
             this.waiting.push(waiter);
             if (timeoutMs !== undefined) {
@@ -211,6 +246,8 @@ export class Client {
         this.connectedWaiters = [];
         this.closed = false;
         this.ready = false;
+        /** A reconnection loop is running (`reconnect`). */
+        this.reconnecting = false;
         this.connectedListeners = [];
         if (addresses.length === 0)
             throw new TypeError("no address given");
@@ -253,6 +290,7 @@ export class Client {
                 throw error;
             }
             this.connections += 1;
+            this.helloError = undefined;
             this.ready = true;
             for (const waiter of this.connectedWaiters.splice(0))
                 waiter();
@@ -268,26 +306,81 @@ export class Client {
     /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
      * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
     async setup() {
-        const server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+        let server;
+        try {
+            server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+        }
+        catch (error) {
+            if (error instanceof KvodError && !(error instanceof ConnectionLost) && !(error instanceof Timeout)) {
+                this.helloRefused(error);
+            }
+            throw error;
+        }
         await this.rearm();
-        for (const state of [...this.subscriptions]) {
-            const since = state.lastSeq;
+        for (const state of [...this.subscriptions])
+            await this.resubscribe(state);
+        return server;
+    }
+    /** Subscribes again with `since`; a refusal goes as `resumeRefused` decides: resync (a Resync item), retry (the
+     * error ends this connection's setup: the client reconnects) or end the subscription. */
+    async resubscribe(state) {
+        const since = state.lastSeq;
+        let resync;
+        for (;;) {
+            let result;
             try {
-                await this.send("subscribe", this.subscribeParams(state, since), state);
+                result = (await this.send("subscribe", this.subscribeParams(state, state.lastSeq), state));
             }
             catch (error) {
-                if (!(error instanceof ResyncRequired))
+                if (!(error instanceof KvodError) || error instanceof ConnectionLost || error instanceof Timeout)
                     throw error;
-                state.lastSeq = undefined;
-                state.priorSeq = undefined;
-                const result = (await this.send("subscribe", this.subscribeParams(state, undefined), state));
+                const step = resumeRefused(state, error, this.endpoint, this.options.leaderWait ?? 10000, Date.now());
+                if (step.action === "resync") {
+                    state.lastSeq = undefined;
+                    state.priorSeq = undefined;
+                    resync = error;
+                    continue;
+                }
+                if (step.action === "end") {
+                    this.endSubscription(state, error);
+                    return;
+                }
+                this.preferred = step.leader;
+                throw error;
+            }
+            if (resync !== undefined) {
                 if (!state.options.includes("initial"))
                     state.lastSeq = result.seq;
-                const data = (error.data ?? {});
+                const data = (resync.data ?? {});
                 state.subscription.push({ type: "resync", path: state.path, since: since ?? 0, oldest: data.oldest, seq: result.seq });
             }
+            return;
         }
-        return server;
+    }
+    /** Ends a subscription kvod refused to resume for good: its iterator rejects with `error`; the others go on. */
+    endSubscription(state, error) {
+        this.forget(state);
+        state.error = error;
+        state.subscription.push(error);
+    }
+    forget(state) {
+        state.active = false;
+        const index = this.subscriptions.indexOf(state);
+        if (index >= 0)
+            this.subscriptions.splice(index, 1);
+        if (state.serverId !== undefined)
+            this.byServerId.delete(state.serverId);
+    }
+    /** kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+     * backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+     * connection succeeds (the first connection rejects with it instead), and calls waiting for the connection time out
+     * naming it. */
+    helloRefused(error) {
+        if (this.connections > 0 && this.helloError?.code !== error.code) {
+            console.warn(`kvod: ${this.endpoint} refused hello: ${error.name} ${error.code} ${error.message}; reconnecting`
+                + " with backoff until it accepts it");
+        }
+        this.helloError = error;
     }
     /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
      * resubscriptions and before any caller's request, so presence is armed first. A 1012 refusal is retried as calls
@@ -351,17 +444,28 @@ export class Client {
         }
         void this.reconnect();
     }
+    /** Reconnects with backoff until a connection is set up. One loop at a time: a connection that closes during its
+     * setup calls `lost()` again, and that attempt's failure already sends this loop round again (two loops would
+     * set up two connections at once, each resubscribing every subscription). */
     async reconnect() {
-        let backoff = 50;
-        while (!this.closed) {
-            try {
-                await this.establish();
-                return;
+        if (this.reconnecting)
+            return;
+        this.reconnecting = true;
+        try {
+            let backoff = 50;
+            while (!this.closed) {
+                try {
+                    await this.establish();
+                    return;
+                }
+                catch {
+                    await new Promise((resolve) => setTimeout(resolve, backoff));
+                    backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+                }
             }
-            catch {
-                await new Promise((resolve) => setTimeout(resolve, backoff));
-                backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
-            }
+        }
+        finally {
+            this.reconnecting = false;
         }
     }
     subscribeParams(state, since) {
@@ -460,6 +564,8 @@ export class Client {
         return true;
     }
     registered(state, result) {
+        state.retryDeadline = undefined;
+        state.retryTried = undefined;
         if (state.serverId !== undefined)
             this.byServerId.delete(state.serverId);
         state.serverId = result.subscription;
@@ -477,7 +583,8 @@ export class Client {
         await new Promise((resolve, reject) => {
             const timer = setTimeout(() => {
                 this.connectedWaiters = this.connectedWaiters.filter((waiter) => waiter !== done);
-                reject(new Timeout(`not connected to kvod within ${this.timeout} ms`, -2));
+                const refused = this.helloError ? `: kvod refused hello (${this.helloError.name}: ${this.helloError.message})` : "";
+                reject(new Timeout(`not connected to kvod within ${this.timeout} ms${refused}`, -2));
             }, this.timeout);
             const done = () => { clearTimeout(timer); resolve(); };
             this.connectedWaiters.push(done);
@@ -631,10 +738,7 @@ export class Client {
     async unsubscribe(subscription) {
         const state = subscription.state;
         const serverId = state.serverId;
-        state.active = false;
-        this.subscriptions.splice(this.subscriptions.indexOf(state) >>> 0, this.subscriptions.includes(state) ? 1 : 0);
-        if (serverId !== undefined)
-            this.byServerId.delete(serverId);
+        this.forget(state);
         subscription.push(null);
         if (serverId !== undefined) {
             try {

@@ -175,14 +175,65 @@ interface SubscriptionState {
   priorSeq?: number; // a prior delivered whose after has not come yet
   active: boolean;
   subscription: Subscription;
+  /** The error that ended the subscription (kvod refused to resume it for good), else undefined. */
+  error?: KvodError;
+  /** Retrying a refused resume (-32602 behind, 1012) across reconnections: until when, and the leaders moved to. */
+  retryDeadline?: number;
+  retryTried?: Set<string>;
 }
 
-/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. */
+/** What a connection's setup does after kvod refused to resume a subscription: `resync` (subscribe afresh, then push
+ * a Resync item), `retry` (drop this connection: the reconnection, with its backoff, tries `leader` first when set,
+ * else the next address) or `end` (end the subscription with the error; the connection and the others go on). */
+export type ResumeStep = { action: "resync" } | { action: "retry"; leader?: string } | { action: "end" };
+
+/** What `resumeRefused` reads and keeps of a subscription. */
+export interface ResumeState {
+  path: string;
+  lastSeq?: number;
+  retryDeadline?: number;
+  retryTried?: Set<string>;
+}
+
+/** The next step after kvod refused a subscription's `subscribe` on a new connection: the one place that decides, per
+ * error code, what the client does (the table in README.md#when-a-subscription-cannot-resume). 1010 (with a resume
+ * point): resync. -32602 (a follower behind `since`) and 1012 (not the leader): retry on another connection, for up
+ * to `leaderWait` milliseconds across reconnections; then, and at once for any other code (1008 the token no longer
+ * allows the path, 1001 the model no longer declares the key, 1005, 1009 too many subscriptions, ...), which
+ * reconnecting cannot cure: end the subscription (with a warning). */
+export function resumeRefused(
+  state: ResumeState, error: KvodError, endpoint: string | undefined, leaderWait: number, now: number,
+): ResumeStep {
+  if (error instanceof ResyncRequired && state.lastSeq !== undefined) return { action: "resync" };
+  if (error instanceof InvalidParams || error instanceof NotLeader) {
+    state.retryDeadline ??= now + leaderWait;
+    if (now < state.retryDeadline) {
+      const tried = state.retryTried ??= new Set<string>();
+      const named = error instanceof NotLeader ? (error.data as { leader?: unknown } | undefined)?.leader : undefined;
+      // A dead leader is named until its lease expires: each named leader is tried once.
+      const leader = typeof named === "string" && named !== endpoint && !tried.has(named) ? named : undefined;
+      if (leader !== undefined) tried.add(leader);
+      return { action: "retry", leader };
+    }
+  }
+  state.retryDeadline = undefined;
+  state.retryTried = undefined;
+  console.warn(`kvod: the subscription to ${state.path} cannot resume on ${endpoint}: ${error.name} ${error.code} `
+    + `${error.message}; it ends with that error`);
+  return { action: "end" };
+}
+
+/** What a subscription's queue holds: items, then null once it is closed or the error that ended it. */
+type Queued = Change | Resync | null | KvodError;
+
+/** A live subscription: `for await` it for Change (and Resync) items, or `await next(timeoutMs)`. When kvod refuses to
+ * resume it after a reconnect for a reason reconnecting cannot cure, iterating it rejects with that error (a KvodError
+ * subclass, also in `error`) after the items delivered before (README.md#when-a-subscription-cannot-resume). */
 export class Subscription implements AsyncIterable<Change | Resync> {
   /** The seq the subscribe reported. */
   seq = 0;
-  private readonly items: Array<Change | Resync | null> = [];
-  private readonly waiting: Array<(item: Change | Resync | null) => void> = [];
+  private readonly items: Queued[] = [];
+  private readonly waiting: Array<(item: Queued) => void> = [];
 
   constructor(private readonly client: Client, readonly state: SubscriptionState) {}
 
@@ -190,27 +241,31 @@ export class Subscription implements AsyncIterable<Change | Resync> {
   /** kvod's id on the current connection (it changes after a reconnect). */
   get id(): number | undefined { return this.state.serverId; }
   get lastSeq(): number | undefined { return this.state.lastSeq; }
+  /** The error that ended the subscription (kvod refused to resume it for good); undefined while it lives. */
+  get error(): KvodError | undefined { return this.state.error; }
 
   /** @internal */
-  push(item: Change | Resync | null): void {
+  push(item: Queued): void {
     const waiter = this.waiting.shift();
     if (waiter) waiter(item);
     else this.items.push(item);
   }
 
-  /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed. */
+  /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed; rejects with
+   * the error that ended the subscription once it ended (every later call ends the same way). */
   next(timeoutMs?: number): Promise<Change | Resync | null> {
     if (this.items.length > 0) {
       const item = this.items.shift()!;
-      if (item === null) this.items.unshift(null);
-      return Promise.resolve(item);
+      if (item === null || item instanceof KvodError) this.items.unshift(item);
+      return item instanceof KvodError ? Promise.reject(item) : Promise.resolve(item);
     }
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const waiter = (item: Change | Resync | null) => {
+      const waiter = (item: Queued) => {
         if (timer) clearTimeout(timer);
-        if (item === null) this.items.push(null);
-        resolve(item);
+        if (item === null || item instanceof KvodError) this.items.push(item);
+        if (item instanceof KvodError) reject(item);
+        else resolve(item);
       };
       this.waiting.push(waiter);
       if (timeoutMs !== undefined) {
@@ -305,6 +360,8 @@ export class Client {
   private connectedWaiters: Array<() => void> = [];
   private closed = false;
   private ready = false;
+  /** A reconnection loop is running (`reconnect`). */
+  private reconnecting = false;
   /** The onDisconnect ops kvod last accepted (undefined: none, or cancelled): registered again on each connection. */
   private onDisconnectOps?: unknown[];
   /** Retrying a re-registration refused with 1012, across reconnections: until when, the next pause, the leaders
@@ -314,6 +371,9 @@ export class Client {
   private lastConnected?: Connected;
   /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
   onDisconnectError?: KvodError;
+  /** Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); undefined once
+   * connected. */
+  helloError?: KvodError;
 
   constructor(private readonly addresses: string[], private readonly options: ClientOptions = {}) {
     if (addresses.length === 0) throw new TypeError("no address given");
@@ -354,6 +414,7 @@ export class Client {
         throw error;
       }
       this.connections += 1;
+      this.helloError = undefined;
       this.ready = true;
       for (const waiter of this.connectedWaiters.splice(0)) waiter();
       const onDisconnectError = this.onDisconnectError;
@@ -368,23 +429,78 @@ export class Client {
   /** hello, then the onDisconnect ops, then every live subscription again with `since` (a Resync item when kvod
    * cannot replay that far); resolves with hello's result. Callers' requests wait until it is done. */
   private async setup(): Promise<Record<string, unknown>> {
-    const server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    let server: unknown;
+    try {
+      server = await this.send("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
+    } catch (error) {
+      if (error instanceof KvodError && !(error instanceof ConnectionLost) && !(error instanceof Timeout)) {
+        this.helloRefused(error);
+      }
+      throw error;
+    }
     await this.rearm();
-    for (const state of [...this.subscriptions]) {
-      const since = state.lastSeq;
+    for (const state of [...this.subscriptions]) await this.resubscribe(state);
+    return server as Record<string, unknown>;
+  }
+
+  /** Subscribes again with `since`; a refusal goes as `resumeRefused` decides: resync (a Resync item), retry (the
+   * error ends this connection's setup: the client reconnects) or end the subscription. */
+  private async resubscribe(state: SubscriptionState): Promise<void> {
+    const since = state.lastSeq;
+    let resync: KvodError | undefined;
+    for (;;) {
+      let result: { seq: number };
       try {
-        await this.send("subscribe", this.subscribeParams(state, since), state);
+        result = (await this.send("subscribe", this.subscribeParams(state, state.lastSeq), state)) as { seq: number };
       } catch (error) {
-        if (!(error instanceof ResyncRequired)) throw error;
-        state.lastSeq = undefined;
-        state.priorSeq = undefined;
-        const result = (await this.send("subscribe", this.subscribeParams(state, undefined), state)) as { seq: number };
+        if (!(error instanceof KvodError) || error instanceof ConnectionLost || error instanceof Timeout) throw error;
+        const step = resumeRefused(state, error, this.endpoint, this.options.leaderWait ?? 10_000, Date.now());
+        if (step.action === "resync") {
+          state.lastSeq = undefined;
+          state.priorSeq = undefined;
+          resync = error;
+          continue;
+        }
+        if (step.action === "end") {
+          this.endSubscription(state, error);
+          return;
+        }
+        this.preferred = step.leader;
+        throw error;
+      }
+      if (resync !== undefined) {
         if (!state.options.includes("initial")) state.lastSeq = result.seq;
-        const data = (error.data ?? {}) as { oldest?: number };
+        const data = (resync.data ?? {}) as { oldest?: number };
         state.subscription.push({ type: "resync", path: state.path, since: since ?? 0, oldest: data.oldest, seq: result.seq });
       }
+      return;
     }
-    return server as Record<string, unknown>;
+  }
+
+  /** Ends a subscription kvod refused to resume for good: its iterator rejects with `error`; the others go on. */
+  private endSubscription(state: SubscriptionState, error: KvodError): void {
+    this.forget(state);
+    state.error = error;
+    state.subscription.push(error);
+  }
+
+  private forget(state: SubscriptionState): void {
+    state.active = false;
+    const index = this.subscriptions.indexOf(state);
+    if (index >= 0) this.subscriptions.splice(index, 1);
+    if (state.serverId !== undefined) this.byServerId.delete(state.serverId);
+  }
+
+  /** kvod refused `hello` on a new connection (a token it no longer accepts): the client keeps reconnecting with
+   * backoff, which helps only once kvod accepts the token again; a warning says so, once per error code until a
+   * connection succeeds (the first connection rejects with it instead), and calls waiting for the connection time out
+   * naming it. */
+  private helloRefused(error: KvodError): void {
+    if (this.connections > 0 && this.helloError?.code !== error.code) {
+      console.warn(`kvod: ${this.endpoint} refused hello: ${error.name} ${error.code} ${error.message}; reconnecting`
+        + " with backoff until it accepts it");
+    }
+    this.helloError = error;
   }
 
   /** Registers the remembered onDisconnect ops on the connection being set up, right after hello: before the
@@ -447,16 +563,25 @@ export class Client {
     void this.reconnect();
   }
 
+  /** Reconnects with backoff until a connection is set up. One loop at a time: a connection that closes during its
+   * setup calls `lost()` again, and that attempt's failure already sends this loop round again (two loops would
+   * set up two connections at once, each resubscribing every subscription). */
   private async reconnect(): Promise<void> {
-    let backoff = 50;
-    while (!this.closed) {
-      try {
-        await this.establish();
-        return;
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, backoff));
-        backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+    if (this.reconnecting) return;
+    this.reconnecting = true;
+    try {
+      let backoff = 50;
+      while (!this.closed) {
+        try {
+          await this.establish();
+          return;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, backoff));
+          backoff = Math.min(backoff * 2, this.options.maxBackoff ?? 2000);
+        }
       }
+    } finally {
+      this.reconnecting = false;
     }
   }
 
@@ -540,6 +665,8 @@ export class Client {
   }
 
   private registered(state: SubscriptionState, result: { subscription: number; seq: number }): void {
+    state.retryDeadline = undefined;
+    state.retryTried = undefined;
     if (state.serverId !== undefined) this.byServerId.delete(state.serverId);
     state.serverId = result.subscription;
     this.byServerId.set(result.subscription, state);
@@ -553,7 +680,8 @@ export class Client {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.connectedWaiters = this.connectedWaiters.filter((waiter) => waiter !== done);
-        reject(new Timeout(`not connected to kvod within ${this.timeout} ms`, -2));
+        const refused = this.helloError ? `: kvod refused hello (${this.helloError.name}: ${this.helloError.message})` : "";
+        reject(new Timeout(`not connected to kvod within ${this.timeout} ms${refused}`, -2));
       }, this.timeout);
       const done = () => { clearTimeout(timer); resolve(); };
       this.connectedWaiters.push(done);
@@ -704,9 +832,7 @@ export class Client {
   async unsubscribe(subscription: Subscription): Promise<void> {
     const state = subscription.state;
     const serverId = state.serverId;
-    state.active = false;
-    this.subscriptions.splice(this.subscriptions.indexOf(state) >>> 0, this.subscriptions.includes(state) ? 1 : 0);
-    if (serverId !== undefined) this.byServerId.delete(serverId);
+    this.forget(state);
     subscription.push(null);
     if (serverId !== undefined) {
       try {
