@@ -28,8 +28,13 @@ final class Subscriptions {
     /// What a subscription of `path` resuming after `since` missed, oldest first; 1010 when the history cannot say.
     func missed(_ path: KeyPath, spelled text: String, since: Int64) throws -> [Change] {
         let graph = self.graph
-        guard since >= 0, UInt64(since) <= graph.seq else {
-            throw RPCError.badParams("subscribe: 'since' must be a seq from 0 to the current \(graph.seq)")
+        guard since >= 0 else { throw RPCError.badParams("subscribe: 'since' must be a seq of at least 0") }
+        guard UInt64(since) <= graph.seq else {
+            // Only a cluster follower (or a leader that cannot prove its lease) gets here: elsewhere a `since` in the
+            // future is 1010 (Dispatcher.refuseLostSince). It may be behind: the client retries (data.reason).
+            throw RPCError(
+                .invalidParams, "subscribe: 'since' \(since) is beyond this member's seq \(graph.seq): it is behind",
+                data: .object(["reason": .string("behind"), "since": .int(since), "seq": .int(Int64(graph.seq))]))
         }
         try graph.checkObservable(path)
         guard UInt64(since) < graph.seq else { return [] }

@@ -162,13 +162,15 @@ class SubscriptionState:
                        now: float) -> "ResumeStep":
         """The next step after kvod refused this subscription's `subscribe` on a new connection: the one place that
         decides, per error code, what the clients do (the table in README.md#when-a-subscription-cannot-resume).
-        1010 (with a resume point): resync. -32602 (a follower behind `since`) and 1012 (not the leader): retry on
+        1010 (with a resume point): resync. -32602 with data.reason "behind" (a follower behind `since`) and 1012
+        (not the leader): retry on
         another connection, for up to `leader_wait` seconds across reconnections; then, and at once for any other
         code (1008 the token no longer allows the path, 1001 the model no longer declares the key, 1005, 1009 too
         many subscriptions, ...), which reconnecting cannot cure: end the subscription with the error."""
         if isinstance(error, ResyncRequired) and self.last_seq is not None:
             return ResumeStep("resync")
-        if isinstance(error, (InvalidParams, NotLeader)):
+        behind = isinstance(error, InvalidParams) and isinstance(error.data, dict) and error.data.get("reason") == "behind"
+        if behind or isinstance(error, NotLeader):
             if self.retry_deadline is None:
                 self.retry_deadline = now + leader_wait
             if now < self.retry_deadline:

@@ -178,7 +178,8 @@ def test_resume_decisions():
     assert state.resume_refused(resync, here, "tcp", 5.0, now=100.0).action == "resync"
     state.restart()
     assert state.resume_refused(resync, here, "tcp", 5.0, now=100.0).action == "end"  # a fresh subscribe: no since
-    behind = kvod.InvalidParams("subscribe: 'since' must be a seq from 0 to the current 40", -32602)
+    behind = kvod.InvalidParams("subscribe: 'since' 41 is beyond this member's seq 40: it is behind", -32602,
+                                {"reason": "behind", "since": 41, "seq": 40})
     named = kvod.NotLeader("not the leader", 1012, {"leader": "10.0.0.1:7070"})
     assert state.resume_refused(behind, here, "tcp", 5.0, now=100.0).action == "retry"
     assert state.resume_refused(named, here, "tcp", 5.0, now=101.0).leader == leader
@@ -188,7 +189,8 @@ def test_resume_decisions():
     assert state.resume_refused(behind, here, "tcp", 5.0, now=200.0).action == "retry"  # a new outage starts afresh
     for error in (kvod.Unauthorized("path not allowed", 1008), kvod.UndefinedKey("undefined key", 1001),
                   kvod.TypeMismatch("type mismatch", 1005), kvod.LimitExceeded("limit exceeded", 1009),
-                  kvod.InternalError("internal error", -32603), kvod.KvodError("a code this client does not know", 4242)):
+                  kvod.InternalError("internal error", -32603), kvod.KvodError("a code this client does not know", 4242),
+                  kvod.InvalidParams("subscribe: 'since' must be a seq of at least 0", -32602)):
         assert SubscriptionState("p", ("new",), None, None).resume_refused(error, here, "tcp", 5.0, 0.0).action == "end"
 
 

@@ -139,7 +139,8 @@ export function connectionOrder(addresses, preferred, last) {
 export function resumeRefused(state, error, endpoint, leaderWait, now) {
     if (error instanceof ResyncRequired && state.lastSeq !== undefined)
         return { action: "resync" };
-    if (error instanceof InvalidParams || error instanceof NotLeader) {
+    const behind = error instanceof InvalidParams && error.data?.reason === "behind";
+    if (behind || error instanceof NotLeader) {
         state.retryDeadline ?? (state.retryDeadline = now + leaderWait);
         if (now < state.retryDeadline) {
             const tried = state.retryTried ?? (state.retryTried = new Set());

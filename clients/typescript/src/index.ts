@@ -205,7 +205,8 @@ export function resumeRefused(
   state: ResumeState, error: KvodError, endpoint: string | undefined, leaderWait: number, now: number,
 ): ResumeStep {
   if (error instanceof ResyncRequired && state.lastSeq !== undefined) return { action: "resync" };
-  if (error instanceof InvalidParams || error instanceof NotLeader) {
+  const behind = error instanceof InvalidParams && (error.data as { reason?: unknown } | undefined)?.reason === "behind";
+  if (behind || error instanceof NotLeader) {
     state.retryDeadline ??= now + leaderWait;
     if (now < state.retryDeadline) {
       const tried = state.retryTried ??= new Set<string>();

@@ -213,7 +213,8 @@ test("resumeRefused decides per code", async () => {
     const resync = new kvod.ResyncRequired("cannot resume", 1010, { oldest: 50 });
     assert.equal(kvod.resumeRefused(state, resync, "h:1", 5000, 100000).action, "resync");
     assert.equal(kvod.resumeRefused({ path: "p" }, resync, "h:1", 5000, 100000).action, "end"); // no since: a fresh one
-    const behind = new kvod.InvalidParams("subscribe: 'since' must be a seq from 0 to the current 40", -32602);
+    const behind = new kvod.InvalidParams("subscribe: 'since' 41 is beyond this member's seq 40: it is behind", -32602,
+      { reason: "behind", since: 41, seq: 40 });
     const named = new kvod.NotLeader("not the leader", 1012, { leader: "10.0.0.1:7070" });
     assert.equal(kvod.resumeRefused(state, behind, "h:1", 5000, 100000).action, "retry");
     assert.deepEqual(kvod.resumeRefused(state, named, "h:1", 5000, 101000), { action: "retry", leader: "10.0.0.1:7070" });
@@ -224,6 +225,7 @@ test("resumeRefused decides per code", async () => {
       new kvod.Unauthorized("path not allowed", 1008), new kvod.UndefinedKey("undefined key", 1001),
       new kvod.TypeMismatch("type mismatch", 1005), new kvod.LimitExceeded("limit exceeded", 1009),
       new kvod.InternalError("internal error", -32603), new kvod.KvodError("a code this client does not know", 4242),
+      new kvod.InvalidParams("subscribe: 'since' must be a seq of at least 0", -32602),
     ]) {
       assert.equal(kvod.resumeRefused({ path: "p", lastSeq: 1 }, error, "h:1", 5000, 0).action, "end");
     }
