@@ -76,6 +76,86 @@ import WireProtocol
         #expect(log.registrations.isEmpty && log.inherited.isEmpty)
     }
 
+    @Test func withSyncReplicasTheResponseWaitsForTheFollowersAckOfTheRegistration() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (replica, catchUp) = try self.link(server)
+        #expect(catchUp.dropFirst().first?["registration"] == 0)  // the set after change 0: none yet
+        let (_, ada) = server.connect()
+        // Held: the change is on the link (number 1, after seq 0), the follower has not acknowledged it.
+        #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
+        #expect(try server.request(ada, 2, "ping").isEmpty)  // what follows waits in order
+        let change = try replica.takeMessages()
+        #expect(change.map { $0["method"] } == ["onDisconnect"])
+        #expect(change.first?["registration"] == 1 && change.first?["seq"] == 0)
+        // An ack of seq 0 alone does not cover it (the change came after record 0); one that names it does.
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0}}"#)
+        server.flush()
+        #expect(try ada.takeMessages().isEmpty)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"registration":1}}"#)
+        server.flush()
+        let released = try ada.takeMessages()
+        #expect(released.map(\.["id"]) == [1, 2] && released[0]["result"]?["ops"] == 2)
+
+        // A follower that does not number its acks (an earlier version) covers a change by acknowledging a later
+        // seq: one whose record follows the change in the stream.
+        let (_, bob) = server.connect()
+        #expect(try server.request(bob, 1, "set", #"{"path":"a","value":1}"#).isEmpty)  // seq 1
+        #expect(try server.request(ada, 3, "onDisconnect", #"{"ops":[]}"#).isEmpty)  // change 2, after seq 1
+        let (_, carol) = server.connect()
+        #expect(try server.request(carol, 1, "set", #"{"path":"a","value":2}"#).isEmpty)  // seq 2
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":1}}"#)
+        server.flush()
+        #expect(try bob.takeMessages().map(\.["id"]) == [1])
+        #expect(try ada.takeMessages().isEmpty)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":2}}"#)
+        server.flush()
+        #expect(try ada.takeMessages().map(\.["id"]) == [3])
+        #expect(try carol.takeMessages().map(\.["id"]) == [1])
+
+        // A cancel of nothing ships nothing and is not held.
+        #expect(try server.request(ada, 4, "onDisconnect", #"{"ops":[]}"#)[0]["result"]?["ops"] == 0)
+    }
+
+    @Test func atTheSameSeqTheElectionPrefersTheMemberWithTheLaterRegistrationChange() throws {
+        typealias Position = ClusterMember.Position
+        let had = Position(seq: 7, term: 3, registration: (term: 5, number: 4))
+        let lacked = Position(seq: 7, term: 3, registration: (term: 5, number: 3))
+        #expect(had.isAhead(of: lacked, address: "z:1", otherAddress: "a:1"))
+        #expect(!lacked.isAhead(of: had, address: "a:1", otherAddress: "z:1"))
+        // A later leader's change beats a higher number of an earlier one's; none counts as the earliest.
+        #expect(Position(seq: 7, term: 3, registration: (6, 1)).isAhead(of: had, address: "z:1", otherAddress: "a:1"))
+        #expect(lacked.isAhead(of: Position(seq: 7, term: 3), address: "z:1", otherAddress: "a:1"))
+        // Seq and last term still come first.
+        #expect(Position(seq: 8, term: 3).isAhead(of: had, address: "z:1", otherAddress: "a:1"))
+        // Published and read back (an earlier version's JSON has no registration).
+        #expect(Position(json: had.json) == had && had.json.contains(#""registration":[5,4]"#))
+        #expect(Position(json: #"{"seq":7,"term":3}"#) == Position(seq: 7, term: 3))
+    }
+
+    @Test func withSyncReplicasARegistrationNoFollowerConfirmsTimesOutAsAMutation() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (_, _) = try self.link(server)
+        let (adaSession, ada) = server.connect()
+        #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
+        server.clock.advance(milliseconds: leader.status.configuration.syncTimeoutMilliseconds + 1)
+        leader.source.heartbeat()
+        server.flush()
+        // No response: the connection is closed with `replication_timeout`, the registration's outcome unknown.
+        let messages = try ada.takeMessages()
+        #expect(messages.count == 1)
+        #expect(messages.first?["method"] == "closing")
+        #expect(messages.first?["params"]?["reason"] == "replication_timeout")
+        #expect(adaSession.closeReason == .replicationTimeout)
+        // The connection ended on a leader that can write: its ops run, as for any connection that ends.
+        ada.finishClosing()
+        server.flush()
+        #expect(server.graph.seq == 1)
+        let (_, reader) = server.connect()
+        #expect(try server.request(reader, 1, "get", #"{"path":"left"}"#)[0]["result"]?["value"] == .json(#"["ada"]"#))
+    }
+
     @Test func aLeaderThatCannotWriteLeavesAClosingSessionsOpsToWhoeverLeads() throws {
         let (server, log, status) = self.leader()
         let (ada, adaOut) = server.connect()

@@ -18,6 +18,10 @@ final class ClusterLog: MutationLog {
     var replicatedTerm: UInt64?
     /// After the turn's journal write, when it succeeded: a follower acknowledges what it journaled.
     var afterJournal: (() -> Void)?
+    /// The last registration change this member has: the term of the leader that numbered it and its number (the
+    /// `registration` of the leader's lines; on a leader, its own last change). A follower acknowledges the number
+    /// after the journal write; the election compares it (ClusterMember.Position). Nil before the first.
+    var leaderRegistration: (term: UInt64, number: UInt64)?
     /// On a follower: the leader's snapshot being received for a bootstrap (SnapshotReceiver.swift).
     var incomingSnapshot: SnapshotReceiver?
 
@@ -103,7 +107,10 @@ final class ClusterLog: MutationLog {
             self.inherited.apply(record)
             self.durability?.disconnected(connection: connection)
         }
-        if ship { self.source.registrationChanged(record) }
+        if ship {
+            self.source.registrationChanged(record)
+            self.leaderRegistration = (self.status.term, self.source.registrationNumber)
+        }
     }
 
     func beforeOutput() {
