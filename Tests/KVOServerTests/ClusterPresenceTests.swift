@@ -76,6 +76,60 @@ import WireProtocol
         #expect(log.registrations.isEmpty && log.inherited.isEmpty)
     }
 
+    /// A follower's catch-up from `fromSeq` (`term` the leader's): its lines after the `replicate` response.
+    private func catchUp(_ server: InProcessServer, from fromSeq: Int, term: Int = 3) throws -> [JSONValue] {
+        let (_, replica) = server.connect()
+        replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":\#(fromSeq),"term":\#(term)}"#))
+        server.flush()
+        server.flush()
+        return Array(try replica.takeMessages().dropFirst())
+    }
+
+    @Test func aCatchUpFromBeforeAConnectionEndedHasItsRegistrationThenItsDisconnectedWhereItWas() throws {
+        let (server, _, _) = self.leader()
+        let (ada, adaOut) = server.connect()
+        #expect(try server.request(adaOut, 1, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        let (bob, bobOut) = server.connect()
+        #expect(try server.request(bobOut, 1, "set", #"{"path":"x","value":1}"#)[0]["result"]?["seq"] == 1)
+        #expect(try server.request(bobOut, 2, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        ada.transportEnded(error: true)  // `disconnected` after record 1, her ops' transaction is seq 2
+        server.flush()
+        #expect(try server.request(bobOut, 3, "set", #"{"path":"x","value":3}"#)[0]["result"]?["seq"] == 3)
+
+        // From seq 0: ada is in the set (she was registered there), and her `disconnected` comes before record 2.
+        let early = try self.catchUp(server, from: 0)
+        let connections = early.first?["registrations"]?.arrayValue?.compactMap { $0["connection"]?.stringValue }
+        #expect(Set(connections ?? []) == [ada.durableID, bob.durableID])
+        let rest = early.dropFirst()
+        #expect(rest.map { $0["method"] } == ["set", "disconnected", "transaction", "set"])
+        #expect(rest.map { $0["seq"] } == [1, 1, 2, 3])
+        #expect(rest.dropFirst().first?["params"]?["connection"] == .string(ada.durableID))
+        // From seq 1 (where she ended): the same from there on.
+        let atEnd = try self.catchUp(server, from: 1)
+        #expect(atEnd.dropFirst().map { $0["method"] } == ["disconnected", "transaction", "set"])
+        // From seq 2 (her transaction is there): she is neither in the set nor ended again.
+        let late = try self.catchUp(server, from: 2)
+        #expect(late.first?["registrations"]?.arrayValue?.map { $0["connection"] } == [.string(bob.durableID)])
+        #expect(late.dropFirst().map { $0["method"] } == ["set"])
+    }
+
+    @Test func aFollowerKeepsTheEndsItAppliesForTheCatchUpsItServesWhenItLeads() throws {
+        let (server, log, status) = self.leader()
+        status.update(role: .follower, term: 4, leader: "127.0.0.1:2")
+        let ops: [JSONValue] = [.json(#"{"method":"set","params":{"path":"a","value":1}}"#)]
+        log.replicated(.registered(connection: "L/1", ops: ops))
+        log.replicated(.disconnected(connection: "L/1"))
+        // A catch-up's set that lacks a connection says it ended somewhere before: not kept (its place is unknown).
+        log.replicated(.registered(connection: "L/2", ops: ops))
+        log.replicated(all: OnDisconnectRegistrations())
+        status.update(role: .leader, term: 5, leader: "127.0.0.1:1")
+        status.writableUntil = .max
+        let lines = try self.catchUp(server, from: 0, term: 5)
+        #expect(lines.first?["registrations"]?.arrayValue?.map { $0["connection"] } == ["L/1"])
+        #expect(lines.dropFirst().map { $0["method"] } == ["disconnected"])
+        #expect(lines.dropFirst().first?["params"]?["connection"] == "L/1")
+    }
+
     @Test func withSyncReplicasTheResponseWaitsForTheFollowersAckOfTheRegistration() throws {
         let leader = InProcessLeader(term: 3, syncReplicas: 1)
         let server = leader.server

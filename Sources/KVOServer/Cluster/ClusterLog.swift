@@ -82,7 +82,8 @@ final class ClusterLog: MutationLog {
     func replicated(all leaders: OnDisconnectRegistrations) {
         for record in self.registrations.records {
             guard case .registered(let connection, _) = record, leaders.ops(of: connection) == nil else { continue }
-            self.change(.disconnected(connection: connection), ship: false)
+            // Where it ended on the leader is unknown (before this point): not kept for catch-ups served later.
+            self.change(.disconnected(connection: connection), ship: false, endedHere: false)
         }
         for record in leaders.records {
             guard case .registered(let connection, let ops) = record, self.registrations.ops(of: connection) != ops
@@ -92,7 +93,10 @@ final class ClusterLog: MutationLog {
         self.inherited = self.registrations
     }
 
-    private func change(_ record: OnDisconnectRecord, ship: Bool) {
+    private func change(_ record: OnDisconnectRecord, ship: Bool, endedHere: Bool = true) {
+        if endedHere, case .disconnected(let connection) = record, let ops = self.registrations.ops(of: connection) {
+            self.source.connectionEnded(connection, ops: ops)  // for catch-ups from before this point
+        }
         self.registrations.apply(record)
         switch record {
         case .registered(let connection, let ops):

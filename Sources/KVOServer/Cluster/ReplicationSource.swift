@@ -56,6 +56,11 @@ final class ReplicationSource {
     /// it came after in the stream, and the session's last mutation seq before it (its `heldUntilSeq` is `.max`
     /// meanwhile).
     private var heldRegistrations: [(session: Session, number: UInt64, seq: UInt64, lastMutation: UInt64)] = []
+    /// The connections whose `disconnected` came after record `seq` of the backlog (seq ≥ `baseSeq`), oldest first,
+    /// with the ops they had: a catch-up from before that point gets their registration in its set and the
+    /// `disconnected` line where it was in the stream, so a follower promoted partway through its catch-up has
+    /// either the transaction of their ops or the registration, never neither.
+    private var ended: [(seq: UInt64, connection: String, ops: [JSONValue])] = []
 
     init(
         graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64,
@@ -138,6 +143,12 @@ final class ReplicationSource {
             record, recordTerm: self.status.term, term: self.status.term, registration: self.registrationNumber,
             to: &line)
         for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+    }
+
+    /// A connection with `ops` registered ended here, after record `graph.seq` (leader or follower alike: a member
+    /// that leads serves catch-ups from what it applied).
+    func connectionEnded(_ connection: String, ops: [JSONValue]) {
+        self.ended.append((self.graph.seq, connection, ops))
     }
 
     /// `{"term":T,"seq":N`: how every leader line that is not a record begins (a heartbeat is just this and `}`).
@@ -271,14 +282,32 @@ final class ReplicationSource {
     /// Queues every backlog record after `seq` and makes `session` a streaming replica.
     private func stream(_ session: Session, after seq: UInt64, bootstrapped: Bool) {
         var output: [UInt8] = []
-        // The current set, before the records after `seq`: a connection whose ops ran in them is not in it, so a
-        // follower promoted during its catch-up never runs ops twice (docs/SCALING.md#presence-across-a-failover).
+        // The set as the follower needs it at `seq`: the current one (later registrations early, cancels applied)
+        // and the connections that ended after `seq`, whose `disconnected` comes where it was, before the
+        // transaction of their ops: a follower promoted partway through its catch-up runs each connection's ops
+        // once, or not at all when that transaction is in its history (docs/SCALING.md#presence-across-a-failover).
+        let endedAfter = self.ended.drop(while: { $0.seq < seq })
+        var registrations = self.registrations()
+        for end in endedAfter { registrations.apply(.registered(connection: end.connection, ops: end.ops)) }
         Self.appendRegistrations(
-            self.registrations(), number: self.registrationNumber, seq: seq, term: self.status.term, to: &output)
+            registrations, number: self.registrationNumber, seq: seq, term: self.status.term, to: &output)
         self.appendRecordedPaths(at: seq, to: &output)
+        var ends = endedAfter[...]
+        func appendEnds(upTo position: UInt64) {
+            while let end = ends.first, end.seq <= position {
+                let record = JournalRecord(
+                    seq: end.seq, method: OnDisconnectRecord.disconnectedMethod,
+                    params: OnDisconnectRecord.disconnected(connection: end.connection).params)
+                Self.append(record, recordTerm: self.status.term, term: self.status.term, to: &output)
+                ends.removeFirst()
+            }
+        }
+        appendEnds(upTo: seq)
         for entry in self.records[Int(seq - self.baseSeq)...] {
             Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)
+            appendEnds(upTo: entry.record.seq)
         }
+        appendEnds(upTo: .max)
         if !output.isEmpty { session.enqueue(bytes: output) }
         self.replicas.append(session)
         // A resuming follower has `seq` in its journal; a bootstrapping one nothing until it acks.
@@ -320,6 +349,7 @@ final class ReplicationSource {
     }
 
     private func trim() {
+        if let first = self.ended.first, first.seq < self.baseSeq { self.ended.removeAll { $0.seq < self.baseSeq } }
         var excess = self.records.count - self.capacity
         guard excess > self.capacity / 4 else { return }
         // A bootstrap in flight needs every record after its snapshot's seq.
@@ -329,6 +359,7 @@ final class ReplicationSource {
         }
         self.records.removeFirst(excess)
         self.baseSeq += UInt64(excess)
+        self.ended.removeAll { $0.seq < self.baseSeq }
     }
 
     /// `{"seq":N,"term":T,"recordTerm":R,"method":M,"params":P}` and a newline: `term` is the leader's (fencing),
