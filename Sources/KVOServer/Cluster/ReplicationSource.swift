@@ -147,8 +147,13 @@ final class ReplicationSource {
 
     /// A connection with `ops` registered ended here, after record `graph.seq` (leader or follower alike: a member
     /// that leads serves catch-ups from what it applied).
+    /// At most `--replication-backlog` ends are kept (ops that fail add no record, so the backlog alone would not
+    /// bound them): a catch-up from before a dropped one lacks its registration, as a catch-up did before ends
+    /// were kept — its ops may be lost if that follower is promoted partway through, never run twice.
     func connectionEnded(_ connection: String, ops: [JSONValue]) {
         self.ended.append((self.graph.seq, connection, ops))
+        let excess = self.ended.count - self.capacity
+        if excess > self.capacity / 4 { self.ended.removeFirst(excess) }
     }
 
     /// `{"term":T,"seq":N`: how every leader line that is not a record begins (a heartbeat is just this and `}`).
