@@ -1,7 +1,10 @@
 // onDisconnect registrations in a cluster (docs/SCALING.md#presence-across-a-failover), the parts that live outside
 // etcd and sockets, driven in process: a leader's replication link gets the whole set at its catch-up and each change
 // after it in order with the mutations (and the link's acks are not counted as requests); a leader that cannot write
-// leaves a closing session's ops to whoever leads; a follower's set follows the leader's stream and catch-ups. The
+// leaves a closing session's ops to whoever leads; a follower's set follows the leader's stream and catch-ups; a
+// catch-up from before a connection ended carries its registration and its `disconnected` where it was; with
+// `--sync-replicas` the response waits for a follower's ack of the change (or times out); the election's tie-break
+// by registration change. The
 // cluster as a whole, failovers and restarts included, is tested by Tests/cluster/presence_test.py. Also the 1010 a
 // leader answers a `since` beyond its seq (writes lost in an asynchronous failover; Tests/cluster/lost_write_test.py).
 @testable import KVOServer

@@ -4,7 +4,9 @@
 // what is now journaled (`--sync-replicas`). On a follower it also holds the leader's snapshot being received.
 // `onDisconnect` registrations (docs/SCALING.md#presence-across-a-failover): the leader journals and ships each
 // change; a follower journals the leader's (each change as it comes, the whole set at each catch-up); what a member
-// holds for connections that are not its own open sessions is `inherited`, run when it leads.
+// holds for connections that are not its own open sessions is `inherited`, run when it leads. Every member tells the
+// replication source where each connection ended (for the catch-ups it serves when it leads) and keeps the number of
+// the last registration change it has (acknowledged to the leader, compared in the election).
 import WireProtocol
 
 /// Durability plus replication. Loop-owned.
