@@ -115,6 +115,7 @@ extension Server {
             } catch {
                 throw ReplicationError(description: "a registrations line: \(error.message)")
             }
+            self.noteRegistrationNumber(line, term: term)
             return
         }
         guard case .string(let method)? = line["method"] else { return }  // a heartbeat
@@ -126,11 +127,20 @@ extension Server {
         }
         if let change {
             self.clusterLog?.replicated(change)  // takes no seq: where it comes in the stream is what counts
+            self.noteRegistrationNumber(line, term: term)
             return
         }
         var recordTerm = term
         if case .int(let raw)? = line["recordTerm"], raw >= 0, raw <= rawTerm { recordTerm = UInt64(raw) }
         try self.applyReplicated(seq: seq, method: method, params: line["params"], term: recordTerm)
+    }
+
+    /// The number of the leader's registration change a line carries (`registration`), acknowledged once journaled
+    /// (`--sync-replicas` holds the `onDisconnect` response until then).
+    private func noteRegistrationNumber(_ line: JSONObject, term: UInt64) {
+        if case .int(let number)? = line["registration"], number >= 0 {
+            self.clusterLog?.leaderRegistration = (term, UInt64(number))
+        }
     }
 
     /// Before a snapshot bootstrap: the leader's term history (from the `replicate` result), cut at the snapshot's

@@ -1,7 +1,10 @@
 // onDisconnect registrations in a cluster (docs/SCALING.md#presence-across-a-failover), the parts that live outside
 // etcd and sockets, driven in process: a leader's replication link gets the whole set at its catch-up and each change
 // after it in order with the mutations (and the link's acks are not counted as requests); a leader that cannot write
-// leaves a closing session's ops to whoever leads; a follower's set follows the leader's stream and catch-ups. The
+// leaves a closing session's ops to whoever leads; a follower's set follows the leader's stream and catch-ups; a
+// catch-up from before a connection ended carries its registration and its `disconnected` where it was; with
+// `--sync-replicas` the response waits for a follower's ack of the change (or times out); the election's tie-break
+// by registration change. The
 // cluster as a whole, failovers and restarts included, is tested by Tests/cluster/presence_test.py. Also the 1010 a
 // leader answers a `since` beyond its seq (writes lost in an asynchronous failover; Tests/cluster/lost_write_test.py).
 @testable import KVOServer
@@ -74,6 +77,140 @@ import WireProtocol
         #expect(leaving[0]["params"]?["connection"] == .string(ada.durableID))
         #expect(leaving.map { $0["seq"] } == [1, 2])
         #expect(log.registrations.isEmpty && log.inherited.isEmpty)
+    }
+
+    /// A follower's catch-up from `fromSeq` (`term` the leader's): its lines after the `replicate` response.
+    private func catchUp(_ server: InProcessServer, from fromSeq: Int, term: Int = 3) throws -> [JSONValue] {
+        let (_, replica) = server.connect()
+        replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":\#(fromSeq),"term":\#(term)}"#))
+        server.flush()
+        server.flush()
+        return Array(try replica.takeMessages().dropFirst())
+    }
+
+    @Test func aCatchUpFromBeforeAConnectionEndedHasItsRegistrationThenItsDisconnectedWhereItWas() throws {
+        let (server, _, _) = self.leader()
+        let (ada, adaOut) = server.connect()
+        #expect(try server.request(adaOut, 1, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        let (bob, bobOut) = server.connect()
+        #expect(try server.request(bobOut, 1, "set", #"{"path":"x","value":1}"#)[0]["result"]?["seq"] == 1)
+        #expect(try server.request(bobOut, 2, "onDisconnect", Self.goingOffline)[0]["result"]?["ops"] == 2)
+        ada.transportEnded(error: true)  // `disconnected` after record 1, her ops' transaction is seq 2
+        server.flush()
+        #expect(try server.request(bobOut, 3, "set", #"{"path":"x","value":3}"#)[0]["result"]?["seq"] == 3)
+
+        // From seq 0: ada is in the set (she was registered there), and her `disconnected` comes before record 2.
+        let early = try self.catchUp(server, from: 0)
+        let connections = early.first?["registrations"]?.arrayValue?.compactMap { $0["connection"]?.stringValue }
+        #expect(Set(connections ?? []) == [ada.durableID, bob.durableID])
+        let rest = early.dropFirst()
+        #expect(rest.map { $0["method"] } == ["set", "disconnected", "transaction", "set"])
+        #expect(rest.map { $0["seq"] } == [1, 1, 2, 3])
+        #expect(rest.dropFirst().first?["params"]?["connection"] == .string(ada.durableID))
+        // From seq 1 (where she ended): the same from there on.
+        let atEnd = try self.catchUp(server, from: 1)
+        #expect(atEnd.dropFirst().map { $0["method"] } == ["disconnected", "transaction", "set"])
+        // From seq 2 (her transaction is there): she is neither in the set nor ended again.
+        let late = try self.catchUp(server, from: 2)
+        #expect(late.first?["registrations"]?.arrayValue?.map { $0["connection"] } == [.string(bob.durableID)])
+        #expect(late.dropFirst().map { $0["method"] } == ["set"])
+    }
+
+    @Test func aFollowerKeepsTheEndsItAppliesForTheCatchUpsItServesWhenItLeads() throws {
+        let (server, log, status) = self.leader()
+        status.update(role: .follower, term: 4, leader: "127.0.0.1:2")
+        let ops: [JSONValue] = [.json(#"{"method":"set","params":{"path":"a","value":1}}"#)]
+        log.replicated(.registered(connection: "L/1", ops: ops))
+        log.replicated(.disconnected(connection: "L/1"))
+        // A catch-up's set that lacks a connection says it ended somewhere before: not kept (its place is unknown).
+        log.replicated(.registered(connection: "L/2", ops: ops))
+        log.replicated(all: OnDisconnectRegistrations())
+        status.update(role: .leader, term: 5, leader: "127.0.0.1:1")
+        status.writableUntil = .max
+        let lines = try self.catchUp(server, from: 0, term: 5)
+        #expect(lines.first?["registrations"]?.arrayValue?.map { $0["connection"] } == ["L/1"])
+        #expect(lines.dropFirst().map { $0["method"] } == ["disconnected"])
+        #expect(lines.dropFirst().first?["params"]?["connection"] == "L/1")
+    }
+
+    @Test func withSyncReplicasTheResponseWaitsForTheFollowersAckOfTheRegistration() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (replica, catchUp) = try self.link(server)
+        #expect(catchUp.dropFirst().first?["registration"] == 0)  // the set after change 0: none yet
+        let (_, ada) = server.connect()
+        // Held: the change is on the link (number 1, after seq 0), the follower has not acknowledged it.
+        #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
+        #expect(try server.request(ada, 2, "ping").isEmpty)  // what follows waits in order
+        let change = try replica.takeMessages()
+        #expect(change.map { $0["method"] } == ["onDisconnect"])
+        #expect(change.first?["registration"] == 1 && change.first?["seq"] == 0)
+        // An ack of seq 0 alone does not cover it (the change came after record 0); one that names it does.
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0}}"#)
+        server.flush()
+        #expect(try ada.takeMessages().isEmpty)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"registration":1}}"#)
+        server.flush()
+        let released = try ada.takeMessages()
+        #expect(released.map(\.["id"]) == [1, 2] && released[0]["result"]?["ops"] == 2)
+
+        // A follower that does not number its acks (an earlier version) covers a change by acknowledging a later
+        // seq: one whose record follows the change in the stream.
+        let (_, bob) = server.connect()
+        #expect(try server.request(bob, 1, "set", #"{"path":"a","value":1}"#).isEmpty)  // seq 1
+        #expect(try server.request(ada, 3, "onDisconnect", #"{"ops":[]}"#).isEmpty)  // change 2, after seq 1
+        let (_, carol) = server.connect()
+        #expect(try server.request(carol, 1, "set", #"{"path":"a","value":2}"#).isEmpty)  // seq 2
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":1}}"#)
+        server.flush()
+        #expect(try bob.takeMessages().map(\.["id"]) == [1])
+        #expect(try ada.takeMessages().isEmpty)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":2}}"#)
+        server.flush()
+        #expect(try ada.takeMessages().map(\.["id"]) == [3])
+        #expect(try carol.takeMessages().map(\.["id"]) == [1])
+
+        // A cancel of nothing ships nothing and is not held.
+        #expect(try server.request(ada, 4, "onDisconnect", #"{"ops":[]}"#)[0]["result"]?["ops"] == 0)
+    }
+
+    @Test func atTheSameSeqTheElectionPrefersTheMemberWithTheLaterRegistrationChange() throws {
+        typealias Position = ClusterMember.Position
+        let had = Position(seq: 7, term: 3, registration: (term: 5, number: 4))
+        let lacked = Position(seq: 7, term: 3, registration: (term: 5, number: 3))
+        #expect(had.isAhead(of: lacked, address: "z:1", otherAddress: "a:1"))
+        #expect(!lacked.isAhead(of: had, address: "a:1", otherAddress: "z:1"))
+        // A later leader's change beats a higher number of an earlier one's; none counts as the earliest.
+        #expect(Position(seq: 7, term: 3, registration: (6, 1)).isAhead(of: had, address: "z:1", otherAddress: "a:1"))
+        #expect(lacked.isAhead(of: Position(seq: 7, term: 3), address: "z:1", otherAddress: "a:1"))
+        // Seq and last term still come first.
+        #expect(Position(seq: 8, term: 3).isAhead(of: had, address: "z:1", otherAddress: "a:1"))
+        // Published and read back (an earlier version's JSON has no registration).
+        #expect(Position(json: had.json) == had && had.json.contains(#""registration":[5,4]"#))
+        #expect(Position(json: #"{"seq":7,"term":3}"#) == Position(seq: 7, term: 3))
+    }
+
+    @Test func withSyncReplicasARegistrationNoFollowerConfirmsTimesOutAsAMutation() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (_, _) = try self.link(server)
+        let (adaSession, ada) = server.connect()
+        #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
+        server.clock.advance(milliseconds: leader.status.configuration.syncTimeoutMilliseconds + 1)
+        leader.source.heartbeat()
+        server.flush()
+        // No response: the connection is closed with `replication_timeout`, the registration's outcome unknown.
+        let messages = try ada.takeMessages()
+        #expect(messages.count == 1)
+        #expect(messages.first?["method"] == "closing")
+        #expect(messages.first?["params"]?["reason"] == "replication_timeout")
+        #expect(adaSession.closeReason == .replicationTimeout)
+        // The connection ended on a leader that can write: its ops run, as for any connection that ends.
+        ada.finishClosing()
+        server.flush()
+        #expect(server.graph.seq == 1)
+        let (_, reader) = server.connect()
+        #expect(try server.request(reader, 1, "get", #"{"path":"left"}"#)[0]["result"]?["value"] == .json(#"["ada"]"#))
     }
 
     @Test func aLeaderThatCannotWriteLeavesAClosingSessionsOpsToWhoeverLeads() throws {

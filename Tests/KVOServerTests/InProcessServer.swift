@@ -256,8 +256,9 @@ struct InProcessLeader {
     let source: ReplicationSource
     let log: ClusterLog
 
-    init(term: UInt64) {
-        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
+    init(term: UInt64, syncReplicas: Int = 0) {
+        var configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
+        configuration.syncReplicas = syncReplicas
         self.status = ClusterStatus(configuration: configuration)
         self.status.update(role: .leader, term: term, leader: configuration.advertise)
         self.status.writableUntil = .max
@@ -269,5 +270,7 @@ struct InProcessLeader {
         self.server.context.mutationLog = self.log
         self.server.context.cluster = self.status
         self.server.context.replication = self.source
+        // With sync replicas, responses of mutations after this seq wait for followers' acks (as joinCluster).
+        if syncReplicas > 0 { self.server.context.sessions.release(upTo: self.server.graph.seq) }
     }
 }

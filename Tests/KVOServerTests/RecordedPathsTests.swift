@@ -82,7 +82,7 @@ import WireProtocol
         // The onDisconnect registrations (none) and the recorded path at the follower's position, then the records
         // after it.
         #expect(catchUp.count == 4)
-        #expect(catchUp[1] == ["term": 4, "seq": 1, "registrations": []])
+        #expect(catchUp[1] == ["term": 4, "seq": 1, "registrations": [], "registration": 0])
         #expect(catchUp[2] == [ "term": 4, "seq": 1, "record": "a"])
         #expect(catchUp[3]["seq"] == 2 && catchUp[3]["method"] == "set")
         // A subscription starting a recorder on the leader: announced at the leader's seq, between the records.

@@ -4,7 +4,9 @@
 // what is now journaled (`--sync-replicas`). On a follower it also holds the leader's snapshot being received.
 // `onDisconnect` registrations (docs/SCALING.md#presence-across-a-failover): the leader journals and ships each
 // change; a follower journals the leader's (each change as it comes, the whole set at each catch-up); what a member
-// holds for connections that are not its own open sessions is `inherited`, run when it leads.
+// holds for connections that are not its own open sessions is `inherited`, run when it leads. Every member tells the
+// replication source where each connection ended (for the catch-ups it serves when it leads) and keeps the number of
+// the last registration change it has (acknowledged to the leader, compared in the election).
 import WireProtocol
 
 /// Durability plus replication. Loop-owned.
@@ -18,6 +20,10 @@ final class ClusterLog: MutationLog {
     var replicatedTerm: UInt64?
     /// After the turn's journal write, when it succeeded: a follower acknowledges what it journaled.
     var afterJournal: (() -> Void)?
+    /// The last registration change this member has: the term of the leader that numbered it and its number (the
+    /// `registration` of the leader's lines; on a leader, its own last change). A follower acknowledges the number
+    /// after the journal write; the election compares it (ClusterMember.Position). Nil before the first.
+    var leaderRegistration: (term: UInt64, number: UInt64)?
     /// On a follower: the leader's snapshot being received for a bootstrap (SnapshotReceiver.swift).
     var incomingSnapshot: SnapshotReceiver?
 
@@ -78,7 +84,8 @@ final class ClusterLog: MutationLog {
     func replicated(all leaders: OnDisconnectRegistrations) {
         for record in self.registrations.records {
             guard case .registered(let connection, _) = record, leaders.ops(of: connection) == nil else { continue }
-            self.change(.disconnected(connection: connection), ship: false)
+            // Where it ended on the leader is unknown (before this point): not kept for catch-ups served later.
+            self.change(.disconnected(connection: connection), ship: false, endedHere: false)
         }
         for record in leaders.records {
             guard case .registered(let connection, let ops) = record, self.registrations.ops(of: connection) != ops
@@ -88,7 +95,10 @@ final class ClusterLog: MutationLog {
         self.inherited = self.registrations
     }
 
-    private func change(_ record: OnDisconnectRecord, ship: Bool) {
+    private func change(_ record: OnDisconnectRecord, ship: Bool, endedHere: Bool = true) {
+        if endedHere, case .disconnected(let connection) = record, let ops = self.registrations.ops(of: connection) {
+            self.source.connectionEnded(connection, ops: ops)  // for catch-ups from before this point
+        }
         self.registrations.apply(record)
         switch record {
         case .registered(let connection, let ops):
@@ -103,7 +113,10 @@ final class ClusterLog: MutationLog {
             self.inherited.apply(record)
             self.durability?.disconnected(connection: connection)
         }
-        if ship { self.source.registrationChanged(record) }
+        if ship {
+            self.source.registrationChanged(record)
+            self.leaderRegistration = (self.status.term, self.source.registrationNumber)
+        }
     }
 
     func beforeOutput() {

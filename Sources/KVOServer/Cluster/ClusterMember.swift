@@ -209,39 +209,65 @@ final class ClusterMember {
 
     // MARK: - Positions (the highest-applied-seq election)
 
-    /// A member's applied seq and the term of its last record (TermHistory): the election prefers the highest.
+    /// A member's applied seq and the term of its last record (TermHistory), and the last `onDisconnect`
+    /// registration change it has (the term of the leader that numbered it, and its number): the election prefers
+    /// the highest.
     struct Position: Equatable {
         var seq: UInt64
         var term: UInt64
+        var registration: (term: UInt64, number: UInt64)?
 
         /// Whether `self` (of member `address`) beats `other` (of `otherAddress`): a later last term, else a higher
-        /// seq, else (a tie) the smaller address.
+        /// seq, else a later registration change (a later leader's, else a higher number: under `--sync-replicas`
+        /// an acknowledged registration is on a follower, and one that has it must win over one that does not),
+        /// else (a tie) the smaller address. A member that publishes no registration (none yet, or an earlier
+        /// version) counts as having the earliest.
         func isAhead(of other: Position, address: String, otherAddress: String) -> Bool {
             if self.term != other.term { return self.term > other.term }
             if self.seq != other.seq { return self.seq > other.seq }
+            let mine = self.registration ?? (0, 0)
+            let theirs = other.registration ?? (0, 0)
+            if mine != theirs { return mine > theirs }
             return address < otherAddress
         }
 
-        /// `{"seq":N,"term":T}`, as published.
-        var json: String { "{\"seq\":\(self.seq),\"term\":\(self.term)}" }
+        /// `{"seq":N,"term":T}`, with `"registration":[TERM,NUMBER]` when it has one, as published.
+        var json: String {
+            guard let registration else { return "{\"seq\":\(self.seq),\"term\":\(self.term)}" }
+            return "{\"seq\":\(self.seq),\"term\":\(self.term),\"registration\":[\(registration.term),\(registration.number)]}"
+        }
 
-        init(seq: UInt64, term: UInt64) {
+        init(seq: UInt64, term: UInt64, registration: (term: UInt64, number: UInt64)? = nil) {
             self.seq = seq
             self.term = term
+            self.registration = registration
         }
 
         init?(json text: String) {
             guard case .object(let object)? = try? JSONParser.parse(Array(text.utf8)),
                 case .int(let seq)? = object["seq"], case .int(let term)? = object["term"], seq >= 0, term >= 0
             else { return nil }
-            self.init(seq: UInt64(seq), term: UInt64(term))
+            var registration: (term: UInt64, number: UInt64)?
+            if case .array(let pair)? = object["registration"], pair.count == 2, case .int(let rterm) = pair[0],
+                case .int(let number) = pair[1], rterm >= 0, number >= 0
+            {
+                registration = (UInt64(rterm), UInt64(number))
+            }
+            self.init(seq: UInt64(seq), term: UInt64(term), registration: registration)
+        }
+
+        static func == (lhs: Position, rhs: Position) -> Bool {
+            lhs.seq == rhs.seq && lhs.term == rhs.term && lhs.registration.map { [$0.term, $0.number] }
+                == rhs.registration.map { [$0.term, $0.number] }
         }
     }
 
     /// This member's position now.
     private var position: Position {
         let seq = self.server.graph.seq
-        return Position(seq: seq, term: self.server.clusterLog?.terms.term(at: seq) ?? 0)
+        return Position(
+            seq: seq, term: self.server.clusterLog?.terms.term(at: seq) ?? 0,
+            registration: self.server.clusterLog?.leaderRegistration)
     }
 
     private func publish() {
@@ -392,7 +418,9 @@ final class ClusterMember {
         guard self.ackDue || seq > self.lastAckedSeq else { return }
         self.ackDue = false
         self.lastAckedSeq = seq
-        link.acknowledge(seq)
+        // Only a number of this link's leader (the term tells): another leader's count means nothing to it.
+        let registration = self.server.clusterLog?.leaderRegistration.flatMap { $0.term == link.term ? $0.number : nil }
+        link.acknowledge(seq, registration: registration)
     }
 
     private func linkEnded(_ why: String) {

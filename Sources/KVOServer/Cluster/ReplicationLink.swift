@@ -69,13 +69,19 @@ final class ReplicationLink {
         }
     }
 
-    /// Tells the leader that every record up to `seq` is in this member's journal: the JSON-RPC notification
-    /// `{"jsonrpc":"2.0","method":"ack","params":{"seq":N}}` (for `--sync-replicas`; also a sign of life).
-    func acknowledge(_ seq: UInt64) {
+    /// Tells the leader that every record up to `seq` is in this member's journal, and every registration change
+    /// up to number `registration` (when the leader numbered one on this link): the JSON-RPC notification
+    /// `{"jsonrpc":"2.0","method":"ack","params":{"seq":N,"registration":R}}` (for `--sync-replicas`; also a sign
+    /// of life).
+    func acknowledge(_ seq: UInt64, registration: UInt64?) {
         guard let stream = self.stream, !self.isClosed else { return }
         var line: [UInt8] = []
         line.append(contentsOf: #"{"jsonrpc":"2.0","method":"ack","params":{"seq":"#.utf8)
         JSONWriter.appendInt(Int64(seq), to: &line)
+        if let registration {
+            line.append(contentsOf: #","registration":"#.utf8)
+            JSONWriter.appendInt(Int64(registration), to: &line)
+        }
         line.append(contentsOf: "}}\n".utf8)
         stream.write(line)
     }

@@ -8,8 +8,11 @@
 // Recorded paths (Cluster/RecordedPaths.swift): a catch-up starts with a `{term, seq, record}` line per path the
 // leader records, and each recorder the leader starts later is announced in the stream at its seq.
 // `onDisconnect` registrations (docs/SCALING.md#presence-across-a-failover): a catch-up starts with a
-// `{term, seq, registrations}` line (the leader's whole set), and each change after it is a record line of method
-// `onDisconnect` or `disconnected` at the current seq (it takes none), in order with the mutations.
+// `{term, seq, registrations, registration}` line (the leader's whole set), and each change after it is a record line
+// of method `onDisconnect` or `disconnected` at the current seq (it takes none), in order with the mutations. Each
+// change has a number (`registration`, counted by this process); a follower's `ack` carries the highest it journaled,
+// and with `--sync-replicas N` an `onDisconnect` response waits until N followers have its change (by that number,
+// or by an ack of a later seq: the change came before that record in the stream).
 import ObjectGraph
 import Persistence
 import WireProtocol
@@ -45,6 +48,19 @@ final class ReplicationSource {
     var recordedPaths: () -> [KeyPath] = { [] }
     /// The live `onDisconnect` registrations, sent at the start of each catch-up (ClusterLog).
     var registrations: () -> OnDisconnectRegistrations = { OnDisconnectRegistrations() }
+    /// How many registration changes this process shipped (or would have): the number of the last one.
+    private(set) var registrationNumber: UInt64 = 0
+    /// Per streaming follower (by session id): the number of the last registration change it acknowledged.
+    private var registrationAcks: [Int: UInt64] = [:]
+    /// Sessions whose `onDisconnect` response waits for `--sync-replicas` followers: the change's number, the seq
+    /// it came after in the stream, and the session's last mutation seq before it (its `heldUntilSeq` is `.max`
+    /// meanwhile).
+    private var heldRegistrations: [(session: Session, number: UInt64, seq: UInt64, lastMutation: UInt64)] = []
+    /// The connections whose `disconnected` came after record `seq` of the backlog (seq ≥ `baseSeq`), oldest first,
+    /// with the ops they had: a catch-up from before that point gets their registration in its set and the
+    /// `disconnected` line where it was in the stream, so a follower promoted partway through its catch-up has
+    /// either the transaction of their ops or the registration, never neither.
+    private var ended: [(seq: UInt64, connection: String, ops: [JSONValue])] = []
 
     init(
         graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64,
@@ -119,11 +135,25 @@ final class ReplicationSource {
     /// A change of this leader's `onDisconnect` registrations: a record line at the current seq on every link (a
     /// follower of an earlier version skips it as a record it has).
     func registrationChanged(_ change: OnDisconnectRecord) {
+        self.registrationNumber += 1
         guard !self.replicas.isEmpty else { return }
         var line: [UInt8] = []
         let record = JournalRecord(seq: self.graph.seq, method: change.method, params: change.params)
-        Self.append(record, recordTerm: self.status.term, term: self.status.term, to: &line)
+        Self.append(
+            record, recordTerm: self.status.term, term: self.status.term, registration: self.registrationNumber,
+            to: &line)
         for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+    }
+
+    /// A connection with `ops` registered ended here, after record `graph.seq` (leader or follower alike: a member
+    /// that leads serves catch-ups from what it applied).
+    /// At most `--replication-backlog` ends are kept (ops that fail add no record, so the backlog alone would not
+    /// bound them): a catch-up from before a dropped one lacks its registration, as a catch-up did before ends
+    /// were kept — its ops may be lost if that follower is promoted partway through, never run twice.
+    func connectionEnded(_ connection: String, ops: [JSONValue]) {
+        self.ended.append((self.graph.seq, connection, ops))
+        let excess = self.ended.count - self.capacity
+        if excess > self.capacity / 4 { self.ended.removeFirst(excess) }
     }
 
     /// `{"term":T,"seq":N`: how every leader line that is not a record begins (a heartbeat is just this and `}`).
@@ -134,14 +164,17 @@ final class ReplicationSource {
         JSONWriter.appendInt(Int64(seq), to: &line)
     }
 
-    /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...]}` and a newline: the leader's whole set, which
-    /// replaces the follower's (an earlier version reads it as a heartbeat).
+    /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...],"registration":R}` and a newline: the leader's
+    /// whole set after its change number R, which replaces the follower's (an earlier version reads it as a
+    /// heartbeat).
     static func appendRegistrations(
-        _ registrations: OnDisconnectRegistrations, seq: UInt64, term: UInt64, to line: inout [UInt8]
+        _ registrations: OnDisconnectRegistrations, number: UInt64, seq: UInt64, term: UInt64, to line: inout [UInt8]
     ) {
         Self.appendOpening(term: term, seq: seq, to: &line)
         line.append(contentsOf: #","registrations":"#.utf8)
         JSONWriter.append(registrations.json, to: &line)
+        line.append(contentsOf: #","registration":"#.utf8)
+        JSONWriter.appendInt(Int64(number), to: &line)
         line.append(contentsOf: "}\n".utf8)
     }
 
@@ -173,21 +206,56 @@ final class ReplicationSource {
 
     // MARK: - Sync replicas
 
-    /// A follower's `ack`: it has every record up to `seq` in its journal (and is alive).
-    func acknowledged(_ seq: UInt64, by session: Session) {
+    /// A follower's `ack`: it has every record up to `seq` in its journal (and is alive), and every registration
+    /// change up to number `registration` (nil: a follower of an earlier version, which does not say).
+    func acknowledged(_ seq: UInt64, registration: UInt64? = nil, by session: Session) {
         guard let previous = self.acks[session.id] else { return }
         self.acks[session.id] = (max(previous.seq, seq), self.clock.nowMilliseconds)
-        if seq > previous.seq { self.release() }
+        var raised = seq > previous.seq
+        if let registration, registration > self.registrationAcks[session.id] ?? 0 {
+            self.registrationAcks[session.id] = registration
+            raised = true
+        }
+        if raised { self.release() }
     }
 
-    /// Releases held responses up to the seq `syncReplicas` followers have, while this member is a leader that can
-    /// prove its lease (after that, nothing more is acknowledged: the held sessions time out).
+    /// With `--sync-replicas`: `session`'s `onDisconnect` response (and what it queues after it) waits until enough
+    /// followers have the registration change just shipped (`registrationNumber`), or it times out as a mutation's
+    /// does (`replication_timeout`).
+    func holdRegistrationResponse(of session: Session) {
+        guard self.status.configuration.syncReplicas > 0 else { return }
+        // An earlier registration's response still held: this one replaces its entry (it comes later in the stream).
+        let earlier = self.heldRegistrations.firstIndex { $0.session === session }
+            .map { self.heldRegistrations.remove(at: $0) }
+        let lastMutation = session.heldUntilSeq == .max ? (earlier?.lastMutation ?? 0) : session.heldUntilSeq
+        self.heldRegistrations.append((session, self.registrationNumber, self.graph.seq, lastMutation))
+        session.heldUntilSeq = .max  // above any released seq: Session.flush holds its output
+    }
+
+    /// Releases held responses up to the seq `syncReplicas` followers have, and the `onDisconnect` responses whose
+    /// change that many followers have, while this member is a leader that can prove its lease (after that, nothing
+    /// more is acknowledged: the held sessions time out).
     private func release() {
         let needed = self.status.configuration.syncReplicas
         guard needed > 0, self.status.acceptsWrites(now: self.clock.nowMilliseconds) else { return }
         let seqs = self.acks.values.map(\.seq).sorted(by: >)
         guard seqs.count >= needed else { return }
         self.sessions.release(upTo: seqs[needed - 1])
+        guard !self.heldRegistrations.isEmpty else { return }
+        var lowered = false
+        self.heldRegistrations.removeAll { held in
+            // A later mutation of the session replaced the hold (its record follows the change in the stream).
+            guard held.session.closeReason == nil, held.session.heldUntilSeq == .max else { return true }
+            // A follower has the change if it acknowledged its number, or any seq after the one it came after.
+            let having = self.acks.count { id, ack in
+                ack.seq > held.seq || (self.registrationAcks[id] ?? 0) >= held.number
+            }
+            guard having >= needed else { return false }
+            held.session.heldUntilSeq = held.lastMutation  // released already: those followers have it
+            lowered = true
+            return true
+        }
+        if lowered { self.sessions.releaseLowered() }
     }
 
     /// The followers that acknowledged lately, for the admission check (ClusterStatus.mutationRefusal).
@@ -219,23 +287,45 @@ final class ReplicationSource {
     /// Queues every backlog record after `seq` and makes `session` a streaming replica.
     private func stream(_ session: Session, after seq: UInt64, bootstrapped: Bool) {
         var output: [UInt8] = []
-        // The current set, before the records after `seq`: a connection whose ops ran in them is not in it, so a
-        // follower promoted during its catch-up never runs ops twice (docs/SCALING.md#presence-across-a-failover).
-        Self.appendRegistrations(self.registrations(), seq: seq, term: self.status.term, to: &output)
+        // The set as the follower needs it at `seq`: the current one (later registrations early, cancels applied)
+        // and the connections that ended after `seq`, whose `disconnected` comes where it was, before the
+        // transaction of their ops: a follower promoted partway through its catch-up runs each connection's ops
+        // once, or not at all when that transaction is in its history (docs/SCALING.md#presence-across-a-failover).
+        let endedAfter = self.ended.drop(while: { $0.seq < seq })
+        var registrations = self.registrations()
+        for end in endedAfter { registrations.apply(.registered(connection: end.connection, ops: end.ops)) }
+        Self.appendRegistrations(
+            registrations, number: self.registrationNumber, seq: seq, term: self.status.term, to: &output)
         self.appendRecordedPaths(at: seq, to: &output)
+        var ends = endedAfter[...]
+        func appendEnds(upTo position: UInt64) {
+            while let end = ends.first, end.seq <= position {
+                let record = JournalRecord(
+                    seq: end.seq, method: OnDisconnectRecord.disconnectedMethod,
+                    params: OnDisconnectRecord.disconnected(connection: end.connection).params)
+                Self.append(record, recordTerm: self.status.term, term: self.status.term, to: &output)
+                ends.removeFirst()
+            }
+        }
+        appendEnds(upTo: seq)
         for entry in self.records[Int(seq - self.baseSeq)...] {
             Self.append(entry.record, recordTerm: entry.term, term: self.status.term, to: &output)
+            appendEnds(upTo: entry.record.seq)
         }
+        appendEnds(upTo: .max)
         if !output.isEmpty { session.enqueue(bytes: output) }
         self.replicas.append(session)
         // A resuming follower has `seq` in its journal; a bootstrapping one nothing until it acks.
         self.acks[session.id] = (bootstrapped ? 0 : seq, self.clock.nowMilliseconds)
+        self.registrationAcks[session.id] = 0
     }
 
     /// Every 250 ms: a heartbeat on each link (`{term, seq}`), so followers know their lag and that the link lives.
     func heartbeat() {
         self.replicas.removeAll { $0.closeReason != nil }
         self.acks = self.acks.filter { entry in self.replicas.contains { $0.id == entry.key } }
+        self.registrationAcks = self.registrationAcks.filter { self.acks[$0.key] != nil }
+        self.heldRegistrations.removeAll { $0.session.closeReason != nil }
         self.countLiveReplicas()
         if self.status.configuration.syncReplicas > 0 {
             self.release()
@@ -258,10 +348,13 @@ final class ReplicationSource {
         self.shipper?.cancelAll(closing: .notLeader)
         self.progress.sample([], seq: self.graph.seq) { _ in nil }
         self.acks.removeAll()
+        self.registrationAcks.removeAll()
+        self.heldRegistrations.removeAll()
         self.status.liveReplicas = 0
     }
 
     private func trim() {
+        if let first = self.ended.first, first.seq < self.baseSeq { self.ended.removeAll { $0.seq < self.baseSeq } }
         var excess = self.records.count - self.capacity
         guard excess > self.capacity / 4 else { return }
         // A bootstrap in flight needs every record after its snapshot's seq.
@@ -271,11 +364,15 @@ final class ReplicationSource {
         }
         self.records.removeFirst(excess)
         self.baseSeq += UInt64(excess)
+        self.ended.removeAll { $0.seq < self.baseSeq }
     }
 
     /// `{"seq":N,"term":T,"recordTerm":R,"method":M,"params":P}` and a newline: `term` is the leader's (fencing),
-    /// `recordTerm` the term that wrote the record (the follower's term history).
-    static func append(_ record: JournalRecord, recordTerm: UInt64, term: UInt64, to line: inout [UInt8]) {
+    /// `recordTerm` the term that wrote the record (the follower's term history); a registration change (method
+    /// `onDisconnect` or `disconnected`) ends with `"registration":R`, its number.
+    static func append(
+        _ record: JournalRecord, recordTerm: UInt64, term: UInt64, registration: UInt64? = nil, to line: inout [UInt8]
+    ) {
         line.append(contentsOf: #"{"seq":"#.utf8)
         JSONWriter.appendInt(Int64(record.seq), to: &line)
         line.append(contentsOf: #","term":"#.utf8)
@@ -287,6 +384,10 @@ final class ReplicationSource {
         if let params = record.params {
             line.append(contentsOf: #","params":"#.utf8)
             JSONWriter.append(params, to: &line)
+        }
+        if let registration {
+            line.append(contentsOf: #","registration":"#.utf8)
+            JSONWriter.appendInt(Int64(registration), to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
     }

@@ -47,8 +47,9 @@ extension Dispatcher {
         self.writeResult { JSONWriter.append(.object(result), to: &$0) }
     }
 
-    /// `ack {seq}` (a notification, on a replication link only): the follower has every record up to `seq` in its
-    /// journal; the leader releases the responses held for `--sync-replicas`.
+    /// `ack {seq, registration}` (a notification, on a replication link only): the follower has every record up to
+    /// `seq` in its journal, and every `onDisconnect` registration change up to number `registration` (optional);
+    /// the leader releases the responses held for `--sync-replicas`.
     func acknowledge(_ request: RPCRequest, on session: Session) throws {
         guard session.isReplica, let source = self.context.replication else {
             throw RPCError.badParams("ack: only on a replication link")
@@ -56,7 +57,9 @@ extension Dispatcher {
         guard case .object(let params)? = request.params, case .int(let seq)? = params["seq"], seq >= 0 else {
             throw RPCError.badParams("ack: 'seq' must be an integer of at least 0")
         }
-        source.acknowledged(UInt64(seq), by: session)
+        var registration: UInt64?
+        if case .int(let number)? = params["registration"], number >= 0 { registration = UInt64(number) }
+        source.acknowledged(UInt64(seq), registration: registration, by: session)
     }
 
     /// `record {path}` (a notification, on a replication link only): the follower started recording `path`

@@ -33,7 +33,12 @@ extension Dispatcher {
                 }
             }
         }
+        let changes = self.context.replication?.registrationNumber
         session.registerOnDisconnect(items)
+        // A change was shipped: with --sync-replicas the response waits until followers have it, as a mutation's.
+        if let source = self.context.replication, source.registrationNumber != changes {
+            source.holdRegistrationResponse(of: session)
+        }
         self.writeResult {
             $0.append(contentsOf: #"{"ops":"#.utf8)
             JSONWriter.appendInt(Int64(items.count), to: &$0)

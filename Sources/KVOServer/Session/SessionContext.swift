@@ -147,6 +147,22 @@ final class Sessions {
         self.held = waiting
     }
 
+    /// Puts back on the flush list the held sessions whose `heldUntilSeq` was lowered to at most `releasedSeq` since
+    /// they began to wait (an `onDisconnect` response its followers acknowledged: ReplicationSource).
+    func releaseLowered() {
+        guard !self.held.isEmpty else { return }
+        let releasedSeq = self.releasedSeq
+        var waiting: [(session: Session, since: UInt64)] = []
+        for entry in self.held {
+            if entry.session.heldUntilSeq <= releasedSeq {
+                self.needsFlush.append(entry.session)
+            } else {
+                waiting.append(entry)
+            }
+        }
+        self.held = waiting
+    }
+
     /// Removes and returns the sessions that began to wait before `deadline`.
     func expireHeld(before deadline: UInt64) -> [Session] {
         guard let first = self.held.first, first.since < deadline else { return [] }
