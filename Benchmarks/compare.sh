@@ -195,7 +195,7 @@ fi
     if [ -s "$OUT/memory.txt" ]; then echo; cat "$OUT/memory.txt"; fi
     if [ -s "$OUT/snapshot.txt" ]; then
         echo
-        echo "snapshots under load (kvod only: Redis forks a BGSAVE the same way)"
+        echo "snapshots under load (kvod, then Redis with BGSAVE under the same writer and 2 ms ping probe)"
         cat "$OUT/snapshot.txt"
     fi
     if [ -s "$OUT/set-instructions.txt" ]; then echo; cat "$OUT/set-instructions.txt"; fi
