@@ -3,40 +3,10 @@
 // client moves to the named leader and sends the request again; with none named it retries for `leaderWait`, then
 // rejects with NotLeader. The real thing (etcd, SIGKILL of the leader) is Tests/cluster/clients_test.py.
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { test } from "node:test";
 import * as kvod from "../dist/index.js";
 import { Kvod } from "./kvod.mjs";
-
-async function standIn(leader) {
-  const state = { refusals: 0 };
-  const server = createServer((socket) => {
-    socket.setEncoding("utf8");
-    let buffered = "";
-    socket.on("data", (chunk) => {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const request = JSON.parse(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        let answer;
-        if (request.method === "hello") {
-          answer = { jsonrpc: "2.0", id: request.id, result: { server: "kvod", role: "follower" } };
-        } else {
-          state.refusals += 1;
-          const data = { reason: leader ? "follower" : "election", term: 7, ...(leader ? { leader } : {}) };
-          answer = { jsonrpc: "2.0", id: request.id, error: { code: 1012, message: "not the leader", data } };
-        }
-        socket.write(JSON.stringify(answer) + "\n");
-      }
-    });
-    socket.on("error", () => socket.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  state.address = `127.0.0.1:${server.address().port}`;
-  state.close = () => new Promise((resolve) => { server.close(resolve); server.unref(); });
-  return state;
-}
+import { notLeaderStandIn as standIn } from "./standin.mjs";
 
 test("a mutation refused by a follower goes to the leader it names", async () => {
   const server = await new Kvod().start();

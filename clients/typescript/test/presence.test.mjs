@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { test } from "node:test";
 import * as kvod from "../dist/index.js";
+import { notLeaderStandIn as standIn } from "./standin.mjs";
 import { Kvod } from "./kvod.mjs";
 import { proxy } from "./proxy.mjs";
 
@@ -24,35 +25,6 @@ async function until(condition, ms = 20000) {
   }
 }
 
-/** Answers hello; refuses everything else with 1012 naming `leader` (none: an election). */
-async function standIn(leader) {
-  const state = { refusals: 0 };
-  const server = createServer((socket) => {
-    socket.setEncoding("utf8");
-    let buffered = "";
-    socket.on("data", (chunk) => {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const request = JSON.parse(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        let answer;
-        if (request.method === "hello") answer = { jsonrpc: "2.0", id: request.id, result: { server: "kvod" } };
-        else {
-          state.refusals += 1;
-          const data = leader ? { reason: "follower", leader } : { reason: "election" };
-          answer = { jsonrpc: "2.0", id: request.id, error: { code: 1012, message: "not the leader", data } };
-        }
-        socket.write(JSON.stringify(answer) + "\n");
-      }
-    });
-    socket.on("error", () => socket.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  state.address = `127.0.0.1:${server.address().port}`;
-  state.close = () => new Promise((resolve) => { server.close(resolve); server.unref(); });
-  return state;
-}
 
 async function withKvod(body) {
   const server = await new Kvod().start();

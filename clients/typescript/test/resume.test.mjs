@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import * as kvod from "../dist/index.js";
+import { notLeaderStandIn } from "./standin.mjs";
 import { Kvod } from "./kvod.mjs";
 import { proxy } from "./proxy.mjs";
 
@@ -108,39 +109,11 @@ test("a token kvod no longer accepts is reported while the client reconnects", {
   }
 });
 
-/** Answers hello; refuses everything else with 1012, naming no leader (an election that does not end). */
-async function electionStandIn() {
-  const state = { refusals: 0 };
-  const server = createServer((socket) => {
-    socket.setEncoding("utf8");
-    let buffered = "";
-    socket.on("data", (chunk) => {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const request = JSON.parse(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        let answer;
-        if (request.method === "hello") answer = { jsonrpc: "2.0", id: request.id, result: { server: "kvod" } };
-        else {
-          state.refusals += 1;
-          answer = { jsonrpc: "2.0", id: request.id, error: { code: 1012, message: "not the leader", data: { reason: "election" } } };
-        }
-        socket.write(JSON.stringify(answer) + "\n");
-      }
-    });
-    socket.on("error", () => socket.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  state.address = `127.0.0.1:${server.address().port}`;
-  state.close = () => new Promise((resolve) => { server.close(resolve); server.unref(); });
-  return state;
-}
 
 test("a refusal that may pass is retried for leaderWait, then ends the subscription", { timeout: 60000 }, async () => {
   const server = await new Kvod().start();
   const cutter = await proxy(server.port);
-  const standIn = await electionStandIn();
+  const standIn = await notLeaderStandIn(undefined);
   const client = await kvod.connect([cutter.address, standIn.address], { timeout: 20000, leaderWait: 1000 });
   try {
     const subscription = await client.subscribe("n");
