@@ -68,11 +68,15 @@ public final class DataDirectory {
     static let legacySnapshotFile = "snapshot.json"
 
     /// Opens (creating) and locks the directory, and reads what it holds. Temporary files left by a snapshot process
-    /// that never finished are removed.
-    public static func open(path: String) throws(PersistenceError) -> (DataDirectory, Contents) {
+    /// that never finished are removed. The lock is waited for up to `lockWaitMilliseconds`, since its holder may be
+    /// on its way out: a kvod restarted while the previous one is still exiting, or a process this one forked (while
+    /// an earlier opening held the lock) that has not reached its `exec` yet, which closes the descriptor.
+    public static func open(
+        path: String, lockWaitMilliseconds: Int = 2_000
+    ) throws(PersistenceError) -> (DataDirectory, Contents) {
         try Files.makeDirectory(path)
         let lock = try FileHandle.openOrCreate(path + "/kvod.lock")
-        try lock.lockExclusively()
+        try lock.lockExclusively(waitMilliseconds: lockWaitMilliseconds)
         // A snapshot process puts its file in place and then deletes the segments it covers. It dies with its kvod,
         // but one caught between the two can finish the rename: a listed segment gone when read means the snapshot
         // changed under this read, so it starts again (the second read finds the new snapshot).

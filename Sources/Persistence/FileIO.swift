@@ -55,10 +55,16 @@ final class FileHandle {
         try FileHandle(path: path, flags: O_RDWR | O_CREAT)
     }
 
-    /// Takes an exclusive advisory lock, or fails at once if another process holds it.
-    func lockExclusively() throws(PersistenceError) {
-        guard flock(self.descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            throw PersistenceError("\(self.path) is locked: is another kvod using this data directory?")
+    /// Takes an exclusive advisory lock, trying every 10 ms for up to `waitMilliseconds` while another process
+    /// holds it; then fails.
+    func lockExclusively(waitMilliseconds: Int) throws(PersistenceError) {
+        var waited = 0
+        while flock(self.descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard waited < waitMilliseconds else {
+                throw PersistenceError("\(self.path) is locked: is another kvod using this data directory?")
+            }
+            usleep(10_000)
+            waited += 10
         }
     }
 }

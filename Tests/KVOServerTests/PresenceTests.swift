@@ -198,14 +198,6 @@ import WireProtocol
 
     /// What a start finds in the data directory at `path` (the directory is closed again).
     static func recover(_ path: String) throws -> (Graph, OnDisconnectRegistrations) {
-        // The lock of the directory's previous opening can outlive it for a moment: a process that other tests spawn
-        // in between inherits the descriptor until its exec closes it (close-on-exec). Retry briefly.
-        for _ in 0..<50 {
-            if let opened = try? DataDirectory.open(path: path) {
-                return try withExtendedLifetime(opened.0) { try Durability.recover(opened.1, model: .open, path: path) }
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
         let (directory, contents) = try DataDirectory.open(path: path)
         return try withExtendedLifetime(directory) { try Durability.recover(contents, model: .open, path: path) }
     }

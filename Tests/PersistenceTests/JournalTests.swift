@@ -145,7 +145,7 @@ struct JournalTests {
     @Test func theDirectoryIsLocked() throws {
         let directory = Self.scratch()
         let (first, _) = try DataDirectory.open(path: directory)
-        #expect(throws: PersistenceError.self) { try DataDirectory.open(path: directory) }
+        #expect(throws: PersistenceError.self) { try DataDirectory.open(path: directory, lockWaitMilliseconds: 50) }
         withExtendedLifetime(first) {}
     }
 }
