@@ -126,41 +126,50 @@ public enum JSONWriter {
 
     /// Writes `value`'s decimal digits (and its minus sign) at `destination`, which has room for 20 bytes; returns how
     /// many it wrote. The one digit writer of the paths that write into memory they own (results, output buffers).
+    /// Four digits a step (one 64-bit division by 10,000, then a 32-bit split into two pairs): a 19-digit value (a
+    /// nanosecond timestamp) takes 4 steps and 4 counting steps instead of 9 and 9.
     @inline(__always)
     public static func writeDecimal(_ value: Int64, to destination: UnsafeMutableRawPointer) -> Int {
         var magnitude = value.magnitude
         var digits = 1
         var rest = magnitude
-        while rest >= 100 {
-            rest /= 100
-            digits &+= 2
+        while rest >= 10_000 {
+            rest /= 10_000
+            digits &+= 4
         }
-        if rest >= 10 { digits &+= 1 }
+        if rest >= 100 { digits &+= rest >= 1_000 ? 3 : 2 } else if rest >= 10 { digits &+= 1 }
         let sign = value < 0 ? 1 : 0
         if sign == 1 { destination.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self) }
         var position = sign &+ digits
-        // Two digits a step, from a table of "00", "01", ... "99" (a literal: no lazy global to initialise).
+        // Pairs from a table of "00", "01", ... "99" (a literal: no lazy global to initialise).
         let table: StaticString = """
             00010203040506070809101112131415161718192021222324252627282930313233343536373839\
             40414243444546474849505152535455565758596061626364656667686970717273747576777879\
             8081828384858687888990919293949596979899
             """
         let pairs = UnsafeRawPointer(table.utf8Start)
-        while magnitude >= 100 {
-            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 100)
-            position &-= 2
-            destination.storeBytes(
-                of: pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: remainder) &* 2, as: UInt16.self),
-                toByteOffset: position, as: UInt16.self)
+        @inline(__always) func pair(_ twoDigits: UInt32) -> UInt16 {
+            pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: twoDigits) &* 2, as: UInt16.self)
+        }
+        while magnitude >= 10_000 {
+            let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10_000)
+            let four = UInt32(truncatingIfNeeded: remainder)
+            position &-= 4
+            destination.storeBytes(of: pair(four / 100), toByteOffset: position, as: UInt16.self)
+            destination.storeBytes(of: pair(four % 100), toByteOffset: position &+ 2, as: UInt16.self)
             magnitude = quotient
         }
-        if magnitude >= 10 {
-            destination.storeBytes(
-                of: pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: magnitude) &* 2, as: UInt16.self),
-                toByteOffset: sign, as: UInt16.self)
+        var small = UInt32(truncatingIfNeeded: magnitude)
+        if small >= 100 {
+            position &-= 2
+            destination.storeBytes(of: pair(small % 100), toByteOffset: position, as: UInt16.self)
+            small /= 100
+        }
+        if small >= 10 {
+            destination.storeBytes(of: pair(small), toByteOffset: sign, as: UInt16.self)
         } else {
             destination.storeBytes(
-                of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude), toByteOffset: sign, as: UInt8.self)
+                of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: small), toByteOffset: sign, as: UInt8.self)
         }
         return sign &+ digits
     }
