@@ -12,10 +12,14 @@ SANITIZERS ?= asan tsan valgrind
 deps:
 	@bash .ci/deps.sh
 
+## A build after a new commit starts afresh (.ci/fresh-build-dir.sh: Swift 6.3's incremental build can miss a
+## layout change); rebuilding the same commit stays incremental.
 build: deps
+	@bash .ci/fresh-build-dir.sh debug
 	$(SWIFT) build
 
 release: deps
+	@bash .ci/fresh-build-dir.sh release
 	$(SWIFT) build -c release --product kvod
 	$(SWIFT) build -c release --product kvoctl
 
@@ -27,6 +31,7 @@ run: release
 ## inspector's in headless Chromium, installs chromium, chromium-driver and selenium when they are missing).
 test:
 	@bash .ci/deps.sh --test
+	@bash .ci/fresh-build-dir.sh debug
 	@bash .ci/build-no-warnings.sh
 	$(SWIFT) test
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
@@ -39,6 +44,7 @@ test:
 ## bootstrap and metrics; docs/SCALING.md#tests; installs etcd-server when missing; each file bounded at 240 s).
 cluster-test:
 	@bash .ci/deps.sh
+	@bash .ci/fresh-build-dir.sh debug
 	$(SWIFT) build --product kvod
 	$(SWIFT) build --product kvoctl
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/cluster/run.sh

@@ -13,7 +13,8 @@ die() { log "error: $*"; exit 1; }
 # Builds the release kvod and kvod-bench into the private scratch directory (no lock fights with other builds).
 build_release() {
     log "building kvod and kvod-bench (release, scratch $SCRATCH)"
-    (cd "$BENCH_ROOT" && swift build -c release --scratch-path "$SCRATCH" --product kvod >&2 \
+    (cd "$BENCH_ROOT" && bash .ci/fresh-build-dir.sh release "$SCRATCH" \
+        && swift build -c release --scratch-path "$SCRATCH" --product kvod >&2 \
         && swift build -c release --scratch-path "$SCRATCH" --product kvod-bench >&2) || die "build failed"
 }
 
