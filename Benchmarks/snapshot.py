@@ -3,7 +3,8 @@
 
     python3 Benchmarks/snapshot.py [--kvod .build/release/kvod] [--objects 1000000] [--seconds 10]
                                    [--snapshot-every 20000] [--journal 100000] [--json FILE] [--no-replay]
-                                   [--redis] [--realtime-probe] [--server-cpus LIST] [--perf-sched FILE]
+                                   [--redis] [--realtime-probe] [--server-cpus LIST] [--snapshot-cpus LIST]
+                                   [--perf-sched FILE]
 
 Phases, each on 127.0.0.1 with a fresh data directory (standard library only; nothing is left running):
   1. load     kvod --snapshot-every 0; N objects {"name":"object i","n":i,"tags":["a","b"]} set under o<i> of the
@@ -21,7 +22,8 @@ Phases, each on 127.0.0.1 with a fresh data directory (standard library only; no
   --redis    then the same phase 3 on redis-server: N hashes of the same 3 fields, appendonly everysec, an RDB
              BGSAVE (a fork) whenever K writes and a second have passed (`save "1 K"`), the same writer and pinger
 --server-cpus LIST pins each server to LIST (kvod for phase 3) and the writer and the pinger to the other CPUs, as
-compare.sh pins the servers and kvod-bench. --realtime-probe runs the pinger SCHED_FIFO (root), so its own waits for a CPU on a busy machine are not counted as
+compare.sh pins the servers and kvod-bench. --snapshot-cpus LIST passes kvod's option of that name in phase 3 (its
+snapshot processes run only there). --realtime-probe runs the pinger SCHED_FIFO (root), so its own waits for a CPU on a busy machine are not counted as
 the server's; --perf-sched FILE records the machine's scheduler events (and kvod's CPU samples, FILE.cpu) during
 phase 3, for `python3 Benchmarks/stall-causes.py JSON FILE`, which tells where each ping over 10 ms went.
 The figures go to stdout as a table and, with --json, as one JSON object, with the load average at the start and
@@ -309,6 +311,8 @@ def main():
     parser.add_argument("--server-cpus", "--kvod-cpus", metavar="LIST", dest="server_cpus",
                         help="pin kvod (for the phase under load) and Redis to these CPUs (taskset -c), and the writer"
                              " and the pinger to the others, as compare.sh pins servers and kvod-bench")
+    parser.add_argument("--snapshot-cpus", metavar="LIST",
+                        help="kvod's --snapshot-cpus in the phase under load (its snapshot processes run only there)")
     parser.add_argument("--realtime-probe", action="store_true",
                         help="run the pinger SCHED_FIFO (root): its own waits for a CPU leave the figures")
     parser.add_argument("--perf-sched", metavar="FILE",
@@ -317,7 +321,8 @@ def main():
     directory = tempfile.mkdtemp(prefix="kvod-snapshot-bench-")
     log_path = directory + ".log"
     figures = {"kvod": options.kvod, "objects": options.objects, "load_average_start": load_average(),
-               "realtime_probe": options.realtime_probe, "server_cpus": options.server_cpus}
+               "realtime_probe": options.realtime_probe, "server_cpus": options.server_cpus,
+               "snapshot_cpus": options.snapshot_cpus}
     try:
         with open(log_path, "w") as log:
             # 1. load
@@ -333,7 +338,9 @@ def main():
             figures["shutdown_snapshot_log"] = [line.strip() for line in snapshot_lines(log_path, mark)]
 
             # 2. restart from the snapshot
-            process, port, seconds = start(options.kvod, directory, ["--snapshot-every", str(options.snapshot_every)], log,
+            snapshot_cpus = ["--snapshot-cpus", options.snapshot_cpus] if options.snapshot_cpus else []
+            process, port, seconds = start(options.kvod, directory,
+                                           ["--snapshot-every", str(options.snapshot_every)] + snapshot_cpus, log,
                                            options.server_cpus)
             figures["restart_seconds"] = round(seconds, 2)
             figures["resident_bytes_restarted"] = resident_bytes(process.pid)

@@ -24,6 +24,8 @@ public final class Durability: MutationLog {
     public let policy: FsyncPolicy
     /// Journal records after which a snapshot is taken (0: only at shutdown).
     public let snapshotEvery: Int
+    /// The CPUs a background snapshot's process may run on (`--snapshot-cpus`); empty: those of kvod.
+    public let snapshotCPUs: [Int]
     private let graph: Graph
     private let logger: Logger
     private var timer: LoopTimer?
@@ -52,11 +54,13 @@ public final class Durability: MutationLog {
     private var carriedRecords = 0
 
     public init(
-        directory: DataDirectory, policy: FsyncPolicy, snapshotEvery: Int, graph: Graph, loop: EventLoop, logger: Logger
+        directory: DataDirectory, policy: FsyncPolicy, snapshotEvery: Int, snapshotCPUs: [Int] = [], graph: Graph,
+        loop: EventLoop, logger: Logger
     ) {
         self.directory = directory
         self.policy = policy
         self.snapshotEvery = snapshotEvery
+        self.snapshotCPUs = snapshotCPUs
         self.graph = graph
         self.loop = loop
         self.logger = logger
@@ -175,7 +179,9 @@ public final class Durability: MutationLog {
         let graph = self.graph
         let process: SnapshotProcess
         do {
-            process = try SnapshotProcess.start(files: self.directory.snapshotPlan(at: seq), seq: seq) {
+            process = try SnapshotProcess.start(
+                files: self.directory.snapshotPlan(at: seq), seq: seq, cpus: self.snapshotCPUs
+            ) {
                 BinarySnapshotCodec.encode(graph.makeSnapshot())
             }
         } catch {

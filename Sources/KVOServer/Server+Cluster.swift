@@ -33,7 +33,7 @@ extension Server {
             baseSeq: baseSeq, terms: terms, sessions: context.sessions, clock: context.clock)
         source.shipper = SnapshotShipper(
             graph: self.graph, status: status, loop: self.loop, logger: self.logger,
-            directory: self.durability?.directory.path ?? "/tmp")
+            directory: self.durability?.directory.path ?? "/tmp", cpus: self.configuration.snapshotCPUs)
         let log = ClusterLog(source: source, terms: terms, status: status)
         // With sync replicas, responses of mutations after this seq wait for followers' acks.
         if configuration.syncReplicas > 0 { context.sessions.release(upTo: self.graph.seq) }

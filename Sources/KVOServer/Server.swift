@@ -27,6 +27,8 @@ public struct ServerConfiguration: Sendable {
     public var webSocketOrigins: [String] = []
     /// The web inspector's port and files (WebServer.swift), on `host`; nil: none.
     public var web: WebConfiguration?
+    /// The CPUs a snapshot process for a follower may run on (`--snapshot-cpus`); empty: those of kvod.
+    public var snapshotCPUs: [Int] = []
 
     public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host

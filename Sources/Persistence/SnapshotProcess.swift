@@ -68,15 +68,21 @@ public struct SnapshotProcess: Sendable {
 
     /// Forks a child that makes `files.rolled` durable, writes `encode()`'s bytes, puts them in place as
     /// `files.target`, deletes `files.covered` and exits.
-    /// - Parameter encode: runs in the child only, on its frozen copy of memory.
+    /// - Parameters:
+    ///   - cpus: the CPUs the child may run on (`--snapshot-cpus`, as Redis's `bgsave_cpulist`); empty: those of
+    ///     kvod. A list the kernel refuses (a CPU outside the container's set) leaves the child where kvod runs.
+    ///   - encode: runs in the child only, on its frozen copy of memory.
     /// - Throws: when fork fails (the caller retries later).
-    public static func start(files: Plan, seq: UInt64, encode: () -> [UInt8]) throws(PersistenceError) -> SnapshotProcess {
+    public static func start(
+        files: Plan, seq: UInt64, cpus: [Int] = [], encode: () -> [UInt8]
+    ) throws(PersistenceError) -> SnapshotProcess {
         let parent = getpid()
         let pid = fork()
         if pid < 0 { throw PersistenceError.posix("fork", files.directory) }
         if pid == 0 {
-            Self.runChild(files: files, temporaryPath: Self.temporaryPath(directory: files.directory, pid: getpid()),
-                parent: parent, encode: encode)
+            Self.runChild(
+                files: files, temporaryPath: Self.temporaryPath(directory: files.directory, pid: getpid()),
+                parent: parent, cpus: cpus, encode: encode)
         }
         return SnapshotProcess(pid: pid, seq: seq, temporaryPath: Self.temporaryPath(directory: files.directory, pid: pid))
     }
@@ -86,10 +92,13 @@ public struct SnapshotProcess: Sendable {
     }
 
     /// The child's whole life: never returns.
-    private static func runChild(files: Plan, temporaryPath: String, parent: pid_t, encode: () -> [UInt8]) -> Never {
+    private static func runChild(
+        files: Plan, temporaryPath: String, parent: pid_t, cpus: [Int], encode: () -> [UInt8]
+    ) -> Never {
         Self.dieWithParent()
         if getppid() != parent { _exit(7) }
         Self.closeInheritedDescriptors()
+        Self.runOnly(on: cpus)
         for path in files.rolled + [files.directory] where !Self.syncPath(path) { _exit(Self.journalFailure) }
         // The loop has the CPU first: on a busy machine the snapshot takes longer, the clients do not wait.
         _ = nice(19)
@@ -134,6 +143,22 @@ public struct SnapshotProcess: Sendable {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "prctl") else { return }
         let setParentDeathSignal: Int32 = 1  // PR_SET_PDEATHSIG
         _ = unsafeBitCast(symbol, to: Prctl.self)(setParentDeathSignal, UInt(SIGKILL), 0, 0, 0)
+    }
+
+    /// Restricts this process to `cpus` (`sched_setaffinity`, looked up at run time: the Glibc module does not import
+    /// the GNU functions); nothing when the list is empty or the kernel refuses it.
+    private static func runOnly(on cpus: [Int]) {
+        guard !cpus.isEmpty, let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else {
+            return
+        }
+        typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+        var set = cpu_set_t()
+        withUnsafeMutableBytes(of: &set) { bits in
+            for cpu in cpus where cpu >= 0 && cpu < bits.count * 8 { bits[cpu / 8] |= UInt8(1) << UInt8(cpu % 8) }
+        }
+        _ = withUnsafeBytes(of: &set) { bits in
+            unsafeBitCast(symbol, to: SetAffinity.self)(0, bits.count, bits.baseAddress.unsafelyUnwrapped)
+        }
     }
 
     /// Closes every descriptor but stdin, stdout and stderr, so that a child outliving a killed parent holds no

@@ -2,6 +2,9 @@
 // (SettingLayers.swift), checked, and turned into what the server needs. docs/CONFIGURATION.md describes each one;
 // DaemonOptions.swift declares the options. To add a setting: a property here (its default is the documented one),
 // one declaration in DaemonOptions.all, a row in docs/CONFIGURATION.md.
+#if canImport(Glibc)
+import Glibc
+#endif
 import KVOServer
 import Logging
 import Persistence
@@ -25,6 +28,7 @@ struct Configuration {
     var dataDirectory: String?
     var fsync = FsyncPolicy.everysec
     var snapshotEvery = 10_000
+    var snapshotCPUs: [Int] = []
     var history = 10_000
     // Access control.
     var tokenFile: String?
@@ -77,6 +81,7 @@ struct Configuration {
         server.webSocketPort = self.wsPort
         server.webSocketOrigins = self.wsOrigins
         server.web = self.webPort.map { WebConfiguration(port: $0, files: Inspector.files) }
+        server.snapshotCPUs = self.snapshotCPUs
         return server
     }
 
@@ -143,6 +148,29 @@ struct Configuration {
             throw SettingError(message: "'\(origin)' is not an origin: write scheme://host[:port], or *")
         }
         return origins
+    }
+
+    /// `snapshot-cpus`: comma-separated CPU numbers and ranges (`1,3`, `2-3`) of this machine; empty: none given.
+    static func parseCPUList(_ raw: RawSetting) throws(SettingError) -> [Int] {
+        let count = max(1, sysconf(Int32(_SC_NPROCESSORS_CONF)))
+        var cpus: Set<Int> = []
+        for item in try SettingParser.string(raw).split(separator: ",") {
+            let text = String(item.filter { $0 != " " })
+            let ends = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map { Int($0) }
+            guard let first = ends.first ?? nil, let last = ends.last ?? nil, first >= 0, first <= last else {
+                throw SettingError(message: "'\(text)' is not a CPU or a range of CPUs: write e.g. 1,3 or 2-3")
+            }
+            guard last < count else {
+                throw SettingError(message: "CPU \(last) is not on this machine (its CPUs are 0-\(count - 1))")
+            }
+            cpus.formUnion(first...last)
+        }
+        return cpus.sorted()
+    }
+
+    /// A CPU list as `--print-config` shows it (empty: kvod's own).
+    static func showCPUList(_ cpus: [Int]) -> String {
+        cpus.isEmpty ? "those kvod runs on" : cpus.map(String.init).joined(separator: ",")
     }
 
     /// `cluster-etcd`: comma-separated `http://IP:PORT` client URLs.

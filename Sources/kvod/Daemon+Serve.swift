@@ -52,7 +52,7 @@ extension Daemon {
             if let directory {
                 let durability = Durability(
                     directory: directory, policy: configuration.fsync, snapshotEvery: configuration.snapshotEvery,
-                    graph: graph, loop: loop, logger: logger)
+                    snapshotCPUs: configuration.snapshotCPUs, graph: graph, loop: loop, logger: logger)
                 durability.onFailure = { _ in
                     failedDurably = true
                     server.stop(graceMilliseconds: 0)

@@ -161,6 +161,10 @@ enum DaemonOptions {
                 "Snapshot the graph after this many journal records (0: only at shutdown).",
                 parse: SettingParser.integer(in: 0...Int.max)),
             .setting(
+                "snapshot-cpus", \.snapshotCPUs, valueName: "list",
+                "The CPUs a snapshot's process may run on, e.g. 1,3 or 2-3 (as Redis's bgsave_cpulist).",
+                default: "those kvod runs on", show: Configuration.showCPUList, parse: Configuration.parseCPUList),
+            .setting(
                 "history", \.history, valueName: "count",
                 "Changes kept so that a subscription can resume with 'since' (0: no resuming).",
                 parse: SettingParser.integer(in: 0...10_000_000)),

@@ -48,6 +48,7 @@ private func optionsInHelp(_ help: String) -> [String] {
         let values = [
             "--port": "0", "--ws-origins": "*", "--cluster": "c", "--advertise": "127.0.0.1:1",
             "--model": "/nonexistent/model.json", "--data-dir": "/nonexistent/data", "--metrics-host": "127.0.0.1",
+            "--snapshot-cpus": "0",
         ]
         let notSettings: Set = ["--help", "--version", "--print-config", "--config", "--dump-snapshot", "--empty",
             "--no-empty"]
@@ -120,6 +121,8 @@ private func optionsInHelp(_ help: String) -> [String] {
             (["--history=-5"], "kvod: --history: expected an integer from 0 to 10000000, got '-5'\n"),
             (["--max-json-depth", "65"], "kvod: --max-json-depth: expected an integer from 2 to 64, got '65'\n"),
             (["--snapshot-every", "99999999999999999999"], "kvod: --snapshot-every: expected an integer from 0 or more"),
+            (["--snapshot-cpus", "2-1"], "kvod: --snapshot-cpus: '2-1' is not a CPU or a range of CPUs: write e.g. 1,3"),
+            (["--snapshot-cpus", "0,100000"], "kvod: --snapshot-cpus: CPU 100000 is not on this machine (its CPUs are 0-"),
             (["--cluster", "a b"], "kvod: --cluster: 'a b': a cluster name is letters"),
             (["--advertise", "nowhere"], "kvod: --advertise: 'nowhere' is not HOST:PORT\n"),
             (["--ws-origins", "example.com"], "kvod: --ws-origins: 'example.com' is not an origin"),

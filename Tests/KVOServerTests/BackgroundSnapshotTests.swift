@@ -2,7 +2,8 @@
 // its seq (checked against a model of every acknowledged mutation, read back with `kvod --dump-snapshot` beside the
 // running server), and SIGKILL at any moment of a background snapshot under load with `--fsync always` loses no
 // acknowledged mutation (the restart also proves an orphaned snapshot process holds neither the lock nor the port), and
-// a snapshot process dies with its kvod, so the file of a killed kvod's snapshot is never put in place.
+// a snapshot process dies with its kvod, so the file of a killed kvod's snapshot is never put in place; it runs only on
+// the CPUs of `--snapshot-cpus`.
 import Foundation
 import KVOClient
 import TestSupport
@@ -161,6 +162,48 @@ import WireProtocol
         }
         #expect(killedMidSnapshot > 0, "no kill landed during a background snapshot in \(iteration) tries")
     }
+    /// The `Cpus_allowed_list` of `/proc/PID/status`, or nil once the process is gone.
+    static func allowedCPUs(_ pid: Int32) -> String? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }
+            .map { $0.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces) }
+    }
+
+    @Test func aSnapshotProcessRunsOnlyOnTheSnapshotCPUs() throws {
+        let directory = DurabilityTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The machine's last CPU: on more than one, kvod itself may run on all of them and its snapshot only there.
+        let last = max(0, sysconf(Int32(_SC_NPROCESSORS_CONF)) - 1)
+        let server = try KVODProcess.start([
+            "--data-dir", directory, "--fsync", "always", "--snapshot-every", "10000", "--snapshot-cpus", "\(last)",
+            "--log-level", "debug",
+        ])
+        // As below: 20 MB to fsync and write, so the snapshot process lives long enough to be looked at.
+        let client = try server.client()
+        let filler = String(repeating: "x", count: 2_000)
+        for start in stride(from: 0, to: 10_000, by: 500) {
+            for index in start..<(start + 500) {
+                try client.sendRaw(Peer.requestText(index, "set", #"{"path":"p\#(index)","value":"\#(index) \#(filler)"}"#))
+            }
+            for _ in 0..<500 { #expect(try JSONParser.parse(try client.readRawLine())["result"]?["seq"] != nil) }
+        }
+        #expect(server.waitForLog("snapshot started"))
+        let match = server.stderrText.firstMatch(of: /snapshot\.pid=(\d+)/)
+        let child = try #require(match.flatMap { Int32($0.1) })
+        // The child pins itself first thing; until then it shows kvod's CPUs.
+        var seen: [String] = []
+        for _ in 0..<400 {
+            guard let cpus = Self.allowedCPUs(child) else { break }
+            if seen.last != cpus { seen.append(cpus) }
+            if cpus == "\(last)" { break }
+            usleep(5_000)
+        }
+        #expect(seen.last == "\(last)", "the snapshot process \(child) ran on CPUs \(seen), not \(last)")
+        #expect(server.waitForLog("snapshot written"))
+        #expect(try client.get("p9999") == .string("9999 \(filler)"))
+        #expect(server.stop() == 0)
+    }
+
     @Test func aSnapshotProcessDiesWithItsKvodAndNeverPutsItsFileInPlace() throws {
         let directory = DurabilityTests.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -64,12 +64,16 @@ final class SnapshotShipper {
     /// Snapshots sent whole since start (metrics).
     private(set) var shippedCount = 0
 
-    init(graph: Graph, status: ClusterStatus, loop: EventLoop, logger: Logger, directory: String) {
+    /// The CPUs the children may run on (`--snapshot-cpus`); empty: those of kvod.
+    private let cpus: [Int]
+
+    init(graph: Graph, status: ClusterStatus, loop: EventLoop, logger: Logger, directory: String, cpus: [Int] = []) {
         self.graph = graph
         self.status = status
         self.loop = loop
         self.logger = logger
         self.directory = directory
+        self.cpus = cpus
     }
 
     /// Followers being bootstrapped.
@@ -91,7 +95,7 @@ final class SnapshotShipper {
         // No journal roll and nothing made redundant: the child only writes the file and puts it at `path`.
         let plan = SnapshotProcess.Plan(directory: self.directory, rolled: [], target: path, covered: [])
         do {
-            process = try SnapshotProcess.start(files: plan, seq: seq) {
+            process = try SnapshotProcess.start(files: plan, seq: seq, cpus: self.cpus) {
                 BinarySnapshotCodec.encode(graph.makeSnapshot()).withUnsafeBytes { Base64.encodedBytes($0) }
             }
         } catch {
