@@ -20,6 +20,9 @@ for dir in "$scratch"/*-*/"$config"; do
     rm -rf "$dir"
     removed=1
 done
-[ "$removed" = 0 ] || echo "fresh-build-dir: $config products were built from another commit; building $config afresh" >&2
+if [ "$removed" = 1 ]; then
+    built_from=$(cat "$stamp" 2>/dev/null || echo "an unrecorded commit")
+    echo "fresh-build-dir: the $config products were built from $built_from, not ${commit:0:12}: building afresh" >&2
+fi
 mkdir -p "$scratch"
 echo "$commit" >"$stamp"
