@@ -86,7 +86,8 @@ struct Summarize: ParsableCommand {
             let p99s = targets.map { median(cell, $0) { $0.p99Microseconds } }
             throughput.append(
                 label + [
-                    rate(rates[0]), rate(rates[1]), ratio(rates[0], rates[1]), rate(rates[2]),
+                    rate(rates[0]), rate(rates[1]), ratio(rates[0], rates[1]),
+                    Self.pairedRange(runs.filter { $0.cell == cell }, "kvod", "redis-publish"), rate(rates[2]),
                     ratio(rates[0], rates[2]), count.map(String.init).joined(separator: "/"),
                 ])
             latencies.append(
@@ -100,8 +101,11 @@ struct Summarize: ParsableCommand {
         }
         var text = "notifications/s, median per cell (ratio > 1: kvod delivers more)\n"
         text += Format.table(
-            ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET", "runs"],
+            ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "per alternation", "Redis SET+keyspace", "kvod/SET",
+                "runs"],
             throughput, markdown: markdown)
+        text += "(per alternation: the lowest and highest kvod/PUBLISH of one kvod run and the PUBLISH run beside it;\n"
+        text += "a range across 1.0× means the two servers are level within the machine's noise in that cell)\n"
         text += "\np99 latency send → notification, median per cell (ratio < 1: kvod is faster)\n"
         text += Format.table(
             ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET"], latencies,
@@ -120,6 +124,17 @@ struct Summarize: ParsableCommand {
 }
 
 extension Summarize {
+    /// The lowest and highest ratio of notifications/s of the `numerator` target's runs of one cell to the
+    /// `denominator` target's, paired in the order they ran (compare.sh runs each target once per alternation);
+    /// "-" with fewer than two pairs.
+    static func pairedRange(_ runs: [FanoutRecord], _ numerator: String, _ denominator: String) -> String {
+        let tops = runs.filter { $0.target == numerator }.map(\.notificationsPerSecond)
+        let bottoms = runs.filter { $0.target == denominator }.map(\.notificationsPerSecond)
+        let ratios = zip(tops, bottoms).compactMap { $1 > 0 ? $0 / $1 : nil }
+        guard ratios.count >= 2, let lowest = ratios.min(), let highest = ratios.max() else { return "-" }
+        return "\(Format.fixed(lowest, 2))–\(Format.ratio(highest))"
+    }
+
     /// The median of `values`, or nil when there are none.
     static func median(_ values: [Double]) -> Double? {
         let sorted = values.sorted()
