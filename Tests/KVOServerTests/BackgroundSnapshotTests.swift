@@ -162,6 +162,25 @@ import WireProtocol
         }
         #expect(killedMidSnapshot > 0, "no kill landed during a background snapshot in \(iteration) tries")
     }
+    /// The values `fillUntilASnapshotStarts` sets, `p0` to `p9999`.
+    static let filler = String(repeating: "x", count: 2_000)
+
+    /// Sets 10,000 keys to 2 KB values on `server`, started with `--snapshot-every 10000 --fsync always --log-level
+    /// debug`: the first snapshot starts at the last of them and has 20 MB to fsync and write, so its process lives
+    /// a while. Returns the client and the snapshot process's pid (from the log).
+    static func fillUntilASnapshotStarts(_ server: KVODProcess) throws -> (KVOClient, Int32) {
+        let client = try server.client()
+        for start in stride(from: 0, to: 10_000, by: 500) {
+            for index in start..<(start + 500) {
+                try client.sendRaw(Peer.requestText(index, "set", #"{"path":"p\#(index)","value":"\#(index) \#(Self.filler)"}"#))
+            }
+            for _ in 0..<500 { #expect(try JSONParser.parse(try client.readRawLine())["result"]?["seq"] != nil) }
+        }
+        #expect(server.waitForLog("snapshot started"))
+        let match = server.stderrText.firstMatch(of: /snapshot\.pid=(\d+)/)
+        return (client, try #require(match.flatMap { Int32($0.1) }))
+    }
+
     /// The `Cpus_allowed_list` of `/proc/PID/status`, or nil once the process is gone.
     static func allowedCPUs(_ pid: Int32) -> String? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
@@ -178,18 +197,7 @@ import WireProtocol
             "--data-dir", directory, "--fsync", "always", "--snapshot-every", "10000", "--snapshot-cpus", "\(last)",
             "--log-level", "debug",
         ])
-        // As below: 20 MB to fsync and write, so the snapshot process lives long enough to be looked at.
-        let client = try server.client()
-        let filler = String(repeating: "x", count: 2_000)
-        for start in stride(from: 0, to: 10_000, by: 500) {
-            for index in start..<(start + 500) {
-                try client.sendRaw(Peer.requestText(index, "set", #"{"path":"p\#(index)","value":"\#(index) \#(filler)"}"#))
-            }
-            for _ in 0..<500 { #expect(try JSONParser.parse(try client.readRawLine())["result"]?["seq"] != nil) }
-        }
-        #expect(server.waitForLog("snapshot started"))
-        let match = server.stderrText.firstMatch(of: /snapshot\.pid=(\d+)/)
-        let child = try #require(match.flatMap { Int32($0.1) })
+        let (client, child) = try Self.fillUntilASnapshotStarts(server)
         // The child pins itself first thing; until then it shows kvod's CPUs.
         var seen: [String] = []
         for _ in 0..<400 {
@@ -200,7 +208,7 @@ import WireProtocol
         }
         #expect(seen.last == "\(last)", "the snapshot process \(child) ran on CPUs \(seen), not \(last)")
         #expect(server.waitForLog("snapshot written"))
-        #expect(try client.get("p9999") == .string("9999 \(filler)"))
+        #expect(try client.get("p9999") == .string("9999 \(Self.filler)"))
         #expect(server.stop() == 0)
     }
 
@@ -209,17 +217,8 @@ import WireProtocol
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let arguments = ["--data-dir", directory, "--fsync", "always", "--snapshot-every", "10000"]
         let server = try KVODProcess.start(arguments + ["--log-level", "debug"])
-        // 10,000 sets of 2 KB values: the first snapshot starts at the last of them and has tens of megabytes to
-        // fsync and write, so the kill below lands while its process works.
-        let client = try server.client()
-        let filler = String(repeating: "x", count: 2_000)
-        for start in stride(from: 0, to: 10_000, by: 500) {
-            for index in start..<(start + 500) {
-                try client.sendRaw(Peer.requestText(index, "set", #"{"path":"p\#(index)","value":"\#(index) \#(filler)"}"#))
-            }
-            for _ in 0..<500 { #expect(try JSONParser.parse(try client.readRawLine())["result"]?["seq"] != nil) }
-        }
-        #expect(server.waitForLog("snapshot started"))
+        // The kill lands while the snapshot process works.
+        _ = try Self.fillUntilASnapshotStarts(server)
         server.command.send(signal: SIGKILL)
         #expect(server.command.waitForExitStatus(timeout: .seconds(5)) != nil)
         let match = server.stderrText.firstMatch(of: /snapshot\.pid=(\d+)/)
@@ -239,8 +238,8 @@ import WireProtocol
         // The old state (no snapshot) and the journal still hold everything (replaying it takes a while).
         let restarted = try KVODProcess.start(arguments, timeout: .seconds(120))
         let reader = try restarted.client()
-        #expect(try reader.get("p0") == .string("0 \(filler)"))
-        #expect(try reader.get("p9999") == .string("9999 \(filler)"))
+        #expect(try reader.get("p0") == .string("0 \(Self.filler)"))
+        #expect(try reader.get("p9999") == .string("9999 \(Self.filler)"))
         #expect(restarted.stop() == 0)
     }
 }
