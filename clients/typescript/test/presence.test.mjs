@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { test } from "node:test";
 import * as kvod from "../dist/index.js";
-import { notLeaderStandIn as standIn } from "./standin.mjs";
+import { notLeaderStandIn as standIn, readRequests } from "./standin.mjs";
 import { Kvod } from "./kvod.mjs";
 import { proxy } from "./proxy.mjs";
 
@@ -131,20 +131,12 @@ async function recorder() {
     const methods = [];
     state.connections.push(methods);
     state.sockets.push(socket);
-    socket.setEncoding("utf8");
-    let buffered = "";
-    socket.on("data", (chunk) => {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const request = JSON.parse(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        methods.push(request.method);
-        const result = results[request.method] ?? { ops: (request.params?.ops ?? []).length };
-        const answer = () => socket.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
-        if (request.method === "hello" && state.hold) state.held.push(answer);
-        else answer();
-      }
+    readRequests(socket, (request) => {
+      methods.push(request.method);
+      const result = results[request.method] ?? { ops: (request.params?.ops ?? []).length };
+      const answer = () => socket.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      if (request.method === "hello" && state.hold) state.held.push(answer);
+      else answer();
     });
     socket.on("error", () => socket.destroy());
   });

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import * as kvod from "../dist/index.js";
-import { notLeaderStandIn } from "./standin.mjs";
+import { notLeaderStandIn, readRequests } from "./standin.mjs";
 import { Kvod } from "./kvod.mjs";
 import { proxy } from "./proxy.mjs";
 
@@ -143,19 +143,14 @@ test("a connection that closes during its setup is followed by one reconnection,
   const hellos = [];
   const server = createServer((socket) => {
     const number = sockets.push(socket);
-    socket.setEncoding("utf8");
-    let buffered = "";
-    socket.on("data", (chunk) => {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const request = JSON.parse(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        if (request.method === "hello") hellos.push(number);
-        if (request.method === "subscribe" && number === 2) return socket.destroy();
-        const result = request.method === "subscribe" ? { subscription: number, seq: 0 } : request.method === "hello" ? {} : "pong";
-        socket.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+    readRequests(socket, (request) => {
+      if (request.method === "hello") hellos.push(number);
+      if (request.method === "subscribe" && number === 2) {
+        socket.destroy();
+        return false;
       }
+      const result = request.method === "subscribe" ? { subscription: number, seq: 0 } : request.method === "hello" ? {} : "pong";
+      socket.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
     });
     socket.on("error", () => socket.destroy());
   });
