@@ -16,16 +16,18 @@ import kvod
 from kvod._core import Endpoint, connection_order, leader_endpoint
 
 
-class Follower:
-    """A TCP server that speaks just enough of kvod's protocol: `hello` succeeds, every other request gets 1012 with
-    `data.leader` = `leader` (omitted when None). Counts the refusals."""
+class StandIn:
+    """A TCP server on loopback that stands in for kvod: each connection is answered by `_serve(connection, *args)`
+    on a thread of its own, with the arguments `_accepted(connection)` returns on the accepting thread. A subclass
+    sets its own state before calling `__init__`, which starts accepting."""
 
-    def __init__(self, leader=None):
-        self.leader = leader
-        self.refusals = 0
+    def __init__(self):
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accepted(self, connection):
+        return ()
 
     def _accept(self):
         while True:
@@ -33,7 +35,20 @@ class Follower:
                 connection, _ = self.listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(connection, *self._accepted(connection)), daemon=True).start()
+
+    def close(self):
+        self.listener.close()
+
+
+class Follower(StandIn):
+    """Speaks just enough of kvod's protocol: `hello` succeeds, every other request gets 1012 with `data.leader` =
+    `leader` (omitted when None). Counts the refusals."""
+
+    def __init__(self, leader=None):
+        self.leader = leader
+        self.refusals = 0
+        super().__init__()
 
     def _serve(self, connection):
         with connection, connection.makefile("rwb") as stream:
@@ -50,9 +65,6 @@ class Follower:
                               "error": {"code": 1012, "message": "not the leader", "data": data}}
                 stream.write(json.dumps(answer).encode() + b"\n")
                 stream.flush()
-
-    def close(self):
-        self.listener.close()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 import kvod
 from kvod._core import Endpoint, Presence
-from test_leader import Follower
+from test_leader import Follower, StandIn
 
 GONE = [("insert", {"path": "log", "value": "gone"}), ("set", {"path": "presence.alice", "value": "offline"})]
 
@@ -198,7 +198,7 @@ def test_a_key_per_connection_from_the_hook(kvod_server, make_proxy):
         wait_for(lambda: entries() == {"c1": None, "c2": None, "c3": True})
 
 
-class Recorder:
+class Recorder(StandIn):
     """A stand-in kvod that records the methods of each connection and answers them; `drop()` closes the
     connections; while `gate` is clear, hello is answered only once it is set (a window for callers to queue)."""
 
@@ -207,19 +207,12 @@ class Recorder:
         self.sockets = []
         self.gate = threading.Event()
         self.gate.set()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self):
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            self.sockets.append(connection)
-            self.connections.append([])
-            threading.Thread(target=self._serve, args=(connection, self.connections[-1]), daemon=True).start()
+    def _accepted(self, connection):
+        self.sockets.append(connection)
+        self.connections.append([])
+        return (self.connections[-1],)
 
     def _serve(self, connection, methods):
         results = {"hello": {"server": "kvod"}, "subscribe": {"subscription": 1, "seq": 0}, "set": {"seq": 1}}
@@ -242,7 +235,7 @@ class Recorder:
                 pass
 
     def close(self):
-        self.listener.close()
+        super().close()
         self.drop()
 
 
