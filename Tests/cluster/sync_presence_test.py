@@ -47,6 +47,21 @@ def writable_with_replica(cluster, leader, followers):
         cluster.hello(n)["appliedSeq"] == cluster.hello(leader)["appliedSeq"] for n in followers), 10)
 
 
+def register_with_followers_stopped(cluster, restarted, leader, members, name):
+    """Restarts `restarted` with sync replicas, waits until `leader` writes with a replica caught up, connects `name`
+    there, SIGSTOPs every follower and sends name's onDisconnect registration; returns the client and the stopped
+    followers (the caller continues them)."""
+    cluster.start_kvod(restarted, SYNC)
+    followers = [n for n in members if n != leader]
+    writable_with_replica(cluster, leader, followers)
+    client = online(cluster.kvod_ports[leader], name)
+    for follower in followers:
+        cluster.kvods[follower].send_signal(signal.SIGSTOP)
+    client.sock.sendall(b'{"jsonrpc":"2.0","id":"' + name.encode() + b'","method":"onDisconnect","params":'
+                        + json_bytes({"ops": ops_of(name)}) + b"}\n")
+    return client, followers
+
+
 def scenario(cluster, root):
     members, leader, followers = cluster.start_members(SYNC)
     writable_with_replica(cluster, leader, followers)
@@ -65,16 +80,9 @@ def scenario(cluster, root):
     check(ran_count(root, second) == 1, f"{second} logs '{RAN}'")
 
     # The response waits for a follower's ack of the change: none while both are stopped; one continued releases it.
-    cluster.start_kvod(leader, SYNC)
-    followers = [n for n in members if n != second]
-    writable_with_replica(cluster, second, followers)
-    carol = online(port[second], "carol")
-    for name in followers:
-        cluster.kvods[name].send_signal(signal.SIGSTOP)
+    carol, followers = register_with_followers_stopped(cluster, leader, second, members, "carol")
     stopped = list(followers)
     try:
-        carol.sock.sendall(b'{"jsonrpc":"2.0","id":"carol","method":"onDisconnect","params":'
-                           + json_bytes({"ops": ops_of("carol")}) + b"}\n")
         try:
             early = carol.read_line(1.0)
         except socket.timeout:
@@ -98,15 +106,8 @@ def scenario(cluster, root):
             cluster.kvods[name].send_signal(signal.SIGCONT)
 
     # No follower confirms: `closing` replication_timeout instead of a response; the connection ended, so the ops run.
-    cluster.start_kvod(second, SYNC)
-    followers = [n for n in members if n != third]
-    writable_with_replica(cluster, third, followers)
-    bob = online(port[third], "bob")
-    for name in followers:
-        cluster.kvods[name].send_signal(signal.SIGSTOP)
+    bob, followers = register_with_followers_stopped(cluster, second, third, members, "bob")
     try:
-        bob.sock.sendall(b'{"jsonrpc":"2.0","id":"bob","method":"onDisconnect","params":'
-                         + json_bytes({"ops": ops_of("bob")}) + b"}\n")
         closing = bob.read_line(LEASE + 5)
         check(closing.get("method") == "closing" and closing.get("params", {}).get("reason") == "replication_timeout",
               f"bob's registration unconfirmed: closing replication_timeout, no response ({closing})")
