@@ -135,20 +135,12 @@ final class Sessions {
     func release(upTo seq: UInt64) {
         guard seq > self.releasedSeq || self.releasedSeq == .max else { return }
         self.releasedSeq = seq
-        guard !self.held.isEmpty else { return }
-        var waiting: [(session: Session, since: UInt64)] = []
-        for entry in self.held {
-            if entry.session.heldUntilSeq <= seq {
-                self.needsFlush.append(entry.session)
-            } else {
-                waiting.append(entry)
-            }
-        }
-        self.held = waiting
+        self.releaseLowered()
     }
 
-    /// Puts back on the flush list the held sessions whose `heldUntilSeq` was lowered to at most `releasedSeq` since
-    /// they began to wait (an `onDisconnect` response its followers acknowledged: ReplicationSource).
+    /// Puts back on the flush list the held sessions whose `heldUntilSeq` is at most `releasedSeq`: after it rose, or
+    /// after a session's was lowered since it began to wait (an `onDisconnect` response its followers acknowledged:
+    /// ReplicationSource).
     func releaseLowered() {
         guard !self.held.isEmpty else { return }
         let releasedSeq = self.releasedSeq
