@@ -37,8 +37,9 @@ final class ReplicationSource {
     }
     /// Each follower's progress as the leader sees it (metrics).
     let progress = FollowerProgress()
-    /// Per streaming follower (by session id): the highest seq it acknowledged and when it last acknowledged.
-    private var acks: [Int: (seq: UInt64, at: UInt64)] = [:]
+    /// Per streaming follower (by session id): the highest seq it acknowledged, when it last acknowledged, and the
+    /// number of the last registration change it acknowledged.
+    private var acks: [Int: (seq: UInt64, at: UInt64, registration: UInt64)] = [:]
     private let sessions: Sessions
     private let clock: any SessionClock
     /// A follower counts towards `--sync-replicas` while it acknowledged within this time (it acks every
@@ -50,8 +51,6 @@ final class ReplicationSource {
     var registrations: () -> OnDisconnectRegistrations = { OnDisconnectRegistrations() }
     /// How many registration changes this process shipped (or would have): the number of the last one.
     private(set) var registrationNumber: UInt64 = 0
-    /// Per streaming follower (by session id): the number of the last registration change it acknowledged.
-    private var registrationAcks: [Int: UInt64] = [:]
     /// Sessions whose `onDisconnect` response waits for `--sync-replicas` followers: the change's number, the seq
     /// it came after in the stream, and the session's last mutation seq before it (its `heldUntilSeq` is `.max`
     /// meanwhile).
@@ -210,13 +209,9 @@ final class ReplicationSource {
     /// change up to number `registration` (nil: a follower of an earlier version, which does not say).
     func acknowledged(_ seq: UInt64, registration: UInt64? = nil, by session: Session) {
         guard let previous = self.acks[session.id] else { return }
-        self.acks[session.id] = (max(previous.seq, seq), self.clock.nowMilliseconds)
-        var raised = seq > previous.seq
-        if let registration, registration > self.registrationAcks[session.id] ?? 0 {
-            self.registrationAcks[session.id] = registration
-            raised = true
-        }
-        if raised { self.release() }
+        let registration = max(previous.registration, registration ?? 0)
+        self.acks[session.id] = (max(previous.seq, seq), self.clock.nowMilliseconds, registration)
+        if seq > previous.seq || registration > previous.registration { self.release() }
     }
 
     /// With `--sync-replicas`: `session`'s `onDisconnect` response (and what it queues after it) waits until enough
@@ -247,9 +242,7 @@ final class ReplicationSource {
             // A later mutation of the session replaced the hold (its record follows the change in the stream).
             guard held.session.closeReason == nil, held.session.heldUntilSeq == .max else { return true }
             // A follower has the change if it acknowledged its number, or any seq after the one it came after.
-            let having = self.acks.count { id, ack in
-                ack.seq > held.seq || (self.registrationAcks[id] ?? 0) >= held.number
-            }
+            let having = self.acks.values.count { $0.seq > held.seq || $0.registration >= held.number }
             guard having >= needed else { return false }
             held.session.heldUntilSeq = held.lastMutation  // released already: those followers have it
             lowered = true
@@ -316,15 +309,13 @@ final class ReplicationSource {
         if !output.isEmpty { session.enqueue(bytes: output) }
         self.replicas.append(session)
         // A resuming follower has `seq` in its journal; a bootstrapping one nothing until it acks.
-        self.acks[session.id] = (bootstrapped ? 0 : seq, self.clock.nowMilliseconds)
-        self.registrationAcks[session.id] = 0
+        self.acks[session.id] = (bootstrapped ? 0 : seq, self.clock.nowMilliseconds, 0)
     }
 
     /// Every 250 ms: a heartbeat on each link (`{term, seq}`), so followers know their lag and that the link lives.
     func heartbeat() {
         self.replicas.removeAll { $0.closeReason != nil }
         self.acks = self.acks.filter { entry in self.replicas.contains { $0.id == entry.key } }
-        self.registrationAcks = self.registrationAcks.filter { self.acks[$0.key] != nil }
         self.heldRegistrations.removeAll { $0.session.closeReason != nil }
         self.countLiveReplicas()
         if self.status.configuration.syncReplicas > 0 {
@@ -348,7 +339,6 @@ final class ReplicationSource {
         self.shipper?.cancelAll(closing: .notLeader)
         self.progress.sample([], seq: self.graph.seq) { _ in nil }
         self.acks.removeAll()
-        self.registrationAcks.removeAll()
         self.heldRegistrations.removeAll()
         self.status.liveReplicas = 0
     }
