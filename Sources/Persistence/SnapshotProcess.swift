@@ -148,17 +148,50 @@ public struct SnapshotProcess: Sendable {
     /// Restricts this process to `cpus` (`sched_setaffinity`, looked up at run time: the Glibc module does not import
     /// the GNU functions); nothing when the list is empty or the kernel refuses it.
     private static func runOnly(on cpus: [Int]) {
-        guard !cpus.isEmpty, let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else {
-            return
+        guard !cpus.isEmpty else { return }
+        _ = Self.setAffinity(Self.cpuSet(cpus))
+    }
+
+    /// Which of `cpus` the kernel lets a snapshot child run on: a CPU outside the cgroup's cpuset (a container's
+    /// `--cpuset-cpus`) is refused, and with none left the child stays where kvod runs. Found by trying: the calling
+    /// thread takes `cpus` and gets its own CPUs back. Nil when the affinity calls are missing.
+    public static func grantedCPUs(_ cpus: [Int]) -> [Int]? {
+        guard let own = Self.affinity() else { return nil }
+        defer { _ = Self.setAffinity(own) }
+        guard Self.setAffinity(Self.cpuSet(cpus)) else { return [] }
+        guard let granted = Self.affinity() else { return nil }
+        return withUnsafeBytes(of: granted) { bits in
+            (0..<bits.count * 8).filter { bits[$0 / 8] & (1 << ($0 % 8)) != 0 }
         }
-        typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+    }
+
+    /// The kernel's CPU mask of `cpus`.
+    private static func cpuSet(_ cpus: [Int]) -> cpu_set_t {
         var set = cpu_set_t()
         withUnsafeMutableBytes(of: &set) { bits in
             for cpu in cpus where cpu >= 0 && cpu < bits.count * 8 { bits[cpu / 8] |= UInt8(1) << UInt8(cpu % 8) }
         }
-        _ = withUnsafeBytes(of: &set) { bits in
-            unsafeBitCast(symbol, to: SetAffinity.self)(0, bits.count, bits.baseAddress.unsafelyUnwrapped)
+        return set
+    }
+
+    /// `sched_setaffinity` of the calling thread; false when the kernel refuses the set.
+    private static func setAffinity(_ set: cpu_set_t) -> Bool {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else { return false }
+        typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+        return withUnsafeBytes(of: set) { bits in
+            unsafeBitCast(symbol, to: SetAffinity.self)(0, bits.count, bits.baseAddress.unsafelyUnwrapped) == 0
         }
+    }
+
+    /// `sched_getaffinity` of the calling thread.
+    private static func affinity() -> cpu_set_t? {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_getaffinity") else { return nil }
+        typealias GetAffinity = @convention(c) (pid_t, Int, UnsafeMutableRawPointer) -> Int32
+        var set = cpu_set_t()
+        let status = withUnsafeMutableBytes(of: &set) { bits in
+            unsafeBitCast(symbol, to: GetAffinity.self)(0, bits.count, bits.baseAddress.unsafelyUnwrapped)
+        }
+        return status == 0 ? set : nil
     }
 
     /// Closes every descriptor but stdin, stdout and stderr, so that a child outliving a killed parent holds no

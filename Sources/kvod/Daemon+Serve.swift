@@ -16,6 +16,7 @@ extension Daemon {
     static func serve(_ configuration: Configuration, model: Model, modelName: String) -> Int32 {
         let logger = Logger(label: "kvod")
         let serverConfiguration = configuration.server
+        Self.warnOfRefusedSnapshotCPUs(configuration.snapshotCPUs, logger: logger)
         do {
             let loop = try EventLoop()
             var graph = Graph(model: model)
@@ -169,5 +170,19 @@ extension Daemon {
     /// Whether `host` only accepts connections from this machine.
     private static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Says so when the kernel refuses some of `--snapshot-cpus` (outside the cgroup's cpuset, such as a container's
+    /// `--cpuset-cpus`): the snapshot child runs on the rest, or where kvod runs when none is left.
+    private static func warnOfRefusedSnapshotCPUs(_ cpus: [Int], logger: Logger) {
+        guard !cpus.isEmpty, let granted = SnapshotProcess.grantedCPUs(cpus), granted != cpus else { return }
+        let refused = cpus.filter { !granted.contains($0) }
+        logger.warning(
+            "--snapshot-cpus: the kernel refuses some of these CPUs (they are outside kvod's cpuset)",
+            metadata: [
+                "snapshot.cpus": "\(Configuration.showCPUList(cpus))",
+                "refused": "\(Configuration.showCPUList(refused))",
+                "snapshots.run.on": "\(granted.isEmpty ? "the CPUs kvod runs on" : Configuration.showCPUList(granted))",
+            ])
     }
 }

@@ -3,7 +3,7 @@
 // running server), and SIGKILL at any moment of a background snapshot under load with `--fsync always` loses no
 // acknowledged mutation (the restart also proves an orphaned snapshot process holds neither the lock nor the port), and
 // a snapshot process dies with its kvod, so the file of a killed kvod's snapshot is never put in place; it runs only on
-// the CPUs of `--snapshot-cpus`.
+// the CPUs of `--snapshot-cpus`, and kvod names at start those the kernel refuses.
 import Foundation
 import KVOClient
 import TestSupport
@@ -210,6 +210,52 @@ import WireProtocol
         #expect(server.waitForLog("snapshot written"))
         #expect(try client.get("p9999") == .string("9999 \(Self.filler)"))
         #expect(server.stop() == 0)
+    }
+
+    /// kvod finds out at start which snapshot CPUs the kernel grants by taking them on its main thread; it then gives
+    /// that thread its own CPUs back, and says nothing when all are granted.
+    @Test func probingTheSnapshotCPUsLeavesKvodOnItsOwnCPUs() throws {
+        let server = try KVODProcess.start(["--snapshot-cpus", "0"])
+        let own = try #require(Self.allowedCPUs(getpid()))
+        #expect(Self.allowedCPUs(server.command.pid) == own)
+        #expect(server.stop() == 0)
+        #expect(!server.stderrText.contains("--snapshot-cpus"), "\(server.stderrText)")
+    }
+
+    /// A cgroup v1 cpuset hierarchy this process may make a group in (it runs as root), on a machine of 2 CPUs or more.
+    static let cpusetHierarchy: String? = {
+        let path = "/sys/fs/cgroup/cpuset"
+        guard getuid() == 0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1,
+            access("\(path)/cpuset.cpus", W_OK) == 0 || access(path, W_OK) == 0,
+            FileManager.default.fileExists(atPath: "\(path)/tasks")
+        else { return nil }
+        return path
+    }()
+
+    /// A kvod in a cpuset of CPU 0 (a container's `--cpuset-cpus 0`) given `--snapshot-cpus` outside it says at start
+    /// that the kernel refuses them and where its snapshots run instead.
+    @Test(.enabled(if: Self.cpusetHierarchy != nil, "needs root and a cgroup v1 cpuset hierarchy, 2 CPUs or more"))
+    func snapshotCPUsOutsideKvodsCpusetAreNamedAtStart() throws {
+        let group = "\(try #require(Self.cpusetHierarchy))/kvod-test-\(getpid())"
+        try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)
+        defer { rmdir(group) }
+        try "0".write(toFile: "\(group)/cpuset.cpus", atomically: false, encoding: .utf8)
+        let mems = try String(contentsOfFile: "\(group)/../cpuset.mems", encoding: .utf8)
+        try mems.write(toFile: "\(group)/cpuset.mems", atomically: false, encoding: .utf8)
+        let kvod = try existingBinaryURL(named: "kvod")
+        for (cpus, refused, runOn) in [("1", "1", "the CPUs kvod runs on"), ("0,1", "1", "0")] {
+            // The shell joins the group, then becomes kvod.
+            let command = try RunningCommand(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "echo $$ > \(group)/tasks && exec \"$0\" \"$@\"", kvod.path, "--host", "127.0.0.1", "--port", "0",
+                    "--empty", "--snapshot-cpus", cpus])
+            #expect(command.stderr.wait(timeout: .seconds(10)) { $0.contains("kvod started") }, "\(command.stderrText)")
+            #expect(command.terminate() == 0)
+            let warning = command.stderrText.split(separator: "\n").first { $0.contains("--snapshot-cpus") } ?? ""
+            #expect(warning.contains("the kernel refuses some of these CPUs"), "\(command.stderrText)")
+            #expect(warning.contains("refused=\(refused) "), "\(warning)")
+            #expect(warning.contains("snapshots.run.on=\(runOn) "), "\(warning)")
+        }
     }
 
     @Test func aSnapshotProcessDiesWithItsKvodAndNeverPutsItsFileInPlace() throws {
