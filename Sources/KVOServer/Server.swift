@@ -29,6 +29,9 @@ public struct ServerConfiguration: Sendable {
     public var web: WebConfiguration?
     /// The CPUs a snapshot process for a follower may run on (`--snapshot-cpus`); empty: those of kvod.
     public var snapshotCPUs: [Int] = []
+    /// Microseconds the loop keeps polling without blocking after each read (`--busy-poll`, UVLoop's BusyPoll); 0:
+    /// it blocks as soon as nothing is ready.
+    public var busyPollMicroseconds = 0
 
     public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host
@@ -54,6 +57,7 @@ public final class Server {
     private var webSocketListener: TCPListener?
     private var flushHook: BeforePollHook?
     private var tickTimer: LoopTimer?
+    private var busyPoll: BusyPoll?
     private var forceCloseTimer: LoopTimer?
     private var isStopping = false
     /// The journal and snapshots, when kvod runs with a data directory (Durability.swift); told of every committed
@@ -98,6 +102,9 @@ public final class Server {
     /// Binds and listens; returns the bound address ("127.0.0.1:7070"), with the real port when 0 was asked.
     public func start() throws(UVError) -> String {
         self.flushHook = try BeforePollHook(loop: self.loop) { [unowned self] in self.core.flush() }
+        if self.configuration.busyPollMicroseconds > 0 {
+            self.busyPoll = try BusyPoll(loop: self.loop, microseconds: UInt64(self.configuration.busyPollMicroseconds))
+        }
         let listener = try TCPListener(
             loop: self.loop, host: self.configuration.host, port: self.configuration.port
         ) { [unowned self] stream in
@@ -182,6 +189,8 @@ public final class Server {
         self.forceCloseTimer = nil
         self.flushHook?.close()
         self.flushHook = nil
+        self.busyPoll?.close()
+        self.busyPoll = nil
         // A cluster member's resignation (ClusterMember.stop) gets up to a second to reach etcd.
         if let member = self.clusterMember {
             member.whenResigned { [loop = self.loop] in loop.stop() }

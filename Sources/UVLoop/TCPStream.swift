@@ -81,6 +81,7 @@ public final class TCPStream: LoopHandleOwner {
     fileprivate func didRead(_ count: Int) {
         guard !self.isClosing else { return }
         if count > 0 {
+            self.loop.noteRead()
             self.onRead?(UnsafeRawBufferPointer(rebasing: self.loop.readBuffer[..<count]))
         } else if count < 0 {
             // UV_EOF or a read error: libuv stops reading by itself after either.

@@ -24,6 +24,8 @@ struct Configuration {
     var port = 7070
     var model: String?
     var empty = false
+    /// Microseconds to keep polling after each read (0: off).
+    var busyPollMicroseconds = 0
     // Durability and resuming (docs/DURABILITY.md).
     var dataDirectory: String?
     var fsync = FsyncPolicy.everysec
@@ -82,6 +84,7 @@ struct Configuration {
         server.webSocketOrigins = self.wsOrigins
         server.web = self.webPort.map { WebConfiguration(port: $0, files: Inspector.files) }
         server.snapshotCPUs = self.snapshotCPUs
+        server.busyPollMicroseconds = self.busyPollMicroseconds
         return server
     }
 

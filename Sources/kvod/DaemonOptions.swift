@@ -143,6 +143,11 @@ enum DaemonOptions {
                 "model", \.model, valueName: "file", "A model file declaring the classes to serve (docs/MODEL.md).",
                 default: "the embedded seed model"),
             .toggle("empty", \.empty, "Serve an empty open root (any key, any value) instead of the default model."),
+            .setting(
+                "busy-poll", \.busyPollMicroseconds, valueName: "microseconds",
+                "After each read, poll without blocking for this long before the loop sleeps again: a CPU kept busy "
+                    + "for a faster wake-up at one request in flight (0: off; docs/PERFORMANCE.md#busy-polling).",
+                parse: SettingParser.integer(in: 0...1_000_000)),
 
             // MARK: Durability and resuming
 

@@ -121,6 +121,8 @@ private func optionsInHelp(_ help: String) -> [String] {
             (["--history=-5"], "kvod: --history: expected an integer from 0 to 10000000, got '-5'\n"),
             (["--max-json-depth", "65"], "kvod: --max-json-depth: expected an integer from 2 to 64, got '65'\n"),
             (["--snapshot-every", "99999999999999999999"], "kvod: --snapshot-every: expected an integer from 0 or more"),
+            (["--busy-poll", "1000001"], "kvod: --busy-poll: expected an integer from 0 to 1000000, got '1000001'\n"),
+            (["--busy-poll=fast"], "kvod: --busy-poll: expected an integer from 0 to 1000000, got 'fast'\n"),
             (["--snapshot-cpus", "2-1"], "kvod: --snapshot-cpus: '2-1' is not a CPU or a range of CPUs: write e.g. 1,3"),
             (["--snapshot-cpus", "0,100000"], "kvod: --snapshot-cpus: CPU 100000 is not on this machine (its CPUs are 0-"),
             (["--cluster", "a b"], "kvod: --cluster: 'a b': a cluster name is letters"),
