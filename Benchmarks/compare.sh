@@ -11,6 +11,8 @@
 #   bash Benchmarks/compare.sh --quick    about two minutes: M in 1 100, P×D in 1x1 1x16, 2 s, 2 alternations,
 #                                         memory of 200,000 items, snapshots of 200,000 objects, no callgrind
 #   options: --no-fanout --no-sets --no-mixed --no-memory --no-snapshot --no-instructions --objects N
+#            --busy-poll US (the fan-out matrix also runs on a second kvod started with --busy-poll US, default 500;
+#            0: not run)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -31,6 +33,7 @@ SNAPSHOT_OBJECTS=1000000
 SNAPSHOT_SECONDS=10
 SNAPSHOT_JOURNAL=100000
 INSTRUCTIONS=1
+BUSY_POLL=500
 OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -56,12 +59,14 @@ while [ $# -gt 0 ]; do
         --no-instructions) INSTRUCTIONS=0; shift ;;
         --instructions) INSTRUCTIONS=1; shift ;;
         --no-pin) NO_PIN=1; shift ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --busy-poll) BUSY_POLL="$2"; shift 2 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
 case "$ALTERNATIONS" in ''|*[!0-9]*) die "--alternations must be a number" ;; esac
 [ "$ALTERNATIONS" -ge 1 ] && [ "$ALTERNATIONS" -le 20 ] || die "--alternations must be 1...20"
+case "$BUSY_POLL" in ''|*[!0-9]*) die "--busy-poll must be a number of microseconds (0: not run)" ;; esac
 
 OUT="${OUT:-${TMPDIR:-/tmp}/kvod-compare-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -78,6 +83,17 @@ ensure_command redis-cli redis-tools
 
 # The servers share CPU 0, the load generator gets CPU 1 (when the machine has two).
 start_kvod "$OUT/kvod.stdout" $(pin 0)
+if [ "$BUSY_POLL" -gt 0 ]; then
+    # A second kvod for the fan-out matrix, started with --busy-poll: it spins only after reads, so while the others
+    # run it sleeps like them.
+    MAIN_KVOD_PID=$KVOD_PID MAIN_KVOD_PORT=$KVOD_PORT
+    DEFAULT_KVOD_ARGS=("${KVOD_ARGS[@]}")
+    KVOD_ARGS+=(--busy-poll "$BUSY_POLL")
+    start_kvod "$OUT/kvod-busy-poll.stdout" $(pin 0)
+    BUSY_KVOD_PID=$KVOD_PID BUSY_KVOD_PORT=$KVOD_PORT
+    KVOD_ARGS=("${DEFAULT_KVOD_ARGS[@]}")
+    KVOD_PID=$MAIN_KVOD_PID KVOD_PORT=$MAIN_KVOD_PORT
+fi
 start_redis "$OUT/redis.log" $(pin 0)
 REDIS_VERSION=$(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')
 log "kvod pid $KVOD_PID port $KVOD_PORT; redis-server $REDIS_VERSION pid $REDIS_PID port $REDIS_PORT; results in $OUT"
@@ -89,6 +105,8 @@ run_one() {
     local target="$1" m="$2" p="$3" d="$4" args status=0
     case "$target" in
         kvod) args=(--target kvod --port "$KVOD_PORT" --server-pid "$KVOD_PID") ;;
+        kvod-busy-poll)
+            args=(--target kvod --series kvod-busy-poll --port "$BUSY_KVOD_PORT" --server-pid "$BUSY_KVOD_PID") ;;
         redis-publish) args=(--target redis --redis-command publish --port "$REDIS_PORT" --server-pid "$REDIS_PID") ;;
         redis-set) args=(--target redis --redis-command set --port "$REDIS_PORT" --server-pid "$REDIS_PID") ;;
     esac
@@ -100,6 +118,8 @@ run_one() {
         log "FAILED ($status): $target M=$m P×D=${p}x$d (see $OUT/discrepancies.txt)"
     fi
     kill -0 "$KVOD_PID" 2>/dev/null || die "kvod died (stderr: $OUT/kvod.stdout.stderr)"
+    [ "$target" != kvod-busy-poll ] || kill -0 "$BUSY_KVOD_PID" 2>/dev/null \
+        || die "kvod --busy-poll died (stderr: $OUT/kvod-busy-poll.stdout.stderr)"
 }
 
 # run_sets TARGET: one no-subscriber run (C×D plain sets of one path), appended to the sets results.
@@ -120,6 +140,7 @@ run_sets() {
 }
 
 TARGETS=(kvod redis-publish redis-set)
+[ "$BUSY_POLL" -gt 0 ] && TARGETS=(kvod kvod-busy-poll redis-publish redis-set)
 for alternation in $(seq 1 "$ALTERNATIONS"); do
     if [ "$SETS" = 1 ]; then
         log "alternation $alternation/$ALTERNATIONS: sets, nobody subscribed, C×D=$SETS_SHAPE"
@@ -132,7 +153,8 @@ for alternation in $(seq 1 "$ALTERNATIONS"); do
             d="${shape#*x}"
             log "alternation $alternation/$ALTERNATIONS: M=$m P×D=${p}x$d"
             # Alternate which server goes first, so neither always follows the other's cool-down.
-            if [ $((alternation % 2)) -eq 1 ]; then order=(0 1 2); else order=(2 1 0); fi
+            order=("${!TARGETS[@]}")
+            if [ $((alternation % 2)) -eq 0 ]; then order=($(printf '%s\n' "${order[@]}" | tac)); fi
             for index in "${order[@]}"; do run_one "${TARGETS[$index]}" "$m" "$p" "$d"; done
         done
     done
@@ -146,6 +168,7 @@ fi
 
 # The servers of the throughput runs are done; the rest starts fresh servers of its own.
 stop_pid "$KVOD_PID"
+[ "$BUSY_POLL" -gt 0 ] && stop_pid "$BUSY_KVOD_PID"
 stop_pid "$REDIS_PID"
 LOAD_AFTER_THROUGHPUT=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -49,6 +49,36 @@ def verdict(ok):
     return "-" if ok is None else ("met" if ok else "NOT met")
 
 
+def fanout_rows(fanout, series, name):
+    """The two fan-out rows (notifications/s and p99 against Redis PUBLISH, cell by cell) of one kvod series."""
+    cells = sorted({(run["subscribers"], run["publishers"], run["pipeline"]) for run in fanout})
+    throughput, latency = [], []
+    for cell in cells:
+        of = lambda target: [run for run in fanout if (run["subscribers"], run["publishers"], run["pipeline"]) == cell
+                             and run["target"] == target]
+        kvod, publish = of(series), of("redis-publish")
+        if not kvod or not publish:
+            continue
+        label = f"M={cell[0]} {cell[1]}x{cell[2]}"
+        throughput.append((label, median(r["notifications_per_s"] for r in kvod) /
+                           median(r["notifications_per_s"] for r in publish)))
+        latency.append((label, median(r["latency_us"]["p99"] for r in kvod) /
+                        median(r["latency_us"]["p99"] for r in publish)))
+    if not throughput:
+        return []
+    met = sum(1 for _, value in throughput if value >= 1.0)
+    worst = min(throughput, key=lambda item: item[1])
+    rows = [(f"{name} notifications/s, every cell >= 1.0x Redis PUBLISH", f"{met} of {len(throughput)} cells", "",
+             f"{min(v for _, v in throughput):.2f}-{max(v for _, v in throughput):.2f}x",
+             verdict(met == len(throughput)) + f" (lowest {worst[0]})")]
+    met = sum(1 for _, value in latency if value <= 1.0)
+    worst = max(latency, key=lambda item: item[1])
+    rows.append((f"{name} p99 send->notification, no worse than PUBLISH", f"{met} of {len(latency)} cells", "",
+                 f"{min(v for _, v in latency):.2f}-{max(v for _, v in latency):.2f}x",
+                 verdict(met == len(latency)) + f" (highest {worst[0]})"))
+    return rows
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -65,30 +95,8 @@ def main():
                      ratio(kvod, redis), verdict(None if kvod is None or redis is None else kvod >= redis)))
 
     fanout = [run for run in lines(os.path.join(out, "fanout.jsonl")) if run.get("ok")]
-    cells = sorted({(run["subscribers"], run["publishers"], run["pipeline"]) for run in fanout})
-    throughput, latency = [], []
-    for cell in cells:
-        of = lambda target: [run for run in fanout if (run["subscribers"], run["publishers"], run["pipeline"]) == cell
-                             and run["target"] == target]
-        kvod, publish = of("kvod"), of("redis-publish")
-        if not kvod or not publish:
-            continue
-        label = f"M={cell[0]} {cell[1]}x{cell[2]}"
-        throughput.append((label, median(r["notifications_per_s"] for r in kvod) /
-                           median(r["notifications_per_s"] for r in publish)))
-        latency.append((label, median(r["latency_us"]["p99"] for r in kvod) /
-                        median(r["latency_us"]["p99"] for r in publish)))
-    if throughput:
-        met = sum(1 for _, value in throughput if value >= 1.0)
-        worst = min(throughput, key=lambda item: item[1])
-        rows.append(("fan-out notifications/s, every cell >= 1.0x Redis PUBLISH", f"{met} of {len(throughput)} cells",
-                     "", f"{min(v for _, v in throughput):.2f}-{max(v for _, v in throughput):.2f}x",
-                     verdict(met == len(throughput)) + f" (lowest {worst[0]})"))
-        met = sum(1 for _, value in latency if value <= 1.0)
-        worst = max(latency, key=lambda item: item[1])
-        rows.append(("fan-out p99 send->notification, no worse than PUBLISH", f"{met} of {len(latency)} cells", "",
-                     f"{min(v for _, v in latency):.2f}-{max(v for _, v in latency):.2f}x",
-                     verdict(met == len(latency)) + f" (highest {worst[0]})"))
+    for series, name in (("kvod", "fan-out"), ("kvod-busy-poll", "fan-out, kvod --busy-poll")):
+        rows.extend(fanout_rows(fanout, series, name))
 
     instructions = load(os.path.join(out, "set-instructions.json"))
     if instructions:

@@ -25,6 +25,12 @@ struct Fanout: ParsableCommand {
     @Option(help: "With --target redis: publish (PUBLISH to a channel) or set (SET + keyspace notifications).")
     var redisCommand: String = "publish"
 
+    @Option(
+        help: ArgumentHelp(
+            "The name the results carry instead of the target's (kvod, redis-publish, redis-set).",
+            discussion: "compare.sh names the runs of its kvod with --busy-poll kvod-busy-poll."))
+    var series: String?
+
     @Option(help: "With --target kvod: tcp (JSON lines) or websocket (an upgrade on kvod's port, one frame a message).")
     var transport: BenchTransport = .tcp
 
@@ -69,6 +75,7 @@ struct Fanout: ParsableCommand {
             throw ValidationError("--seconds must be in (0, 3600] and --warmup in [0, 600]")
         }
         if let limit = self.mutationLimit, limit <= 0 { throw ValidationError("--count must be positive") }
+        if self.series?.isEmpty == true { throw ValidationError("--series must not be empty") }
         _ = try parseList(self.subscribers, name: "--subscribers")
         _ = try self.resolvedShapes()
     }
@@ -95,7 +102,8 @@ struct Fanout: ParsableCommand {
         for subscriberCount in try parseList(self.subscribers, name: "--subscribers") {
             for (publisherCount, depth) in try self.resolvedShapes() {
                 let configuration = FanoutConfiguration(
-                    target: target, host: self.server.host, port: self.server.port, transport: self.transport,
+                    target: target, series: self.series, host: self.server.host, port: self.server.port,
+                    transport: self.transport,
                     subscribers: subscriberCount, publishers: publisherCount, pipeline: depth,
                     warmupSeconds: self.warmup, seconds: self.seconds, mutationLimit: self.mutationLimit, key: self.key,
                     serverPID: self.server.serverPID)

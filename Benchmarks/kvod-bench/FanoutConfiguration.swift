@@ -5,6 +5,9 @@
 struct FanoutConfiguration {
     /// The server under test (and for Redis, the command).
     var target: Target
+    /// The name the results carry (`--series`), when the run names which configuration of its server it measures
+    /// (compare.sh's `kvod-busy-poll`); nil: the target's name.
+    var series: String?
     /// The server's address and port.
     var host: String
     var port: Int
@@ -30,6 +33,9 @@ struct FanoutConfiguration {
     var drainTimeoutSeconds: Double = 20
     /// How long connecting and subscribing may take.
     var setupTimeoutSeconds: Double = 60
+
+    /// The name in reports and in the JSON lines' `target` member.
+    var seriesName: String { self.series ?? self.target.name }
 
     /// The whole run gives up after this long: its phases plus a margin, or 30 minutes in count mode (a server
     /// under valgrind is slow).

@@ -61,7 +61,7 @@ struct FanoutResult: RunResult {
 
     /// The target's name, with "/ws" over WebSocket: the first column of the table.
     var targetLabel: String {
-        self.configuration.target.name + (self.configuration.transport == .websocket ? "/ws" : "")
+        self.configuration.seriesName + (self.configuration.transport == .websocket ? "/ws" : "")
     }
 
     /// How the latency was measured.
@@ -74,7 +74,7 @@ struct FanoutResult: RunResult {
         let configuration = self.configuration
         var object: JSONObject = [
             "scenario": "fanout",
-            "target": .string(configuration.target.name),
+            "target": .string(configuration.seriesName),
             "transport": .string(configuration.transport.rawValue),
             "subscribers": .int(Int64(configuration.subscribers)),
             "publishers": .int(Int64(configuration.publishers)),

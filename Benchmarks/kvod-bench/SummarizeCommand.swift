@@ -116,6 +116,9 @@ struct Summarize: ParsableCommand {
                 ["M", "P×D", "kvod", "Redis PUBLISH", "kvod/PUBLISH", "Redis SET+keyspace", "kvod/SET"], costs,
                 markdown: markdown)
         }
+        if runs.contains(where: { $0.target == Self.busyPollSeries }) {
+            text += "\n" + Self.busyPollReport(runs, cells: cells, markdown: markdown)
+        }
         if !failed.isEmpty {
             text += "\nFAILED delivery checks (left out): " + failed.joined(separator: ", ") + "\n"
         }
@@ -124,6 +127,42 @@ struct Summarize: ParsableCommand {
 }
 
 extension Summarize {
+    /// The series of compare.sh's second kvod, the one started with `--busy-poll` (`fanout --series`).
+    static let busyPollSeries = "kvod-busy-poll"
+
+    /// kvod with `--busy-poll` beside kvod as started by default and Redis PUBLISH: notifications/s, the ratio to
+    /// PUBLISH with its range per alternation, p99 and server CPU per notification.
+    static func busyPollReport(_ runs: [FanoutRecord], cells: [FanoutCell], markdown: Bool) -> String {
+        func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double?) -> Double? {
+            Self.median(runs.filter { $0.cell == cell && $0.target == target }.compactMap(value))
+        }
+        func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
+            guard let numerator, let denominator, denominator > 0 else { return "-" }
+            return Format.ratio(numerator / denominator)
+        }
+        var rows: [[String]] = []
+        for cell in cells {
+            let targets = ["kvod", Self.busyPollSeries, "redis-publish"]
+            let rates = targets.map { median(cell, $0) { $0.notificationsPerSecond } }
+            let p99s = targets.map { median(cell, $0) { $0.p99Microseconds } }
+            let cpu = targets.map { median(cell, $0) { $0.serverMicrosecondsPerNotification } }
+            rows.append([
+                "\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)",
+                rates[0].map { Format.rate($0) } ?? "-", rates[1].map { Format.rate($0) } ?? "-",
+                rates[2].map { Format.rate($0) } ?? "-", ratio(rates[1], rates[2]),
+                Self.pairedRange(runs.filter { $0.cell == cell }, Self.busyPollSeries, "redis-publish"),
+                ratio(p99s[1], p99s[2]), cpu[1].map { "\(Format.fixed($0, 2)) µs" } ?? "-", ratio(cpu[1], cpu[2]),
+            ])
+        }
+        var text = "kvod --busy-poll (the loop polls without blocking for a while after each read; off by default):\n"
+        text += "notifications/s, p99 and server CPU per notification, median per cell\n"
+        text += Format.table(
+            ["M", "P×D", "kvod", "kvod --busy-poll", "Redis PUBLISH", "busy-poll/PUBLISH", "per alternation",
+                "p99 busy-poll/PUBLISH", "CPU per notification", "CPU busy-poll/PUBLISH"],
+            rows, markdown: markdown)
+        return text
+    }
+
     /// The lowest and highest ratio of notifications/s of the `numerator` target's runs of one cell to the
     /// `denominator` target's, paired in the order they ran (compare.sh runs each target once per alternation);
     /// "-" with fewer than two pairs.
