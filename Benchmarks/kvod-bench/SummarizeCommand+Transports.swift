@@ -13,13 +13,6 @@ extension Summarize {
         func median(_ cell: FanoutCell, _ transport: String, _ value: (FanoutRecord) -> Double?) -> Double? {
             Self.median(kvodRuns.filter { $0.cell == cell && $0.transport == transport }.compactMap(value))
         }
-        func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
-            guard let numerator, let denominator, denominator > 0 else { return "-" }
-            return Format.ratio(numerator / denominator)
-        }
-        func rate(_ value: Double?) -> String { value.map { Format.rate($0) } ?? "-" }
-        func latency(_ value: Double?) -> String { value.map { Format.latency(UInt64($0 * 1000)) } ?? "-" }
-        func cost(_ value: Double?) -> String { value.map { "\(Format.fixed($0, 2)) µs" } ?? "-" }
 
         var rows: [[String]] = []
         for cell in cells {
@@ -31,9 +24,9 @@ extension Summarize {
                 kvodRuns.filter { $0.cell == cell && $0.transport == transport }.count
             }
             rows.append([
-                "\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)", rate(rates[0]), rate(rates[1]),
-                ratio(rates[1], rates[0]), latency(p99s[0]), latency(p99s[1]), ratio(p99s[1], p99s[0]),
-                cost(costs[0]), cost(costs[1]), ratio(costs[1], costs[0]),
+                "\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)", Self.rate(rates[0]),
+                Self.rate(rates[1]), Self.ratio(rates[1], rates[0]), Self.latency(p99s[0]), Self.latency(p99s[1]),
+                Self.ratio(p99s[1], p99s[0]), Self.cost(costs[0]), Self.cost(costs[1]), Self.ratio(costs[1], costs[0]),
                 counts.map(String.init).joined(separator: "/"),
             ])
         }

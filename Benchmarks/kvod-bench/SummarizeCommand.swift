@@ -65,16 +65,8 @@ struct Summarize: ParsableCommand {
         let targets = ["kvod", "redis-publish", "redis-set"]
 
         func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double?) -> Double? {
-            Self.median(runs.filter { $0.cell == cell && $0.target == target }.compactMap(value))
+            Self.median(of: runs, cell, target, value)
         }
-        func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
-            guard let numerator, let denominator, denominator > 0 else { return "-" }
-            return Format.ratio(numerator / denominator)
-        }
-        func rate(_ value: Double?) -> String { value.map { Format.rate($0) } ?? "-" }
-        func latency(_ value: Double?) -> String { value.map { Format.latency(UInt64($0 * 1000)) } ?? "-" }
-
-        func cost(_ value: Double?) -> String { value.map { "\(Format.fixed($0, 2)) µs" } ?? "-" }
 
         var throughput: [[String]] = []
         var latencies: [[String]] = []
@@ -86,18 +78,21 @@ struct Summarize: ParsableCommand {
             let p99s = targets.map { median(cell, $0) { $0.p99Microseconds } }
             throughput.append(
                 label + [
-                    rate(rates[0]), rate(rates[1]), ratio(rates[0], rates[1]),
-                    Self.pairedRange(runs.filter { $0.cell == cell }, "kvod", "redis-publish"), rate(rates[2]),
-                    ratio(rates[0], rates[2]), count.map(String.init).joined(separator: "/"),
+                    Self.rate(rates[0]), Self.rate(rates[1]), Self.ratio(rates[0], rates[1]),
+                    Self.pairedRange(runs.filter { $0.cell == cell }, "kvod", "redis-publish"), Self.rate(rates[2]),
+                    Self.ratio(rates[0], rates[2]), count.map(String.init).joined(separator: "/"),
                 ])
             latencies.append(
                 label + [
-                    latency(p99s[0]), latency(p99s[1]), ratio(p99s[0], p99s[1]), latency(p99s[2]),
-                    ratio(p99s[0], p99s[2]),
+                    Self.latency(p99s[0]), Self.latency(p99s[1]), Self.ratio(p99s[0], p99s[1]),
+                    Self.latency(p99s[2]), Self.ratio(p99s[0], p99s[2]),
                 ])
             let cpu = targets.map { median(cell, $0) { $0.serverMicrosecondsPerNotification } }
             costs.append(
-                label + [cost(cpu[0]), cost(cpu[1]), ratio(cpu[0], cpu[1]), cost(cpu[2]), ratio(cpu[0], cpu[2])])
+                label + [
+                    Self.cost(cpu[0]), Self.cost(cpu[1]), Self.ratio(cpu[0], cpu[1]), Self.cost(cpu[2]),
+                    Self.ratio(cpu[0], cpu[2]),
+                ])
         }
         var text = "notifications/s, median per cell (ratio > 1: kvod delivers more)\n"
         text += Format.table(
@@ -134,11 +129,7 @@ extension Summarize {
     /// PUBLISH with its range per alternation, p99 and server CPU per notification.
     static func busyPollReport(_ runs: [FanoutRecord], cells: [FanoutCell], markdown: Bool) -> String {
         func median(_ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double?) -> Double? {
-            Self.median(runs.filter { $0.cell == cell && $0.target == target }.compactMap(value))
-        }
-        func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
-            guard let numerator, let denominator, denominator > 0 else { return "-" }
-            return Format.ratio(numerator / denominator)
+            Self.median(of: runs, cell, target, value)
         }
         var rows: [[String]] = []
         for cell in cells {
@@ -148,10 +139,9 @@ extension Summarize {
             let cpu = targets.map { median(cell, $0) { $0.serverMicrosecondsPerNotification } }
             rows.append([
                 "\(cell.subscribers)", "\(cell.publishers)×\(cell.pipeline)",
-                rates[0].map { Format.rate($0) } ?? "-", rates[1].map { Format.rate($0) } ?? "-",
-                rates[2].map { Format.rate($0) } ?? "-", ratio(rates[1], rates[2]),
+                Self.rate(rates[0]), Self.rate(rates[1]), Self.rate(rates[2]), Self.ratio(rates[1], rates[2]),
                 Self.pairedRange(runs.filter { $0.cell == cell }, Self.busyPollSeries, "redis-publish"),
-                ratio(p99s[1], p99s[2]), cpu[1].map { "\(Format.fixed($0, 2)) µs" } ?? "-", ratio(cpu[1], cpu[2]),
+                Self.ratio(p99s[1], p99s[2]), Self.cost(cpu[1]), Self.ratio(cpu[1], cpu[2]),
             ])
         }
         var text = "kvod --busy-poll (the loop polls without blocking for a while after each read; off by default):\n"
@@ -173,6 +163,28 @@ extension Summarize {
         guard ratios.count >= 2, let lowest = ratios.min(), let highest = ratios.max() else { return "-" }
         return "\(Format.fixed(lowest, 2))–\(Format.ratio(highest))"
     }
+
+    /// The median of `value` over the runs of `target` in `cell`, or nil when there are none.
+    static func median(
+        of runs: [FanoutRecord], _ cell: FanoutCell, _ target: String, _ value: (FanoutRecord) -> Double?
+    ) -> Double? {
+        Self.median(runs.filter { $0.cell == cell && $0.target == target }.compactMap(value))
+    }
+
+    /// `numerator / denominator` as a ratio ("1.18×"), or "-" when either is missing or the denominator is 0.
+    static func ratio(_ numerator: Double?, _ denominator: Double?) -> String {
+        guard let numerator, let denominator, denominator > 0 else { return "-" }
+        return Format.ratio(numerator / denominator)
+    }
+
+    /// A rate ("1.2M"), or "-".
+    static func rate(_ value: Double?) -> String { value.map { Format.rate($0) } ?? "-" }
+
+    /// A latency in µs as Format prints one ("1.81 ms"), or "-".
+    static func latency(_ value: Double?) -> String { value.map { Format.latency(UInt64($0 * 1000)) } ?? "-" }
+
+    /// A CPU time per notification in µs ("0.62 µs"), or "-".
+    static func cost(_ value: Double?) -> String { value.map { "\(Format.fixed($0, 2)) µs" } ?? "-" }
 
     /// The median of `values`, or nil when there are none.
     static func median(_ values: [Double]) -> Double? {
