@@ -34,7 +34,7 @@ public final class BusyPoll: LoopHandleOwner {
         let handle = try openHandle(uv_idle_t(), on: loop, "uv_idle_init") { uv_idle_init($0, $1) }
         self.loop = loop
         self.handle = handle
-        self.window = microseconds * 1_000
+        self.window = microseconds > UInt64.max / 1_000 ? UInt64.max : microseconds * 1_000
         retainThroughData(handle, owner: self)
         uv_unref(asHandle(handle))
         loop.busyPoll = self
