@@ -32,9 +32,7 @@ public final class EventLoop {
     private var isLoopClosed = false
     /// The clock as last read before shutdown; `uv_now` must not touch a closed loop.
     private var clockAtShutdown: UInt64 = 0
-    /// Reads that delivered bytes on any stream of this loop (wrapping); a `BusyPoll` compares it turn by turn.
-    @exclusivity(unchecked) var readCount: UInt64 = 0
-    /// The loop's busy poll, while one is open (`BusyPoll`; it clears this when it closes).
+    /// The loop's busy poll, while one is open (`BusyPoll`; it clears this when it closes): told of every read.
     @exclusivity(unchecked) var busyPoll: BusyPoll?
     /// The thread the loop was made on, the main actor's: every callback must arrive on it (`enterLoop`).
     nonisolated let thread: pthread_t
@@ -82,11 +80,10 @@ public final class EventLoop {
         if self.isShutDown { throw UVError.closed(call) }
     }
 
-    /// Counts a read that delivered bytes, and starts the busy poll if there is one and it stopped.
+    /// Tells the busy poll, if there is one, of a read that delivered bytes.
     @inline(__always)
     func noteRead() {
-        self.readCount &+= 1
-        if let poll = self.busyPoll, !poll.isSpinning { poll.start() }
+        self.busyPoll?.didRead()
     }
 
     // MARK: - Running
