@@ -32,18 +32,36 @@ public enum BinarySnapshotCodec {
     public static func encode(_ snapshot: GraphSnapshot) -> [UInt8] {
         var classes: [String: Int] = [:]
         var classNames: [String] = []
-        var keys: [String: Int] = [:]
+        // Objects mostly share their key names, so the widest object's count is a good guess of how many distinct
+        // names there are (an open root holding a key per object is the widest): the table seldom grows while it fills.
+        let widest = snapshot.objects.reduce(0) { max($0, $1.keys.count) } + 16
+        var keys: [String: Int] = Dictionary(minimumCapacity: widest)
         var keyNames: [String] = []
+        keyNames.reserveCapacity(widest)
         var body = Writer()
         body.bytes.reserveCapacity(snapshot.objects.count * 48)
+        // Objects of one class mostly come one after another with the same names: comparing them with the last
+        // object's (a word or two per short name) spares hashing each of them again.
+        var lastClass = ""
+        var lastClassIndex = -1
+        var lastKeys: [String] = []
+        var lastKeyIndexes: [Int] = []
         body.varint(UInt64(snapshot.objects.count))
         for object in snapshot.objects {
             body.varint(UInt64(object.id))
-            body.varint(UInt64(Self.index(of: object.className, in: &classes, names: &classNames)))
+            if lastClassIndex < 0 || object.className != lastClass {
+                lastClass = object.className
+                lastClassIndex = Self.index(of: object.className, in: &classes, names: &classNames)
+            }
+            body.varint(UInt64(lastClassIndex))
             body.varint(UInt64(object.keys.count))
-            for (index, (key, value)) in zip(object.keys, object.values).enumerated() {
-                body.varint(UInt64(Self.index(of: key, in: &keys, names: &keyNames)))
-                body.value(value)
+            if object.keys != lastKeys {
+                lastKeys = object.keys
+                lastKeyIndexes = object.keys.map { Self.index(of: $0, in: &keys, names: &keyNames) }
+            }
+            for index in object.keys.indices {
+                body.varint(UInt64(lastKeyIndexes[index]))
+                body.value(object.values[index])
                 body.varint(object.modSeqs?[index] ?? snapshot.seq)
             }
         }
@@ -68,12 +86,17 @@ public enum BinarySnapshotCodec {
         return file.bytes
     }
 
+    /// The index of `name` in `names`, appended when new: one hash of the name either way.
     private static func index(of name: String, in table: inout [String: Int], names: inout [String]) -> Int {
-        if let index = table[name] { return index }
-        table[name] = names.count
-        names.append(name)
-        return names.count - 1
+        let next = names.count
+        let index = Self.entry(&table[name, default: next])
+        if index == next { names.append(name) }
+        return index
     }
+
+    /// Reads an entry through the dictionary's in-place accessor, which inserts the default when the key is missing.
+    @inline(__always)
+    private static func entry(_ value: inout Int) -> Int { value }
 
     private struct Writer {
         var bytes: [UInt8] = []
