@@ -182,7 +182,7 @@ public final class Durability: MutationLog {
             process = try SnapshotProcess.start(
                 files: self.directory.snapshotPlan(at: seq), seq: seq, cpus: self.snapshotCPUs
             ) {
-                BinarySnapshotCodec.encode(graph.makeSnapshot())
+                BinarySnapshotCodec.encodeParts(graph.makeSnapshot())
             }
         } catch {
             self.logger.warning("cannot start a snapshot", metadata: ["error": "\(error)"])

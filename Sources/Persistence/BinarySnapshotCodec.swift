@@ -30,6 +30,17 @@ public enum BinarySnapshotCodec {
 
     /// The snapshot as bytes.
     public static func encode(_ snapshot: GraphSnapshot) -> [UInt8] {
+        let parts = Self.encodeParts(snapshot)
+        var file: [UInt8] = []
+        file.reserveCapacity(parts.reduce(0) { $0 + $1.count })
+        for part in parts { file.append(contentsOf: part) }
+        return file
+    }
+
+    /// The snapshot as parts whose concatenation is the file (the header with the names, the objects, the checksum),
+    /// for a writer that writes them one after another: the objects' bytes, nearly all of a snapshot, are never
+    /// copied into a second buffer (a page of fresh memory costs more than its bytes' encoding).
+    public static func encodeParts(_ snapshot: GraphSnapshot) -> [[UInt8]] {
         var classes: [String: Int] = [:]
         var classNames: [String] = []
         // Objects mostly share their key names, so the widest object's count is a good guess of how many distinct
@@ -39,7 +50,10 @@ public enum BinarySnapshotCodec {
         var keyNames: [String] = []
         keyNames.reserveCapacity(widest)
         var body = Writer()
-        body.bytes.reserveCapacity(snapshot.objects.count * 48)
+        // Room for what the objects usually take (a few bytes an object, a short name's index, a small value and a
+        // modSeq a key); pages reserved and not written cost nothing, a buffer that grows copies itself.
+        let keyCount = snapshot.objects.reduce(0) { $0 + $1.keys.count }
+        body.bytes.reserveCapacity(snapshot.objects.count * 8 + keyCount * 24 + 64)
         // Objects of one class mostly come one after another with the same names: comparing them with the last
         // object's (a word or two per short name) spares hashing each of them again.
         var lastClass = ""
@@ -71,19 +85,22 @@ public enum BinarySnapshotCodec {
             body.varint(UInt64(Self.index(of: deadline.key, in: &keys, names: &keyNames)))
             body.varint(deadline.expiresAt)
         }
-        var file = Writer()
-        file.bytes.reserveCapacity(body.bytes.count + 64 + (classNames.count + keyNames.count) * 16)
-        file.bytes.append(contentsOf: Self.magic)
-        file.fixed(UInt64(Self.version), bytes: 4)
-        file.fixed(snapshot.seq, bytes: 8)
-        file.fixed(UInt64(snapshot.nextObjectID), bytes: 8)
+        var head = Writer()
+        head.bytes.reserveCapacity(64 + (classNames.count + keyNames.count) * 16)
+        head.bytes.append(contentsOf: Self.magic)
+        head.fixed(UInt64(Self.version), bytes: 4)
+        head.fixed(snapshot.seq, bytes: 8)
+        head.fixed(UInt64(snapshot.nextObjectID), bytes: 8)
         for names in [classNames, keyNames] {
-            file.varint(UInt64(names.count))
-            for name in names { file.string(name) }
+            head.varint(UInt64(names.count))
+            for name in names { head.string(name) }
         }
-        file.bytes.append(contentsOf: body.bytes)
-        file.fixed(UInt64(file.bytes.withUnsafeBytes(CRC32.checksum)), bytes: 4)
-        return file.bytes
+        let checksum = body.bytes.withUnsafeBytes { body in
+            head.bytes.withUnsafeBytes { CRC32.checksum(body, continuing: CRC32.checksum($0)) }
+        }
+        var trailer = Writer()
+        trailer.fixed(UInt64(checksum), bytes: 4)
+        return [head.bytes, body.bytes, trailer.bytes]
     }
 
     /// The index of `name` in `names`, appended when new: one hash of the name either way.

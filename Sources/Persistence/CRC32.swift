@@ -17,7 +17,12 @@ public enum CRC32 {
 
     /// The checksum of the bytes in `buffer` (the fast path for large buffers such as snapshots: no bounds checks).
     public static func checksum(_ buffer: UnsafeRawBufferPointer) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
+        Self.checksum(buffer, continuing: 0)
+    }
+
+    /// The checksum of the bytes `previous` covered followed by those in `buffer` (as zlib's `crc32(previous, …)`).
+    public static func checksum(_ buffer: UnsafeRawBufferPointer, continuing previous: UInt32) -> UInt32 {
+        var crc: UInt32 = previous ^ 0xFFFF_FFFF
         Self.table.withUnsafeBufferPointer { table in
             for byte in buffer { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
         }

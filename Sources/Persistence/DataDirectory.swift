@@ -225,7 +225,7 @@ public final class DataDirectory {
         try self.carry(carrying)
         try self.journal.sync()
         try Files.replaceAtomically(
-            self.path + "/" + Self.snapshotFile, with: BinarySnapshotCodec.encode(snapshot), directory: self.path)
+            self.path + "/" + Self.snapshotFile, with: BinarySnapshotCodec.encodeParts(snapshot), directory: self.path)
         try self.journal.reset()
         try self.carry(carrying)
         self.removeCovered(upTo: snapshot.seq)
@@ -239,7 +239,7 @@ public final class DataDirectory {
         for segment in self.segments { unlink(Self.segmentPath(self.path, segment)) }
         self.segments.removeAll()
         try Files.syncDirectory(self.path)
-        try Files.replaceAtomically(self.path + "/" + Self.snapshotFile, with: bytes, directory: self.path)
+        try Files.replaceAtomically(self.path + "/" + Self.snapshotFile, with: [bytes], directory: self.path)
         unlink(self.path + "/" + Self.legacySnapshotFile)
     }
 

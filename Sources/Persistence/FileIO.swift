@@ -113,12 +113,13 @@ enum Files {
         return names
     }
 
-    /// Replaces `path` atomically: writes a temporary file, fsyncs it, renames it over `path`, fsyncs the directory.
-    static func replaceAtomically(_ path: String, with bytes: [UInt8], directory: String) throws(PersistenceError) {
+    /// Replaces `path` atomically: writes `parts` one after another to a temporary file, fsyncs it, renames it over
+    /// `path`, fsyncs the directory.
+    static func replaceAtomically(_ path: String, with parts: [[UInt8]], directory: String) throws(PersistenceError) {
         let temporary = path + ".tmp"
         do {
             let file = try FileHandle(path: temporary, flags: O_WRONLY | O_CREAT | O_TRUNC)
-            try file.writeAll(bytes)
+            for bytes in parts { try file.writeAll(bytes) }
             try file.sync()
         }
         guard rename(temporary, path) == 0 else { throw PersistenceError.posix("rename", temporary) }

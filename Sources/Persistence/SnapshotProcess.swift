@@ -66,15 +66,15 @@ public struct SnapshotProcess: Sendable {
     ]
     static let journalFailure: Int32 = 5
 
-    /// Forks a child that makes `files.rolled` durable, writes `encode()`'s bytes, puts them in place as
+    /// Forks a child that makes `files.rolled` durable, writes `encode()`'s parts one after another, puts them in place as
     /// `files.target`, deletes `files.covered` and exits.
     /// - Parameters:
     ///   - cpus: the CPUs the child may run on (`--snapshot-cpus`, as Redis's `bgsave_cpulist`); empty: those of
     ///     kvod. A list the kernel refuses (a CPU outside the container's set) leaves the child where kvod runs.
-    ///   - encode: runs in the child only, on its frozen copy of memory.
+    ///   - encode: runs in the child only, on its frozen copy of memory; the file is its parts in order.
     /// - Throws: when fork fails (the caller retries later).
     public static func start(
-        files: Plan, seq: UInt64, cpus: [Int] = [], encode: () -> [UInt8]
+        files: Plan, seq: UInt64, cpus: [Int] = [], encode: () -> [[UInt8]]
     ) throws(PersistenceError) -> SnapshotProcess {
         let parent = getpid()
         let pid = fork()
@@ -93,7 +93,7 @@ public struct SnapshotProcess: Sendable {
 
     /// The child's whole life: never returns.
     private static func runChild(
-        files: Plan, temporaryPath: String, parent: pid_t, cpus: [Int], encode: () -> [UInt8]
+        files: Plan, temporaryPath: String, parent: pid_t, cpus: [Int], encode: () -> [[UInt8]]
     ) -> Never {
         Self.dieWithParent()
         if getppid() != parent { _exit(7) }
@@ -102,17 +102,19 @@ public struct SnapshotProcess: Sendable {
         for path in files.rolled + [files.directory] where !Self.syncPath(path) { _exit(Self.journalFailure) }
         // The loop has the CPU first: on a busy machine the snapshot takes longer, the clients do not wait.
         _ = nice(19)
-        let bytes = encode()
+        let parts = encode()
         let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         if descriptor < 0 { _exit(1) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in write(descriptor, raw.baseAddress! + written, raw.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                Self.abandon(temporaryPath, status: 2)
+        for bytes in parts {
+            var written = 0
+            while written < bytes.count {
+                let count = bytes.withUnsafeBytes { raw in write(descriptor, raw.baseAddress! + written, raw.count - written) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    Self.abandon(temporaryPath, status: 2)
+                }
+                written += count
             }
-            written += count
         }
         if fsync(descriptor) != 0 { Self.abandon(temporaryPath, status: 3) }
         close(descriptor)

@@ -13,6 +13,12 @@ struct JournalTests {
 
     @Test func crcMatchesTheKnownCheckValue() {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        // Continued over a split, as a snapshot's head and body are checked.
+        let (head, body) = (Array("1234".utf8), Array("56789".utf8))
+        let continued = body.withUnsafeBytes { body in
+            head.withUnsafeBytes { CRC32.checksum(body, continuing: CRC32.checksum($0)) }
+        }
+        #expect(continued == 0xCBF4_3926)
     }
 
     @Test func recordsRoundTripAcrossReopen() throws {

@@ -96,7 +96,7 @@ final class SnapshotShipper {
         let plan = SnapshotProcess.Plan(directory: self.directory, rolled: [], target: path, covered: [])
         do {
             process = try SnapshotProcess.start(files: plan, seq: seq, cpus: self.cpus) {
-                BinarySnapshotCodec.encode(graph.makeSnapshot()).withUnsafeBytes { Base64.encodedBytes($0) }
+                [BinarySnapshotCodec.encode(graph.makeSnapshot()).withUnsafeBytes { Base64.encodedBytes($0) }]
             }
         } catch {
             self.logger.warning(
