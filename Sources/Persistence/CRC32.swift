@@ -1,4 +1,5 @@
-// CRC-32 (IEEE 802.3, as zlib and PNG), to tell a torn or damaged journal record from a good one.
+// CRC-32 (IEEE 802.3, as zlib and PNG), to tell a torn or damaged journal record or snapshot from a good one. Large
+// buffers are read eight bytes a step through eight tables ("slicing-by-8"), a byte a step otherwise.
 
 /// CRC-32 checksums.
 public enum CRC32 {
@@ -7,6 +8,18 @@ public enum CRC32 {
         for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
         return value
     }
+
+    /// Slicing-by-8: table `k` (entries `256 * k ..< 256 * (k + 1)`) holds the CRC of a byte followed by `k` zero bytes.
+    private static let slices: [UInt32] = {
+        var slices = Self.table
+        for k in 1..<8 {
+            for index in 0..<256 {
+                let previous = slices[256 * (k - 1) + index]
+                slices.append((previous >> 8) ^ Self.table[Int(previous & 0xFF)])
+            }
+        }
+        return slices
+    }()
 
     /// The checksum of `bytes`.
     public static func checksum<Bytes: Sequence>(_ bytes: Bytes) -> UInt32 where Bytes.Element == UInt8 {
@@ -23,8 +36,25 @@ public enum CRC32 {
     /// The checksum of the bytes `previous` covered followed by those in `buffer` (as zlib's `crc32(previous, …)`).
     public static func checksum(_ buffer: UnsafeRawBufferPointer, continuing previous: UInt32) -> UInt32 {
         var crc: UInt32 = previous ^ 0xFFFF_FFFF
-        Self.table.withUnsafeBufferPointer { table in
-            for byte in buffer { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        var position = 0
+        Self.slices.withUnsafeBufferPointer { slices in
+            let table = slices.baseAddress.unsafelyUnwrapped  // 2,048 entries; every index below is < 2,048
+            if let base = buffer.baseAddress {
+                while buffer.count - position >= 8 {
+                    let low = crc ^ UInt32(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+                    let high = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
+                    crc =
+                        table[7 * 256 + Int(low & 0xFF)] ^ table[6 * 256 + Int((low >> 8) & 0xFF)]
+                        ^ table[5 * 256 + Int((low >> 16) & 0xFF)] ^ table[4 * 256 + Int(low >> 24)]
+                        ^ table[3 * 256 + Int(high & 0xFF)] ^ table[2 * 256 + Int((high >> 8) & 0xFF)]
+                        ^ table[256 + Int((high >> 16) & 0xFF)] ^ table[Int(high >> 24)]
+                    position += 8
+                }
+            }
+            while position < buffer.count {
+                crc = table[Int((crc ^ UInt32(buffer[position])) & 0xFF)] ^ (crc >> 8)
+                position += 1
+            }
         }
         return crc ^ 0xFFFF_FFFF
     }
