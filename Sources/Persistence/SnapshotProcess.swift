@@ -103,21 +103,13 @@ public struct SnapshotProcess: Sendable {
         // The loop has the CPU first: on a busy machine the snapshot takes longer, the clients do not wait.
         _ = nice(19)
         let parts = encode()
-        let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if descriptor < 0 { _exit(1) }
-        for bytes in parts {
-            var written = 0
-            while written < bytes.count {
-                let count = bytes.withUnsafeBytes { raw in write(descriptor, raw.baseAddress! + written, raw.count - written) }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    Self.abandon(temporaryPath, status: 2)
-                }
-                written += count
+        do {
+            guard let file = try? FileHandle(path: temporaryPath, flags: O_WRONLY | O_CREAT | O_TRUNC) else { _exit(1) }
+            for bytes in parts {
+                do { try file.writeAll(bytes) } catch { Self.abandon(temporaryPath, status: 2) }
             }
-        }
-        if fsync(descriptor) != 0 { Self.abandon(temporaryPath, status: 3) }
-        close(descriptor)
+            do { try file.sync() } catch { Self.abandon(temporaryPath, status: 3) }
+        }  // closed here
         if rename(temporaryPath, files.target) != 0 { Self.abandon(temporaryPath, status: 4) }
         // Until the directory is on disk a power cut may bring back the old snapshot: keep the segments till then.
         if !Self.syncPath(files.directory) { _exit(6) }
