@@ -1,5 +1,5 @@
-// CRC-32 (IEEE 802.3, as zlib and PNG), to tell a torn or damaged journal record or snapshot from a good one. Large
-// buffers are read eight bytes a step through eight tables ("slicing-by-8"), a byte a step otherwise.
+// CRC-32 (IEEE 802.3, as zlib and PNG), to tell a torn or damaged journal record or snapshot from a good one. Bytes in
+// memory are read eight a step through eight tables ("slicing-by-8"), the last few a byte a step.
 
 /// CRC-32 checksums.
 public enum CRC32 {
@@ -21,14 +21,18 @@ public enum CRC32 {
         return slices
     }()
 
-    /// The checksum of `bytes`.
+    /// The checksum of `bytes`: through `checksum(_:continuing:)` when they are contiguous (an array, a slice of one),
+    /// a byte a step otherwise.
     public static func checksum<Bytes: Sequence>(_ bytes: Bytes) -> UInt32 where Bytes.Element == UInt8 {
+        if let crc = bytes.withContiguousStorageIfAvailable({ Self.checksum(UnsafeRawBufferPointer($0), continuing: 0) }) {
+            return crc
+        }
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in bytes { crc = Self.table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
         return crc ^ 0xFFFF_FFFF
     }
 
-    /// The checksum of the bytes in `buffer` (the fast path for large buffers such as snapshots: no bounds checks).
+    /// The checksum of the bytes in `buffer`.
     public static func checksum(_ buffer: UnsafeRawBufferPointer) -> UInt32 {
         Self.checksum(buffer, continuing: 0)
     }
