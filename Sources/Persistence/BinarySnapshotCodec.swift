@@ -43,16 +43,19 @@ public enum BinarySnapshotCodec {
     public static func encodeParts(_ snapshot: GraphSnapshot) -> [[UInt8]] {
         var classes: [String: Int] = [:]
         var classNames: [String] = []
+        var (widest, keyCount) = (0, 0)
+        for object in snapshot.objects {
+            widest = max(widest, object.keys.count)
+            keyCount += object.keys.count
+        }
         // Objects mostly share their key names, so the widest object's count is a good guess of how many distinct
         // names there are (an open root holding a key per object is the widest): the table seldom grows while it fills.
-        let widest = snapshot.objects.reduce(0) { max($0, $1.keys.count) } + 16
-        var keys: [String: Int] = Dictionary(minimumCapacity: widest)
+        var keys: [String: Int] = Dictionary(minimumCapacity: widest + 16)
         var keyNames: [String] = []
-        keyNames.reserveCapacity(widest)
+        keyNames.reserveCapacity(widest + 16)
         var body = Writer()
         // Room for what the objects usually take (a few bytes an object, a short name's index, a small value and a
         // modSeq a key); pages reserved and not written cost nothing, a buffer that grows copies itself.
-        let keyCount = snapshot.objects.reduce(0) { $0 + $1.keys.count }
         body.bytes.reserveCapacity(snapshot.objects.count * 8 + keyCount * 24 + 64)
         // Objects of one class mostly come one after another with the same names: comparing them with the last
         // object's (a word or two per short name) spares hashing each of them again.
