@@ -8,7 +8,7 @@ internal import CLibUV
 
 /// Loop-owned. Polls without blocking for `window` nanoseconds after each read on the loop (`TCPStream` tells the
 /// loop, the loop tells this), then lets the loop block again. An active idle handle is what makes libuv poll with a
-/// zero timeout (`uv__backend_timeout`); its callback only compares the read count and looks at the clock.
+/// zero timeout (`uv__backend_timeout`); its callback only looks whether a read came and at the clock.
 ///
 /// The handle does not keep the loop alive (it is unreferenced). One per loop: the loop tells it of each read.
 @MainActor
@@ -20,10 +20,9 @@ public final class BusyPoll: LoopHandleOwner {
     public let window: UInt64
     /// Whether the idle handle is started (the loop polls without blocking).
     @exclusivity(unchecked) private(set) var isSpinning = false
-    /// Reads that delivered bytes on any stream of the loop (wrapping), and the count when the idle callback last
-    /// looked; `lastReadAt` is when it last saw the count change.
-    @exclusivity(unchecked) private var reads: UInt64 = 0
-    private var readsSeen: UInt64 = 0
+    /// Whether a read delivered bytes on any stream of the loop since the idle callback last looked; `lastReadAt` is
+    /// when it last saw one.
+    @exclusivity(unchecked) private var hasRead = false
     private var lastReadAt: UInt64 = 0
     private var isClosing = false
 
@@ -47,18 +46,18 @@ public final class BusyPoll: LoopHandleOwner {
         self.handle.deallocate()
     }
 
-    /// Called by the loop for each read that delivered bytes: counts it, and when the handle is stopped, polls
-    /// without blocking from now on.
+    /// Called by the loop for each read that delivered bytes: notes it, and when the handle is stopped, polls without
+    /// blocking from now on.
     @inline(__always)
     func didRead() {
-        self.reads &+= 1
+        self.hasRead = true
         if !self.isSpinning { self.start() }
     }
 
     private func start() {
         guard !self.isClosing else { return }
         self.isSpinning = true
-        self.readsSeen = self.reads
+        self.hasRead = false
         self.lastReadAt = uv_hrtime()
         uvAssert(uv_idle_start(self.handle, onIdle), "uv_idle_start")
     }
@@ -78,8 +77,8 @@ public final class BusyPoll: LoopHandleOwner {
     fileprivate func turn() {
         guard !self.isClosing else { return }
         let now = uv_hrtime()
-        if self.reads != self.readsSeen {
-            self.readsSeen = self.reads
+        if self.hasRead {
+            self.hasRead = false
             self.lastReadAt = now
         } else if now &- self.lastReadAt >= self.window {
             self.isSpinning = false
