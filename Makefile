@@ -27,8 +27,9 @@ release: deps
 run: release
 	.build/release/kvod --host $(HOST) --port $(PORT)
 
-## test: build everything with no warnings allowed in our code, then run every test suite (the last one, the web
-## inspector's in headless Chromium, installs chromium, chromium-driver and selenium when they are missing).
+## test: build everything with no warnings allowed in our code, then run every test suite, then every example of the
+## documentation and the help texts (docs/EXAMPLES.md); the last suite, the web inspector's in headless Chromium,
+## installs chromium, chromium-driver and selenium when they are missing.
 test:
 	@bash .ci/deps.sh --test
 	@bash .ci/fresh-build-dir.sh debug
@@ -37,6 +38,7 @@ test:
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
 	KVOD_BIN=.build/debug/kvod bash clients/python/run-tests.sh
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
+	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/examples/run.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
 ## cluster-test: a 3-member etcd and kvods on loopback: every Tests/cluster/*_test.py (roles and failover,

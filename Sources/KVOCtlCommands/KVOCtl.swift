@@ -28,17 +28,17 @@ struct KVOCtl: ParsableCommand {
             protocol (see Protocol/README.md).
 
             EXAMPLES:
-              kvoctl set person.name Alice        # not JSON, so stored as "Alice"
+              kvoctl set person.firstName Ada     # not JSON, so stored as "Ada"
               kvoctl set person.address '{"city":"Paris"}'
               kvoctl get person.address.city      # prints "Paris"
-              kvoctl watch person.address.city --old --new --count 1
-              kvoctl watch labColor.color --prior --old --new --format text
+              kvoctl watch person.address.city --initial --old --new --count 1
+              kvoctl watch labColor.color --prior --old --new --format text   # until Ctrl-C
               kvoctl insert department.employees '{"name":"Ada","salary":100}'
               kvoctl describe labColor
-              KVOD_TOKEN=s3cret kvoctl stats
-              printf 'get person.name\\nping\\n' | kvoctl -
-              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # on the leader
-              kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070
+              KVOD_TOKEN=s3cret kvoctl stats      # the token matters when kvod has --token-file
+              printf 'get person.firstName\\nping\\n' | kvoctl -
+              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # needs a cluster: sent to its leader
+              kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070   # needs a cluster
 
             CLUSTERS: --host (or --connect, or KVOD_HOST) may list several members, \
             HOST[:PORT],HOST[:PORT],... kvoctl connects to the first that answers. A mutation refused with 1012 "not the leader" is sent again to \

@@ -19,7 +19,8 @@ extension KVOCtl {
 
                 EXAMPLES:
                   kvoctl insert department.employees '{"name":"Ada","salary":100}'
-                  kvoctl insert list x y --index 0 --index 3
+                  kvoctl insert list x y                       # list is ["x","y"]
+                  kvoctl insert list a b --index 0 --index 3   # list is ["a","x","y","b"]
                   kvoctl insert department.tags urgent
                 """)
 
@@ -54,7 +55,9 @@ extension KVOCtl {
             abstract: "Remove elements (by --index) or set members (by --value) and print the result.",
             discussion: """
                 EXAMPLES:
-                  kvoctl remove department.employees --index 0 --index 2
+                  kvoctl insert department.employees '{"name":"Ada"}' '{"name":"Grace"}' '{"name":"Edsger"}'
+                  kvoctl remove department.employees --index 0 --index 2   # Grace is left
+                  kvoctl insert department.tags urgent
                   kvoctl remove department.tags --value urgent
                 """)
 
@@ -91,8 +94,9 @@ extension KVOCtl {
         static let configuration = CommandConfiguration(
             abstract: "Replace the elements at --index (one per value) and print the result.",
             discussion: """
-                EXAMPLE:
-                  kvoctl replace list --index 1 '"B"'
+                EXAMPLES:
+                  kvoctl insert list a b c
+                  kvoctl replace list --index 1 B    # list is ["a","B","c"]
                 """)
 
         @OptionGroup var connection: ConnectionOptions

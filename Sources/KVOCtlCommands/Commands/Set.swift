@@ -29,9 +29,11 @@ extension KVOCtl {
                 (with --ttl) or clears (without) the deadline. `kvoctl get --meta` shows it as `expires` (epoch ms).
 
                 EXAMPLES:
-                  kvoctl set person.name Alice
-                  kvoctl set person.address '{"city":"Paris","zip":"75001"}'
-                  kvoctl set --if-mod-seq 41 counter 8
+                  kvoctl set person.firstName Ada
+                  kvoctl set person.address '{"street":"10 Downing Street","city":"London"}'
+                  kvoctl set counter 7                   # prints {"seq":3}
+                  kvoctl set --if-mod-seq 3 counter 8    # only if nobody stored counter since seq 3
+                  kvoctl set --if-mod-seq 3 counter 9    # (exit 2): error 1011, counter changed at seq 4
                   kvoctl set --ttl 60 presence.ada.online true
                 """)
 
