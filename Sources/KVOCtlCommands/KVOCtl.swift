@@ -20,6 +20,9 @@ public enum KVOCtlEntry {
 
 /// The kvoctl command: a command-line client for kvod.
 struct KVOCtl: ParsableCommand {
+    /// kvoctl's version: kvod's (`KVODVersion.current`, which a test compares it with).
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "kvoctl",
         abstract: "Command-line client for kvod, the key-value-observing server.",
@@ -34,6 +37,7 @@ struct KVOCtl: ParsableCommand {
               kvoctl watch person.address.city --initial --old --new --count 1
               kvoctl watch labColor.color --prior --old --new --format text   # until Ctrl-C
               kvoctl insert department.employees '{"name":"Ada","salary":100}'
+              kvoctl ls department.employees --limit 10
               kvoctl describe labColor
               KVOD_TOKEN=s3cret kvoctl stats      # the token matters when kvod has --token-file
               printf 'get person.firstName\\nping\\n' | kvoctl -
@@ -46,14 +50,25 @@ struct KVOCtl: ParsableCommand {
             seconds (default 10). A watch given several addresses moves to another member when its connection \
             drops and resumes after the last seq it printed (the seqs are the same on every member).
 
+            OUTPUT: values print as JSON, indented and coloured on a terminal, one compact line when piped; \
+            --format json|pretty|text picks (text: a string without its quotes). NO_COLOR=1 turns the colours off, \
+            CLICOLOR_FORCE=1 on. Errors and notices (waiting for a leader) go to stderr.
+
+            SHELL COMPLETION:
+              source <(kvoctl --generate-completion-script bash)    # bash: this shell (add it to ~/.bashrc)
+              mkdir -p ~/.zfunc && kvoctl --generate-completion-script zsh > ~/.zfunc/_kvoctl   # fpath+=~/.zfunc
+              mkdir -p ~/.config/fish/completions && kvoctl --generate-completion-script fish > ~/.config/fish/completions/kvoctl.fish
+
             ENVIRONMENT:
               KVOD_HOST, KVOD_PORT   defaults for --host (one address or a list) and --port
               KVOD_TOKEN             the token to present in hello (default for --token)
+              NO_COLOR               no colours on a terminal (CLICOLOR_FORCE=1: colours even when piped)
 
             \(KVOCtlExitCode.helpText)
             """,
+        version: KVOCtl.version,
         subcommands: [
-            Get.self, Set.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
+            Get.self, Set.self, List.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
             Describe.self, Observers.self, Stats.self, Ping.self, Hello.self, Cluster.self, Script.self,
         ]
     )

@@ -112,12 +112,12 @@ def squeeze(text):
 
 
 def help_examples(binary, arguments):
-    """The EXAMPLE(S) section of a help text, as one sh block (lines are indented by two spaces)."""
+    """The EXAMPLE(S) and SHELL COMPLETION sections of a help text, as one sh block (lines indented by two spaces)."""
     environment = dict(os.environ, COLUMNS="1000")
     text = subprocess.run([str(binary), *arguments], capture_output=True, text=True, env=environment,
                           timeout=COMMAND_SECONDS).stdout
-    match = re.search(r"^EXAMPLES?:\n((?:  .*\n)+)", text, re.M)
-    return "".join(line[2:] + "\n" for line in match.group(1).splitlines()) if match else None
+    sections = re.findall(r"^(?:EXAMPLES?|SHELL COMPLETION):\n((?:  .*\n)+)", text, re.M)
+    return "".join(line[2:] + "\n" for section in sections for line in section.splitlines()) or None
 
 
 def cli_examples():
@@ -256,7 +256,7 @@ def run_shell_block(example, workdir):
     server = Kvod()
     ports["7070"] = server.port
     environment = dict(os.environ, KVOD_PORT=str(server.port), PATH=f"{workdir / 'bin'}:{os.environ['PATH']}",
-                       NO_COLOR="1")
+                       NO_COLOR="1", HOME=str(workdir))
     environment.pop("KVOD_HOST", None)
     environment.pop("KVOD_TOKEN", None)
     background = []

@@ -26,6 +26,8 @@ extension KVOCtl {
 
         @OptionGroup var connection: ConnectionOptions
 
+        @OptionGroup var output: ValueOptions
+
         @Option(name: .customLong("index"), help: "Where a value goes (repeat once per value).")
         var indexes: [Int] = []
 
@@ -45,7 +47,7 @@ extension KVOCtl {
         func run() throws {
             var params: JSONObject = ["path": .string(self.path), "values": .array(self.values.map(parseJSONOrString))]
             if !self.indexes.isEmpty { params["indexes"] = .array(self.indexes.map { .int(Int64($0)) }) }
-            try Output.line(JSONWriter.encodeString(try self.connection.call("insert", .object(params))))
+            try self.output.print(try self.connection.call("insert", .object(params)))
         }
     }
 
@@ -62,6 +64,8 @@ extension KVOCtl {
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Option(name: .customLong("index"), help: "An index to remove (repeatable).")
         var indexes: [Int] = []
@@ -85,7 +89,7 @@ extension KVOCtl {
             } else {
                 params["indexes"] = .array(self.indexes.map { .int(Int64($0)) })
             }
-            try Output.line(JSONWriter.encodeString(try self.connection.call("remove", .object(params))))
+            try self.output.print(try self.connection.call("remove", .object(params)))
         }
     }
 
@@ -100,6 +104,8 @@ extension KVOCtl {
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Option(name: .customLong("index"), help: "An index to replace (one per value).")
         var indexes: [Int] = []
@@ -121,7 +127,7 @@ extension KVOCtl {
                 "path": .string(self.path), "indexes": .array(self.indexes.map { .int(Int64($0)) }),
                 "values": .array(self.values.map(parseJSONOrString)),
             ]
-            try Output.line(JSONWriter.encodeString(try self.connection.call("replace", .object(params))))
+            try self.output.print(try self.connection.call("replace", .object(params)))
         }
     }
 
@@ -139,6 +145,8 @@ extension KVOCtl {
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Argument(help: "A file holding the ops, or - for stdin.")
         var file: String
@@ -177,7 +185,7 @@ extension KVOCtl {
                 Output.error("\(self.file): a transaction is a JSON array of {\"method\", \"params\"} ops")
                 throw KVOCtlExitCode.usage
             }
-            try Output.line(JSONWriter.encodeString(try self.connection.call("transaction", .object(["ops": ops]))))
+            try self.output.print(try self.connection.call("transaction", .object(["ops": ops])))
         }
     }
 }

@@ -11,7 +11,7 @@ extension KVOCtl {
             abstract: "Store a value at a key path and print the result, e.g. {\"seq\":12}.",
             usage: """
                 kvoctl set [--host <host>] [--port <port>] [--timeout <seconds>] [--string] \
-                [--if-mod-seq <seq> | --if-value <json> | --if-absent] [--ttl <seconds>] <path> <value>
+                [--if-mod-seq <seq> | --if-value <json> | --if-absent] [--ttl <seconds>] [--format <format>] <path> <value>
                 """,
             discussion: """
                 VALUE is parsed as JSON; when it is not valid JSON it is stored as a string, so `kvoctl set name \
@@ -54,6 +54,8 @@ extension KVOCtl {
 
         @Option(help: ArgumentHelp("Set the key to null after this many seconds (up to a year).", valueName: "seconds"))
         var ttl: Double?
+
+        @OptionGroup var output: ValueOptions
 
         @Argument(help: "The key path, e.g. person.address.city.")
         var path: String
@@ -105,7 +107,7 @@ extension KVOCtl {
             } catch {
                 throw client.report(error)
             }
-            try Output.line(JSONWriter.encodeString(result))
+            try self.output.print(result)
         }
     }
 }

@@ -47,7 +47,10 @@ extension KVOCtl {
         @Option(help: "Exit 0 after printing this many notifications.")
         var count: Int?
 
-        @Option(help: "json (one params object per line, the default) or text (one readable line per notification).")
+        @Option(
+            help: ArgumentHelp(
+                "json (one params object per line, the default; coloured on a terminal), text (one readable line "
+                    + "per notification) or pretty (indented JSON)."))
         var format: OutputFormat = .json
 
         @Option(help: ArgumentHelp(
@@ -145,9 +148,11 @@ extension KVOCtl {
                     resumeSeq = seq
                     ResumeHint.update(seq: seq)
                 }
-                try Output.line(
-                    self.format == .json
-                        ? JSONWriter.encodeString(notification.params) : Self.text(notification.params))
+                if self.format == .text {
+                    try Output.line(Self.text(notification.params))
+                } else {
+                    try self.format.printJSON(notification.params)
+                }
                 printed += 1
             }
         }
