@@ -7,7 +7,7 @@ PORT ?= 7070
 FUZZ_SECONDS ?= 60
 SANITIZERS ?= asan tsan valgrind
 
-.PHONY: deps build release run test cluster-test bench lint-docker container-test fuzz sanitizers clean
+.PHONY: deps build release run test dist cluster-test bench lint-docker container-test fuzz sanitizers clean
 
 deps:
 	@bash .ci/deps.sh
@@ -41,6 +41,11 @@ test:
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/examples/run.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
 
+## dist: the release tarball that runs on Debian 12 without a toolchain or libuv (the Swift runtime and libuv linked
+## statically): dist/kvod-VERSION-linux-ARCH.tar.gz (.ci/dist.sh; about 2.5 minutes the first time).
+dist:
+	bash .ci/dist.sh
+
 ## cluster-test: a 3-member etcd and kvods on loopback: every Tests/cluster/*_test.py (roles and failover,
 ## --sync-replicas 1 under kills, stops and an etcd member down, the clients following the leader, snapshot
 ## bootstrap and metrics; docs/SCALING.md#tests; installs etcd-server when missing; each file bounded at 240 s).
@@ -61,7 +66,8 @@ bench: deps
 lint-docker:
 	bash .ci/lint-dockerfile.sh
 
-## container-test: build the image with podman, run it, restart it on its volume, check the data.
+## container-test: build the image with podman, run it, restart it on its volume, check the data; then run the
+## tarball (make dist) on a bare Debian 12.
 container-test:
 	bash .ci/container-test.sh --install
 
