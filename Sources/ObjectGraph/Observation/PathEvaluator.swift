@@ -54,13 +54,13 @@ extension Graph {
                     return .null
                 }
                 // `@sum.self`: the elements themselves (KVC's `self`, as on any NSObject).
-                let values: [Value]
+                let values: ValueList
                 if rest.first == "self" {
                     values = elements
                 } else {
                     if let strict { try self.checkElementKey(rest.first!, of: elementType, path: strict, keyIndex: index + 1) }
-                    values = try self.evaluateEach(
-                        elements, rest, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors)
+                    values = ValueList(try self.evaluateEach(
+                        elements, rest, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors))
                 }
                 if let strict, op == .sum || op == .avg, let odd = values.first(where: { !$0.isNull && $0.numericValue == nil }) {
                     throw GraphError.typeMismatch(
@@ -127,7 +127,7 @@ extension Graph {
 
     /// `keys` evaluated from each element of a collection.
     private func evaluateEach(
-        _ elements: [Value], _ keys: ArraySlice<String>, collector: TriggerCollector?, strict: KeyPath?,
+        _ elements: ValueList, _ keys: ArraySlice<String>, collector: TriggerCollector?, strict: KeyPath?,
         scalarsAreErrors: Bool
     ) throws(GraphError) -> [Value] {
         var values: [Value] = []
