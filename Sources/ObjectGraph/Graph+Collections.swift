@@ -318,21 +318,29 @@ extension Graph {
         guard indexes.count == values.count else {
             throw GraphError.invalidArgument(path: path, reason: "\(indexes.count) indexes for \(values.count) values")
         }
-        let pairs = zip(indexes, values).map { (index: $0, value: $1) }.sorted { $0.index < $1.index }
-        for (previous, next) in zip(pairs, pairs.dropFirst()) where previous.index == next.index {
-            throw GraphError.invalidArgument(path: path, reason: "index \(next.index) appears twice")
+        var pairs: [(index: Int, value: Value)] = []
+        pairs.reserveCapacity(indexes.count)
+        for index in indexes.indices { pairs.append((indexes[index], values[index])) }
+        if !Self.isAscending(indexes) { pairs.sort { $0.index < $1.index } }
+        for position in pairs.indices.dropFirst() where pairs[position - 1].index == pairs[position].index {
+            throw GraphError.invalidArgument(path: path, reason: "index \(pairs[position].index) appears twice")
         }
-        if let negative = pairs.first(where: { $0.index < 0 }) {
-            throw GraphError.indexOutOfRange(path: path, index: negative.index, count: 0)
+        if let first = pairs.first, first.index < 0 {
+            throw GraphError.indexOutOfRange(path: path, index: first.index, count: 0)
         }
         return pairs
     }
 
+    private static func isAscending(_ indexes: [Int]) -> Bool {
+        for position in indexes.indices.dropFirst() where indexes[position - 1] > indexes[position] { return false }
+        return true
+    }
+
     /// Sorted, distinct indexes that all exist in a collection of `count`.
     private static func checkedIndexes(_ indexes: [Int], count: Int, _ path: String) throws(GraphError) -> [Int] {
-        let sorted = indexes.sorted()
-        for (previous, next) in zip(sorted, sorted.dropFirst()) where previous == next {
-            throw GraphError.invalidArgument(path: path, reason: "index \(next) appears twice")
+        let sorted = Self.isAscending(indexes) ? indexes : indexes.sorted()
+        for position in sorted.indices.dropFirst() where sorted[position - 1] == sorted[position] {
+            throw GraphError.invalidArgument(path: path, reason: "index \(sorted[position]) appears twice")
         }
         if let bad = sorted.first(where: { $0 < 0 || $0 >= count }) {
             throw GraphError.indexOutOfRange(path: path, index: bad, count: count)

@@ -230,11 +230,16 @@ public struct ValueList: @unchecked Sendable {
 extension ValueList {
     /// A node of the tree: a leaf holds elements, an interior node its children and their element counts. Mutated in
     /// place only when uniquely referenced (`makeUnique`); otherwise copied first.
+    ///
+    /// `@exclusivity(unchecked)`: the runtime's exclusivity checks of these fields (a thread-local lookup per access)
+    /// were 31 % of the instructions of a `replace` on a million-element array (callgrind: 29,300 per request, 9,000 in
+    /// `SwiftTLSContext::get`). A node is changed only by the one owner of its list (the graph's thread), never
+    /// re-entrantly: each method reads or writes a field and returns before the next access.
     final class Node {
-        var elements: [Value]
-        var children: [Node]
-        var counts: [Int]
-        var count: Int
+        @exclusivity(unchecked) var elements: [Value]
+        @exclusivity(unchecked) var children: [Node]
+        @exclusivity(unchecked) var counts: [Int]
+        @exclusivity(unchecked) var count: Int
 
         var isLeaf: Bool { self.children.isEmpty }
 

@@ -153,7 +153,7 @@ struct ValueListTests {
     }
 
     /// The identities of a list's nodes.
-    private static func nodes(of list: ValueList) -> Set<ObjectIdentifier> {
+    static func nodes(of list: ValueList) -> Set<ObjectIdentifier> {
         guard case .tree(let root) = list.storage else { return [] }
         var found: Set<ObjectIdentifier> = []
         var pending = [root]
@@ -162,5 +162,29 @@ struct ValueListTests {
             pending.append(contentsOf: node.children)
         }
         return found
+    }
+}
+
+extension ValueListTests {
+    /// The root node of the list stored at `path`.
+    static func root(_ graph: Graph, _ path: String) throws -> ObjectIdentifier? {
+        guard case .array(let list) = try graph.get(path), case .tree(let node) = list.storage else { return nil }
+        return ObjectIdentifier(node)
+    }
+
+    /// A collection mutation edits the stored list in place: the nodes stay the same objects.
+    @Test func aCollectionMutationEditsTheStoredListInPlace() throws {
+        let graph = Graph()
+        let path = try KeyPath(parsing: "list")
+        try graph.set(path, to: .array((0..<100_000).map { Value.int(Int64($0)) }))
+        let before = try Self.root(graph, "list")
+        guard case .array(let list) = try graph.get("list") else { return }
+        let nodesBefore = Self.nodes(of: list)
+        _ = consume list
+        try graph.mutate(path, .replace(indexes: [50_000], values: [.string("x")]))
+        try graph.mutate(path, .insert(indexes: [10], values: [.string("y")]))
+        #expect(try Self.root(graph, "list") == before)
+        guard case .array(let after) = try graph.get("list") else { return }
+        #expect(Self.nodes(of: after).subtracting(nodesBefore).count <= 1, "only a split adds a node")
     }
 }
