@@ -206,9 +206,9 @@ public struct ValueList: @unchecked Sendable {
         return sorted
     }
 
-    /// The node structure's invariants (for tests): counts add up, no node is empty, interior nodes below the root
+    /// The node structure's invariants (for tests and fuzzers): counts add up, no node is empty, nodes below the root
     /// are at least a quarter full, every leaf is at the same depth.
-    func checkInvariants() -> Bool {
+    public func checkInvariants() -> Bool {
         guard case .tree(let root) = self.storage else { return self.count <= Self.leafCapacity }
         return root.isLeaf ? root.count > Self.leafCapacity / 2 : root.check(isRoot: true) != nil
     }
