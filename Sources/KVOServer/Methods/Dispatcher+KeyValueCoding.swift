@@ -11,12 +11,14 @@ extension Dispatcher {
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
         let withMeta: Bool
-        switch params["meta"] {
+        let meta = params["meta"]
+        switch meta {
         case nil, .bool(false)?: withMeta = false
         case .bool(true)?: withMeta = true
         default: throw RPCError.badParams("get: 'meta' must be a boolean")
         }
-        if params["offset"] != nil || params["limit"] != nil {
+        // A page only when there is more than path and meta: the common get, `{"path": …}`, looks up nothing more.
+        if params.count > (meta == nil ? 1 : 2), params["offset"] != nil || params["limit"] != nil {
             if withMeta { throw RPCError.badParams("get: 'meta' does not go with 'offset' or 'limit'") }
             return try self.getPage(path, params)
         }
