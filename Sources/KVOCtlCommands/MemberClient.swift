@@ -99,9 +99,10 @@ final class MemberClient {
             }
             if !isWaitAnnounced {
                 isWaitAnnounced = true
+                let reason = refusal.data?["reason"]?.stringValue.map { ": \($0)" } ?? ""
                 Output.error(
-                    "\(self.address) is not the leader and no leader is reachable yet (an election, or a restart); "
-                        + "waiting up to \(self.failoverWaitText) s (--failover-wait)")
+                    "\(self.address) does not accept \(method) (not the leader\(reason)) and names no leader to go to; "
+                        + "waiting up to \(self.failoverWaitText) s for one (--failover-wait)")
             }
             sleep(for: min(delay, ContinuousClock.now.duration(to: deadline)))
             delay = min(delay * 2, .seconds(1))

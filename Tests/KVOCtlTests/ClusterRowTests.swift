@@ -40,8 +40,8 @@ struct LeaderWaitNoticeTests {
         let result = try CLI.run(["set", "a", "1", "--host", "127.0.0.1:\(member.port)", "--failover-wait", "1"])
         #expect(result.status == 2 && ContinuousClock.now - started < .seconds(10), "\(result)")
         let lines = result.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.first == "kvoctl: 127.0.0.1:\(member.port) is not the leader and no leader is reachable yet "
-            + "(an election, or a restart); waiting up to 1 s (--failover-wait)", "\(result)")
+        #expect(lines.first == "kvoctl: 127.0.0.1:\(member.port) does not accept set (not the leader: election in "
+            + "progress) and names no leader to go to; waiting up to 1 s for one (--failover-wait)", "\(result)")
         #expect(lines.filter { $0.contains("waiting up to") }.count == 1 && result.stderr.contains("error 1012"))
     }
 }

@@ -221,7 +221,7 @@ def scenario(cluster, root):
     status, out, err = run(kvoctl, "set", "cli.c", "3", "--host", hosts, "--failover-wait", "1")
     took = time.monotonic() - started
     check(status == 2 and "no leader accepted set within 1 s" in err and "error 1012" in err and took < 5
-          and "waiting up to 1 s (--failover-wait)" in err,
+          and "names no leader to go to; waiting up to 1 s for one (--failover-wait)" in err,
           f"kvoctl set gives up after --failover-wait 1 with exit 2 ({took:.1f} s): {err.strip()}")
 
 
