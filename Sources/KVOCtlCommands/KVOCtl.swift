@@ -35,14 +35,14 @@ struct KVOCtl: ParsableCommand {
               kvoctl set person.address '{"city":"Paris"}'
               kvoctl get person.address.city      # prints "Paris"
               kvoctl watch person.address.city --initial --old --new --count 1
-              kvoctl watch labColor.color --prior --old --new --format text   # until Ctrl-C
+              kvoctl watch labColor.color --prior --old --new --format text
               kvoctl insert department.employees '{"name":"Ada","salary":100}'
               kvoctl ls department.employees --limit 10
               kvoctl describe labColor
-              KVOD_TOKEN=s3cret kvoctl stats      # the token matters when kvod has --token-file
+              KVOD_TOKEN=s3cret kvoctl stats      # the token for kvod --token-file
               printf 'get person.firstName\\nping\\n' | kvoctl -
-              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # needs a cluster: sent to its leader
-              kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070   # needs a cluster
+              kvoctl --host 10.0.0.11,10.0.0.12 set a 1     # needs a cluster
+              kvoctl cluster --host 10.0.0.11,10.0.0.12,10.0.0.13   # needs a cluster
 
             CLUSTERS: --host (or --connect, or KVOD_HOST) may list several members, \
             HOST[:PORT],HOST[:PORT],... kvoctl connects to the first that answers. A mutation refused with 1012 "not the leader" is sent again to \
@@ -54,15 +54,16 @@ struct KVOCtl: ParsableCommand {
             --format json|pretty|text picks (text: a string without its quotes). NO_COLOR=1 turns the colours off, \
             CLICOLOR_FORCE=1 on. Errors and notices (waiting for a leader) go to stderr.
 
-            SHELL COMPLETION:
-              source <(kvoctl --generate-completion-script bash)    # bash: this shell (add it to ~/.bashrc)
-              mkdir -p ~/.zfunc && kvoctl --generate-completion-script zsh > ~/.zfunc/_kvoctl   # fpath+=~/.zfunc
-              mkdir -p ~/.config/fish/completions && kvoctl --generate-completion-script fish > ~/.config/fish/completions/kvoctl.fish
+            SHELL COMPLETION (bash: the first line, also in ~/.bashrc; zsh: _kvoctl in a folder of $fpath; fish: \
+            kvoctl.fish in ~/.config/fish/completions):
+              source <(kvoctl --generate-completion-script bash)
+              kvoctl --generate-completion-script zsh > _kvoctl
+              kvoctl --generate-completion-script fish > kvoctl.fish
 
             ENVIRONMENT:
               KVOD_HOST, KVOD_PORT   defaults for --host (one address or a list) and --port
               KVOD_TOKEN             the token to present in hello (default for --token)
-              NO_COLOR               no colours on a terminal (CLICOLOR_FORCE=1: colours even when piped)
+              NO_COLOR, CLICOLOR_FORCE  no colours on a terminal; colours even when piped
 
             \(KVOCtlExitCode.helpText)
             """,

@@ -22,11 +22,11 @@ enum Help {
         configuration error exits 64, and so does a command line it cannot parse.
 
         EXAMPLES:
-          kvod                                # the default model on 127.0.0.1:7070
-          kvod --port 7171 --data-dir data    # keeps the graph in ./data across restarts
-          kvod --empty --web-port 8080        # an empty graph, and the inspector on :8080
-          kvod --model shop.json              # needs shop.json: your classes (docs/MODEL.md)
-          kvod --print-config --port 7171     # what is in effect, and where it came from
+          kvod                              # the default model on 127.0.0.1:7070
+          kvod --port 7171 --data-dir data  # keeps the graph across restarts
+          kvod --empty --web-port 8080      # no model; the inspector on :8080
+          kvod --model shop.json            # needs shop.json (docs/MODEL.md)
+          kvod --print-config --port 7171   # the settings and their sources
         """
 
     static let usage = "kvod <options>"

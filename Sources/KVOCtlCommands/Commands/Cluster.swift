@@ -22,8 +22,8 @@ extension KVOCtl {
                 unreachable).
 
                 EXAMPLES:
-                  kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070   # needs a cluster
-                  KVOD_HOST=a:7070,b:7070,c:7070 kvoctl cluster --format json          # needs a cluster
+                  kvoctl cluster --host 10.0.0.11,10.0.0.12,10.0.0.13   # needs a cluster
+                  KVOD_HOST=a,b,c kvoctl cluster --format json          # needs a cluster
                 """)
 
         @OptionGroup var connection: ConnectionOptions

@@ -57,8 +57,8 @@ extension KVOCtl {
             abstract: "Remove elements (by --index) or set members (by --value) and print the result.",
             discussion: """
                 EXAMPLES:
-                  kvoctl insert department.employees '{"name":"Ada"}' '{"name":"Grace"}' '{"name":"Edsger"}'
-                  kvoctl remove department.employees --index 0 --index 2   # Grace is left
+                  kvoctl insert list a b c
+                  kvoctl remove list --index 0 --index 2   # list is ["b"]
                   kvoctl insert department.tags urgent
                   kvoctl remove department.tags --value urgent
                 """)

@@ -23,7 +23,7 @@ extension KVOCtl {
             discussion: """
                 EXAMPLES:
                   kvoctl describe                  # the whole model
-                  kvoctl describe labColor         # the class of the object at labColor, and its current keys
+                  kvoctl describe labColor         # its class and its current keys
                 """)
 
         @OptionGroup var connection: ConnectionOptions

@@ -21,11 +21,11 @@ extension KVOCtl {
                 collection.
 
                 EXAMPLES:
-                  kvoctl ls                                   # the root's keys
-                  kvoctl ls person                            # firstName string, ..., fullName computed
-                  kvoctl insert department.employees '{"name":"Ada"}' '{"name":"Grace"}' '{"name":"Edsger"}'
-                  kvoctl ls department.employees --offset 1 --limit 1    # 1  {"$id":…,"name":"Grace",…}
-                  kvoctl ls department.employees.name         # 0 "Ada", 1 "Grace", 2 "Edsger"
+                  kvoctl ls                         # the root's keys
+                  kvoctl ls person                  # firstName string, ..., fullName computed
+                  kvoctl insert department.employees '{"name":"Ada"}' '{"name":"Grace"}'
+                  kvoctl ls department.employees --offset 1 --limit 1   # 1  {…"Grace"…}
+                  kvoctl ls department.employees.name   # 0  "Ada" and 1  "Grace"
                 """)
 
         @OptionGroup var connection: ConnectionOptions

@@ -31,9 +31,9 @@ extension KVOCtl {
                 EXAMPLES:
                   kvoctl set person.firstName Ada
                   kvoctl set person.address '{"street":"10 Downing Street","city":"London"}'
-                  kvoctl set counter 7                   # prints {"seq":3}
-                  kvoctl set --if-mod-seq 3 counter 8    # only if nobody stored counter since seq 3
-                  kvoctl set --if-mod-seq 3 counter 9    # (exit 2): error 1011, counter changed at seq 4
+                  kvoctl set counter 7                  # prints {"seq":3}
+                  kvoctl set --if-mod-seq 3 counter 8   # only if unchanged since seq 3
+                  kvoctl set --if-mod-seq 3 counter 9   # (exit 2): error 1011, changed at 4
                   kvoctl set --ttl 60 presence.ada.online true
                 """)
 

@@ -19,7 +19,7 @@ extension KVOCtl {
 
                 EXAMPLES:
                   kvoctl watch person.address.city --initial --old --new
-                  kvoctl watch counter --initial --count 1 --context '"mine"'   # the current value, then exit
+                  kvoctl watch counter --initial --count 1 --context '"mine"'   # then exits
                 """)
 
         /// Where kvod is and how long to wait for it.
