@@ -113,6 +113,19 @@ def test_set_takes_a_ttl_in_both(kvod_server):
     assert "ttl" in typescript_members("Client")[0]["set"]
 
 
+def test_the_asyncio_client_takes_a_ttl_and_reads_pages(kvod_server):
+    async def scenario():
+        client = await kvod.aio.connect(kvod_server.address)
+        try:
+            await client.set("presence.bob", True, ttl=30)
+            assert (await client.get_meta("presence.bob"))["expires"] > 0
+            await client.insert("letters", values=["a", "b", "c"])
+            assert await client.get_page("letters", 1) == {"value": ["b", "c"], "count": 3, "seq": 2}
+        finally:
+            await client.close()
+    __import__("asyncio").run(scenario())
+
+
 def test_get_page(kvod_server):
     with kvod.Client(kvod_server.address) as client:
         client.insert("list", values=list(range(10)))
