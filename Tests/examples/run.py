@@ -116,7 +116,7 @@ def help_examples(binary, arguments):
     environment = dict(os.environ, COLUMNS="1000")
     text = subprocess.run([str(binary), *arguments], capture_output=True, text=True, env=environment,
                           timeout=COMMAND_SECONDS).stdout
-    sections = re.findall(r"^(?:EXAMPLES?|SHELL COMPLETION):\n((?:  .*\n)+)", text, re.M)
+    sections = re.findall(r"^(?:EXAMPLES?|SHELL COMPLETION)[^\n]*:\n((?:  .*\n)+)", text, re.M)
     return "".join(line[2:] + "\n" for section in sections for line in section.splitlines()) or None
 
 
