@@ -16,8 +16,9 @@ final class Session {
     @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
     /// True while the session is on the flush list.
     @exclusivity(unchecked) private var isFlushPending = false
-    /// True while the session's output waits for sync replicas (on Sessions.held).
-    @exclusivity(unchecked) private var isHeld = false
+    /// True exactly while the session is on Sessions.held (its output waits for sync replicas). Set and cleared by
+    /// Sessions alone, which puts a session on that list and takes it off (release, expiry); Session.flush reads it.
+    @exclusivity(unchecked) var isHeld = false
     /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other).
     /// An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a dictionary
     /// entry would cost more memory than the subscription.
@@ -154,12 +155,11 @@ final class Session {
             if self.closeReason != nil {
                 self.output.removeAll()
             } else if !self.isHeld {
-                self.isHeld = true
+                // Not waiting yet, or released by a seq below this later mutation: (back) on the held list.
                 self.context.sessions.hold(self, now: self.context.clock.nowMilliseconds)
             }
             return
         }
-        self.isHeld = false
         self.isFlushPending = false
         guard !self.transportClosing else { return }
         if !self.output.isEmpty && self.outputLimitBreach == nil {
