@@ -105,9 +105,13 @@ final class Dispatcher {
                 let before = responses.count
                 self.perform(item, on: session, into: &responses)
                 if responses.count == before { responses.removeSubrange(mark...) }  // a notification: no response
+                // The responses count against the output limits as they are produced: past them the session is
+                // closed `slow_consumer` at the flush, and the rest of the batch is not performed (kvod holds at
+                // most the limit and one response; Protocol/README.md#slow-consumers).
+                guard session.admitsOutput(adding: responses.count) else { break }
             }
             // JSON-RPC: a batch of notifications only gets no response at all.
-            if responses.count > 1 {
+            if responses.count > 1 && !session.isOverOutputLimit {
                 responses.append(contentsOf: "]\n".utf8)
                 session.enqueue(bytes: responses)
             }

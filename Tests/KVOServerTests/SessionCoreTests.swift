@@ -171,6 +171,36 @@ import WireProtocol
         #expect(server.context.stats.closes[.slowConsumer] == 1)
     }
 
+    /// A batch's responses count against the output limit as they are produced (issue 23: 500 gets of a 900 KB value
+    /// took 930 MB before the limit was looked at): past it the batch stops, nothing of it is sent, the requests
+    /// after the one that passed it are not performed, and the session is closed `slow_consumer` at the flush.
+    @Test func aBatchWhoseResponsesPassTheHardLimitStopsThereAndClosesTheSession() throws {
+        var limits = Limits()
+        limits.outputHardLimitBytes = 50_000
+        limits.outputSoftLimitBytes = 0
+        let server = InProcessServer(limits: limits)
+        let (_, writer) = server.connect()
+        let big = String(repeating: "x", count: 20_000)
+        _ = try server.request(writer, 1, "set", #"{"path":"big","value":"\#(big)"}"#)
+        let (reader, readerTransport) = server.connect()
+        let get = #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"path":"big"}}"#
+        let set = #"{"jsonrpc":"2.0","id":2,"method":"set","params":{"path":"after","value":1}}"#
+        // Three gets pass 50,000 bytes; the set after them is not performed, nor the line after the batch.
+        readerTransport.send("[" + [get, get, get, set].joined(separator: ",") + "]")
+        readerTransport.send(#"{"jsonrpc":"2.0","id":3,"method":"set","params":{"path":"later","value":1}}"#)
+        server.flush()
+        #expect(reader.closeReason == .slowConsumer)
+        #expect(readerTransport.written.count < 1000)  // at most the closing notice
+        #expect(try readerTransport.takeMessages().allSatisfy { $0["method"] == "closing" })
+        #expect(server.graph.seq == 1)
+        #expect(try server.request(writer, 2, "get", #"{"path":"after"}"#)[0]["result"]?["value"] == .null)
+        // Under the limit a batch is answered whole.
+        let (_, other) = server.connect()
+        other.send("[" + [get, get].joined(separator: ",") + "]")
+        server.flush()
+        #expect(try other.takeMessages().first?.arrayValue?.count == 2)
+    }
+
     @Test func aLineTooLongGetsAnErrorAndTheConnectionCloses() throws {
         let server = InProcessServer()
         let (session, peer) = server.connect()

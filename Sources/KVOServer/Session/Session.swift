@@ -177,16 +177,30 @@ final class Session {
         }
     }
 
+    /// Whether `extra` more bytes (a batch's responses so far, not queued yet) keep the session's output within its
+    /// limits. When they do not, the breach is remembered as for queued output: what is buffered is dropped and the
+    /// session is closed `slow_consumer` at the next flush. Checked only once the bytes could matter.
+    func admitsOutput(adding extra: Int) -> Bool {
+        guard self.outputLimitBreach == nil else { return false }
+        let pending = self.output.count + self.lastPendingWriteBytes + extra
+        guard pending >= self.limitCheckThreshold else { return true }
+        self.checkOutputLimits(adding: extra)
+        return self.outputLimitBreach == nil
+    }
+
+    /// True once the output passed its limits (the session closes at the next flush).
+    var isOverOutputLimit: Bool { self.outputLimitBreach != nil }
+
     /// Bytes queued for the client and not yet taken: ours plus the transport's queue.
     var pendingOutputBytes: Int { self.output.count + self.transport.pendingWriteBytes }
 
     /// Asks the limiter about the output now queued; remembers a breach and drops what is buffered (the client
     /// will not get it anyway). Also run once a second (SessionCore.housekeeping), for a client that no new output
-    /// reaches.
-    func checkOutputLimits() {
+    /// reaches. `extra`: bytes about to be queued (a batch's responses so far).
+    func checkOutputLimits(adding extra: Int = 0) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         let action = self.limiter.check(
-            pendingBytes: self.pendingOutputBytes, nowMilliseconds: self.context.clock.nowMilliseconds)
+            pendingBytes: self.pendingOutputBytes + extra, nowMilliseconds: self.context.clock.nowMilliseconds)
         guard case .exceeded(let breach) = action else { return }
         self.outputLimitBreach = breach
         self.output.removeAll()
@@ -332,8 +346,9 @@ final class Session {
 
 extension Session: TransportEvents {
     func transportReceived(_ message: UnsafeRawBufferPointer) {
-        // A message after a close (in the same read) is dropped: the session is going away.
-        guard self.closeReason == nil else { return }
+        // A message after a close, or after the output passed its limits (the close comes at the flush), in the same
+        // read is dropped: the session is going away, and nothing it sends would reach the client.
+        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         self.dispatcher.handle(line: message, on: self)
     }
 
