@@ -19,10 +19,16 @@ final class Session {
     /// True exactly while the session is on Sessions.held (its output waits for sync replicas). Set and cleared by
     /// Sessions alone, which puts a session on that list and takes it off (release, expiry); Session.flush reads it.
     @exclusivity(unchecked) var isHeld = false
-    /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other).
-    /// An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a dictionary
-    /// entry would cost more memory than the subscription.
-    private(set) var subscriptions: [Subscription] = []
+    /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other),
+    /// ended ones included until they are more than half: an unsubscribe ends its subscription where it is, and the
+    /// list is compacted now and then, so pipelined unsubscribes cost O(1) each, amortized, not a shift of the list
+    /// each. An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a
+    /// dictionary entry would cost more memory than the subscription.
+    private var subscriptionSlots: [Subscription] = []
+    /// How many of `subscriptionSlots` are live.
+    private(set) var subscriptionCount = 0
+    /// The live subscriptions in id order (for people: `observers`).
+    var subscriptions: [Subscription] { self.subscriptionSlots.filter(\.isLive) }
     /// Non-nil once closing; nothing more is read or queued.
     @exclusivity(unchecked) private(set) var closeReason: CloseReason?
     /// True once the transport was told to close: nothing more is handed to it.
@@ -214,25 +220,30 @@ final class Session {
 
     /// Adds a subscription the registry created (Subscriptions.create).
     func add(_ subscription: Subscription) {
-        precondition(self.subscriptions.last.map { $0.id < subscription.id } ?? true, "subscription ids must grow")
-        self.subscriptions.append(subscription)
+        precondition(self.subscriptionSlots.last.map { $0.id < subscription.id } ?? true, "subscription ids must grow")
+        self.subscriptionSlots.append(subscription)
+        self.subscriptionCount += 1
     }
 
     /// The position of the subscription with `id`, if this session has it.
     private func subscriptionIndex(_ id: Int) -> Int? {
         var low = 0
-        var high = self.subscriptions.count
+        var high = self.subscriptionSlots.count
         while low < high {
             let middle = (low + high) / 2
-            if self.subscriptions[middle].id < id { low = middle + 1 } else { high = middle }
+            if self.subscriptionSlots[middle].id < id { low = middle + 1 } else { high = middle }
         }
-        return low < self.subscriptions.count && self.subscriptions[low].id == id ? low : nil
+        return low < self.subscriptionSlots.count && self.subscriptionSlots[low].id == id ? low : nil
     }
 
-    /// Ends one of this session's subscriptions; false when it has no such subscription.
+    /// Ends one of this session's subscriptions; false when it has no such live subscription.
     func removeSubscription(_ id: Int) -> Bool {
-        guard let index = self.subscriptionIndex(id) else { return false }
-        self.context.subscriptions.end(self.subscriptions.remove(at: index))
+        guard let index = self.subscriptionIndex(id), self.subscriptionSlots[index].isLive else { return false }
+        self.context.subscriptions.end(self.subscriptionSlots[index])
+        self.subscriptionCount -= 1
+        if self.subscriptionSlots.count > 2 * self.subscriptionCount + 16 {
+            self.subscriptionSlots.removeAll { !$0.isLive }  // O(slots), after at least as many unsubscribes
+        }
         return true
     }
 
@@ -247,8 +258,9 @@ final class Session {
         if let notice { self.enqueue(bytes: notice) }
         self.closeReason = reason
         self.transport.pauseReading()
-        for subscription in self.subscriptions { self.context.subscriptions.end(subscription) }
-        self.subscriptions.removeAll()  // which also ends the references the subscriptions held to the session
+        for subscription in self.subscriptionSlots { self.context.subscriptions.end(subscription) }  // live ones
+        self.subscriptionSlots.removeAll()  // which also ends the references the subscriptions held to the session
+        self.subscriptionCount = 0
         if let ops = self.onDisconnectOps {
             self.onDisconnectOps = nil
             self.dispatcher.runOnDisconnect(ops, connection: self.durableID, logID: "\(self.id)")
