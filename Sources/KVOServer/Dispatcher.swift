@@ -131,8 +131,8 @@ final class Dispatcher {
         _ parsed: RPCParsed, on session: Session, into response: inout [UInt8], direct: Bool = false
     ) {
         switch parsed {
-        case .invalid(let id, let error):
-            RPCEncoder.appendError(id: id ?? .null, error: error, to: &response)
+        case .invalid(let id, let error, let idText):
+            RPCEncoder.appendError(id: id ?? .null, idText: idText, error: error, to: &response)
         case .request(let request):
             self.result.removeAll(keepingCapacity: true)
             // A follower's replication link (its `ack`s and `record`s, after `replicate`) is not a client's request.
@@ -148,17 +148,18 @@ final class Dispatcher {
                     session.heldUntilSeq = seq  // with --sync-replicas its output waits for followers (Session.flush)
                 }
                 guard let id = request.id else { return }
-                if direct, case .int(let number) = id {
+                if direct, case .int(let number) = id, request.idText == nil {
                     session.enqueueResponse(id: number, result: self.result)
                     return
                 }
                 // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
-                RPCEncoder.appendResultPrefix(id: id, to: &response)
+                RPCEncoder.appendResultPrefix(id: id, idText: request.idText, to: &response)
                 response.append(contentsOf: self.result)
                 response.append(UInt8(ascii: "}"))
             } catch {
                 guard let id = request.id else { return }
-                RPCEncoder.appendError(id: id, error: self.rpcError(for: error, request: request), to: &response)
+                RPCEncoder.appendError(
+                    id: id, idText: request.idText, error: self.rpcError(for: error, request: request), to: &response)
             }
         }
     }

@@ -1,5 +1,6 @@
-// Exactness at the edges (issue 23): what `get` returns, `set` takes back (nesting counted the same way), and the
-// deadline forms agree (PresenceTests.badTTLsAreRefused). In process (InProcessServer.swift).
+// Exactness at the edges (issue 23): request ids come back byte for byte, what `get` returns `set` takes back
+// (nesting counted the same way), and the deadline forms agree (PresenceTests.badTTLsAreRefused). In process
+// (InProcessServer.swift), reading the exact bytes each session's transport was given.
 @testable import KVOServer
 import Testing
 import WireProtocol
@@ -8,6 +9,29 @@ import WireProtocol
 @Suite struct EdgeExactnessTests {
     static func nested(_ depth: Int, _ leaf: String = "0") -> String {
         String(repeating: "[", count: depth) + leaf + String(repeating: "]", count: depth)
+    }
+
+    /// Ids that writing the parsed value would change: beyond 64 bits, with a fraction or an exponent, `-0`, strings
+    /// with escapes; in a single request, in a batch, in an error response and in an invalid request's.
+    @Test(arguments: [
+        "123456789012345678901234567890", "-123456789012345678901234567890", "1.50", "1e2", "1E+2", "-0", "0.0",
+        "9223372036854775808", #""\u0041\n""#, #""a\/b""#, "7", #""plain""#, "null",
+    ])
+    func idsComeBackByteForByte(_ id: String) throws {
+        let server = InProcessServer()
+        let (_, peer) = server.connect()
+        func exchange(_ line: String) -> String {
+            let before = peer.written.count
+            peer.send(line)
+            server.flush()
+            return String(decoding: peer.written[before...], as: UTF8.self)
+        }
+        #expect(exchange(#"{"jsonrpc":"2.0","id": \#(id) ,"method":"ping"}"#) == #"{"jsonrpc":"2.0","id":\#(id),"result":"pong"}"# + "\n")
+        #expect(exchange(#"{"jsonrpc":"2.0","id":\#(id),"method":"nope"}"#).hasPrefix(#"{"jsonrpc":"2.0","id":\#(id),"error":"#))
+        #expect(exchange(#"{"jsonrpc":"1.0","id":\#(id),"method":"ping"}"#).hasPrefix(#"{"jsonrpc":"2.0","id":\#(id),"error":"#))
+        let batch = exchange(#"[{"jsonrpc":"2.0","id":\#(id),"method":"ping"}, 5, {"jsonrpc":"2.0","id":\#(id),"method":"get","params":{}}]"#)
+        #expect(batch.hasPrefix(#"[{"jsonrpc":"2.0","id":\#(id),"result":"pong"},{"jsonrpc":"2.0","id":null,"error":"#))
+        #expect(batch.contains(#"{"jsonrpc":"2.0","id":\#(id),"error":{"code":-32602"#))
     }
 
     @Test func whatGetReturnsSetTakesBack() throws {
