@@ -60,6 +60,8 @@ import WireProtocol
         // 989 + 10 idle: none dropped yet.
         #expect(history.recordedPaths.count == 1010)
         subscriber.close()  // s10...s19 and r0 become idle, in that order: 1,010 idle, 10 over the limit
+        #expect(history.recordedPaths.count == 1010)  // dropped at the turn's end (a budget per turn)
+        server.flush()
         let kept = Set(history.recordedPaths.map(\.description))
         #expect(kept.count == 1000)
         // The least recently used went: r2 ... r11 (r0 had a subscriber until the close, r1 was touched).
@@ -67,6 +69,12 @@ import WireProtocol
         #expect(kept.contains("r0") && kept.contains("r1") && kept.contains("r12"))
         #expect((0..<20).allSatisfy { kept.contains("s\($0)") })
         #expect(history.recordedPaths.suffix(2).map(\.description) == ["s19", "r0"])
+        // A turn drops at most its budget: the rest go in the turns after.
+        for index in 0..<(SubscriptionHistory.dropBudget + 100) { history.record(try KeyPath(parsing: "t\(index)")) }
+        server.flush()
+        #expect(history.recordedPaths.count == 1100)
+        server.flush()
+        #expect(history.recordedPaths.count == 1000 && history.recordedPaths.last?.description == "t355")
     }
 
     @Test func withoutAHistoryNothingIsRecorded() throws {

@@ -44,6 +44,8 @@ final class SessionCore {
     func flush() {
         self.context.mutationLog?.beforeOutput()
         self.context.sessions.flushAll()
+        let history = self.context.subscriptions.history
+        if history.hasExcessIdleRecorders { history.dropIdleRecorders() }
     }
 
     /// Every 250 ms: `progress` notifications; once a second, the output limits of every session (the soft limit's

@@ -114,6 +114,12 @@ final class SubscriptionHistory {
     /// Idle recorders (no subscribers, no entries) kept before the least recently used go.
     private let maxIdleRecorders: Int
 
+    /// The most idle recorders `dropIdleRecorders` drops in one loop turn.
+    static let dropBudget = 256
+
+    /// Whether idle recorders beyond the limit wait to be dropped (`dropIdleRecorders`).
+    var hasExcessIdleRecorders: Bool { self.idle.count > self.maxIdleRecorders }
+
     /// Called when a subscription here started a recorder (not for `record`): a cluster member announces the path.
     var onRecorderStarted: ((KeyPath) -> Void)?
 
@@ -139,7 +145,8 @@ final class SubscriptionHistory {
 
     /// Starts recording `keyPath` from the current seq without a subscriber (another cluster member recorded it),
     /// unless it is recorded already. Returns whether a recorder started: false also when the history is off or the
-    /// path cannot be observed. The least recently used idle recorders beyond the limit go, as after `unsubscribed`.
+    /// path cannot be observed. The least recently used idle recorders beyond the limit go at the turn's end, as after
+    /// `unsubscribed`.
     @discardableResult
     func record(_ keyPath: KeyPath) -> Bool {
         guard self.isEnabled else { return false }
@@ -155,7 +162,6 @@ final class SubscriptionHistory {
         }
         self.touch(recorder)
         self.idle.append(recorder)
-        self.dropIdleRecorders()
         return true
     }
 
@@ -171,7 +177,6 @@ final class SubscriptionHistory {
         recorder.subscribers -= 1
         self.touch(recorder)
         if recorder.subscribers == 0 { self.idle.append(recorder) }
-        self.dropIdleRecorders()
     }
 
     /// What a subscription to `keyPath` would have received after `since`, in order — each change's prior and
@@ -236,9 +241,14 @@ final class SubscriptionHistory {
         }
     }
 
-    /// Drops the least recently used idle recorders beyond `maxIdleRecorders`: O(1) per recorder dropped.
-    private func dropIdleRecorders() {
-        while self.idle.count > self.maxIdleRecorders, let recorder = self.idle.first {
+    /// Drops the least recently used idle recorders beyond `maxIdleRecorders`, at most `budget` of them: called
+    /// once per loop turn (SessionCore.flush), so a connection closing with thousands of subscriptions on distinct
+    /// paths does not remove thousands of engine observations in one turn; the excess goes within a few turns.
+    /// O(1) per recorder dropped.
+    func dropIdleRecorders(budget: Int = SubscriptionHistory.dropBudget) {
+        var budget = budget
+        while budget > 0, self.idle.count > self.maxIdleRecorders, let recorder = self.idle.first {
+            budget -= 1
             self.idle.remove(recorder)
             // Added by recorder(for:).
             if let observer = recorder.observer { try? self.graph.removeObservation(observer) }
