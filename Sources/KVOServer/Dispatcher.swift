@@ -105,10 +105,11 @@ final class Dispatcher {
                 let before = responses.count
                 self.perform(item, on: session, into: &responses)
                 if responses.count == before { responses.removeSubrange(mark...) }  // a notification: no response
-                // The responses count against the output limits as they are produced: past them the session is
-                // closed `slow_consumer` at the flush, and the rest of the batch is not performed (kvod holds at
-                // most the limit and one response; Protocol/README.md#slow-consumers).
-                guard session.admitsOutput(adding: responses.count) else { break }
+                // The responses count against the output limits as they are produced (`perform` asks before it
+                // appends one): past them the session is closed `slow_consumer` at the flush, and the rest of the
+                // batch is not performed (kvod holds at most the limit and one response;
+                // Protocol/README.md#slow-consumers).
+                guard !session.isOverOutputLimit else { break }
             }
             // JSON-RPC: a batch of notifications only gets no response at all.
             if responses.count > 1 && !session.isOverOutputLimit {
@@ -152,6 +153,9 @@ final class Dispatcher {
                     session.enqueueResponse(id: number, result: self.result)
                     return
                 }
+                // A batch's responses so far and this one must fit the output limits before the buffer grows for it
+                // (`handle` stops the batch then).
+                guard session.admitsOutput(adding: response.count &+ self.result.count &+ 64) else { return }
                 // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
                 RPCEncoder.appendResultPrefix(id: id, idText: request.idText, to: &response)
                 response.append(contentsOf: self.result)

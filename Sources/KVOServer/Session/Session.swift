@@ -96,21 +96,31 @@ final class Session {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         self.context.withScratch { scratch in
             write(&scratch)
-            self.output.append(scratch)
+            if self.admits(scratch.count) { self.output.append(scratch) }
         }
         self.outputQueued()
     }
 
     /// Appends bytes to the output buffer (see `enqueue(_:)`).
     func enqueue(bytes: [UInt8]) {
-        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        guard self.closeReason == nil, self.outputLimitBreach == nil, self.admits(bytes.count) else { return }
         self.output.append(bytes)
         self.outputQueued()
     }
 
+    /// Whether `count` more bytes keep the output within its limits, asked before a large append: what passes
+    /// them is not buffered (nor is the buffer grown for it), so the output never holds more than the limit and the
+    /// value being queued. Past them, the breach is remembered (`checkOutputLimits`).
+    @inline(__always)
+    private func admits(_ count: Int) -> Bool {
+        guard self.output.count &+ self.lastPendingWriteBytes &+ count >= self.limitCheckThreshold else { return true }
+        self.checkOutputLimits(adding: count)
+        return self.outputLimitBreach == nil
+    }
+
     /// Queues `{"jsonrpc":"2.0","id":ID,"result":RESULT}` and a newline (the common response, written in place).
     func enqueueResponse(id: Int64, result: [UInt8]) {
-        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        guard self.closeReason == nil, self.outputLimitBreach == nil, self.admits(result.count &+ 64) else { return }
         self.output.append(RPCEncoder.responseStart)
         self.output.appendInteger(id)
         self.output.append(RPCEncoder.resultStart)
