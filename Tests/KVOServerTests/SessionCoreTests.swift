@@ -201,6 +201,35 @@ import WireProtocol
         #expect(try other.takeMessages().first?.arrayValue?.count == 2)
     }
 
+    /// A connection closing with many subscriptions ends them a slice per loop turn (issue 23: closing 10,000 held
+    /// every client for 9.5 s): they stop counting at once, nothing reaches the closed connection meanwhile, and the
+    /// engine drops their observations over the next turns.
+    @Test func manySubscriptionsOfAClosingSessionEndASlicePerTurn() throws {
+        let server = InProcessServer(historyCapacity: 0)
+        let (_, subscriber) = server.connect()
+        let count = 2 * Subscriptions.endBudget + 500
+        subscriber.send("[" + (0..<count).map { Peer.requestText($0, "subscribe", #"{"path":"p\#($0)"}"#) }.joined(separator: ",") + "]")
+        server.flush()
+        _ = try subscriber.takeMessages()
+        #expect(server.graph.observationCount == count)
+        let before = subscriber.written.count
+        subscriber.events?.transportEnded(error: false)
+        #expect(server.context.subscriptions.openCount == 0)
+        let (_, writer) = server.connect()
+        _ = try server.request(writer, 1, "set", #"{"path":"p7","value":1}"#)  // flushes: the first slice
+        #expect(server.graph.observationCount == count - Subscriptions.endBudget)
+        server.flush()
+        #expect(server.graph.observationCount == 500)
+        server.flush()
+        #expect(server.graph.observationCount == 0)
+        #expect(subscriber.written.count == before)  // no notification of p7 reached the closed connection
+        // A few end at once.
+        let (_, few) = server.connect()
+        _ = try server.request(few, 1, "subscribe", #"{"path":"q"}"#)
+        few.events?.transportEnded(error: false)
+        #expect(server.graph.observationCount == 0)
+    }
+
     @Test func aLineTooLongGetsAnErrorAndTheConnectionCloses() throws {
         let server = InProcessServer()
         let (session, peer) = server.connect()

@@ -268,8 +268,8 @@ final class Session {
         if let notice { self.enqueue(bytes: notice) }
         self.closeReason = reason
         self.transport.pauseReading()
-        for subscription in self.subscriptionSlots { self.context.subscriptions.end(subscription) }  // live ones
-        self.subscriptionSlots.removeAll()  // which also ends the references the subscriptions held to the session
+        self.context.subscriptions.retire(self.subscriptionSlots)  // the live ones; many: a slice per turn
+        self.subscriptionSlots.removeAll()  // the retired ones hold the session until they are ended
         self.subscriptionCount = 0
         if let ops = self.onDisconnectOps {
             self.onDisconnectOps = nil

@@ -40,11 +40,14 @@ final class SessionCore {
         return session
     }
 
-    /// Before the loop polls: the turn's journal records first (the group commit), then every session's output.
+    /// Before the loop polls: the turn's journal records first (the group commit), then every session's output; then a
+    /// slice of the housekeeping left by closes (subscriptions of closed sessions, idle history recorders).
     func flush() {
         self.context.mutationLog?.beforeOutput()
         self.context.sessions.flushAll()
-        let history = self.context.subscriptions.history
+        let subscriptions: Subscriptions = self.context.subscriptions
+        if subscriptions.hasRetired { subscriptions.endRetired() }
+        let history = subscriptions.history
         if history.hasExcessIdleRecorders { history.dropIdleRecorders() }
     }
 
