@@ -30,7 +30,12 @@ final class Session {
     /// The live subscriptions in id order (for people: `observers`).
     var subscriptions: [Subscription] { self.subscriptionSlots.filter(\.isLive) }
     /// Non-nil once closing; nothing more is read or queued.
-    @exclusivity(unchecked) private(set) var closeReason: CloseReason?
+    @exclusivity(unchecked) private(set) var closeReason: CloseReason? {
+        didSet { self.ignoresInput = true }
+    }
+    /// True once closing or past the output limits: messages still arriving (in the same read) are dropped. One
+    /// flag for the two, read per message.
+    @exclusivity(unchecked) private var ignoresInput = false
     /// True once the transport was told to close: nothing more is handed to it.
     private var transportClosing = false
     /// The client's name from `hello`, for logs.
@@ -219,6 +224,7 @@ final class Session {
             pendingBytes: self.pendingOutputBytes + extra, nowMilliseconds: self.context.clock.nowMilliseconds)
         guard case .exceeded(let breach) = action else { return }
         self.outputLimitBreach = breach
+        self.ignoresInput = true
         self.output.removeAll()
         if !self.isFlushPending {
             self.isFlushPending = true
@@ -370,7 +376,7 @@ extension Session: TransportEvents {
     func transportReceived(_ message: UnsafeRawBufferPointer) {
         // A message after a close, or after the output passed its limits (the close comes at the flush), in the same
         // read is dropped: the session is going away, and nothing it sends would reach the client.
-        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        guard !self.ignoresInput else { return }
         self.dispatcher.handle(line: message, on: self)
     }
 

@@ -109,7 +109,7 @@ final class SubscriptionHistory {
     /// The recorders without subscribers, the least recently used first: ending a subscription, or closing a
     /// connection with many, costs O(1) per subscription (issue 23: a scan and sort of every recorder per
     /// unsubscribe made closing 10,000 subscriptions stall the loop for 9.5 s).
-    private var idle = IdleList()
+    @exclusivity(unchecked) private var idle = IdleList()  // loop-owned; its count is looked at every turn
     private var useCounter: UInt64 = 0
     /// Idle recorders (no subscribers, no entries) kept before the least recently used go.
     private let maxIdleRecorders: Int

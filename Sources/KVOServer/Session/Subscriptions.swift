@@ -20,8 +20,8 @@ final class Subscriptions {
     private var progressSubscriptions: [Int: Subscription] = [:]
     /// The subscriptions of closed sessions still to be ended in the engine and the history, from `retiredStart`
     /// on (`retire`, `endRetired`); no longer counted open. Their notifications find their session closed.
-    private var retired: [Subscription] = []
-    private var retiredStart = 0
+    @exclusivity(unchecked) private var retired: [Subscription] = []  // loop-owned; looked at every turn
+    @exclusivity(unchecked) private var retiredStart = 0
     /// The most retired subscriptions ended in one loop turn.
     static let endBudget = 1000
 
@@ -109,7 +109,7 @@ final class Subscriptions {
     }
 
     /// Whether retired subscriptions wait to be ended.
-    var hasRetired: Bool { self.retiredStart < self.retired.count }
+    var hasRetired: Bool { !self.retired.isEmpty }
 
     /// Ends at most `budget` retired subscriptions, the oldest first (once per loop turn).
     func endRetired(budget: Int = Subscriptions.endBudget) {
