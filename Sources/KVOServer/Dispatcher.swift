@@ -98,24 +98,23 @@ final class Dispatcher {
                 session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
                 return
             }
-            var responses: [UInt8] = [UInt8(ascii: "[")]
+            // Each response is built in the reused buffer and added to the session's batch array, which becomes one
+            // line of output at the end (Session.endBatch; a batch of notifications only gets nothing).
+            var response = self.response
+            self.response = []
+            session.beginBatch()
             for item in items {
-                let mark = responses.count
-                if mark > 1 { responses.append(UInt8(ascii: ",")) }
-                let before = responses.count
-                self.perform(item, on: session, into: &responses)
-                if responses.count == before { responses.removeSubrange(mark...) }  // a notification: no response
+                response.removeAll(keepingCapacity: true)
+                self.perform(item, on: session, into: &response)
                 // The responses count against the output limits as they are produced (`perform` asks before it
-                // appends one): past them the session is closed `slow_consumer` at the flush, and the rest of the
+                // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the
                 // batch is not performed (kvod holds at most the limit and one response;
                 // Protocol/README.md#slow-consumers).
                 guard !session.isOverOutputLimit else { break }
+                session.appendToBatch(response)
             }
-            // JSON-RPC: a batch of notifications only gets no response at all.
-            if responses.count > 1 && !session.isOverOutputLimit {
-                responses.append(contentsOf: "]\n".utf8)
-                session.enqueue(bytes: responses)
-            }
+            session.endBatch()
+            if response.capacity <= 64 << 10 { self.response = response }
         }
         self.deliverPendingInitials()
         // A close a handler asked for (too many wrong tokens) comes after the line's response.
@@ -153,8 +152,8 @@ final class Dispatcher {
                     session.enqueueResponse(id: number, result: self.result)
                     return
                 }
-                // A batch's responses so far and this one must fit the output limits before the buffer grows for it
-                // (`handle` stops the batch then).
+                // The output (a batch's responses so far included) and this response must fit the output limits
+                // before a buffer grows for it (`handle` stops a batch then).
                 guard session.admitsOutput(adding: response.count &+ self.result.count &+ 64) else { return }
                 // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
                 RPCEncoder.appendResultPrefix(id: id, idText: request.idText, to: &response)

@@ -194,11 +194,16 @@ import WireProtocol
         #expect(try readerTransport.takeMessages().allSatisfy { $0["method"] == "closing" })
         #expect(server.graph.seq == 1)
         #expect(try server.request(writer, 2, "get", #"{"path":"after"}"#)[0]["result"]?["value"] == .null)
-        // Under the limit a batch is answered whole.
+        // Under the limit a batch is answered whole, after what the same turn queued before it.
         let (_, other) = server.connect()
+        other.send(#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#)
         other.send("[" + [get, get].joined(separator: ",") + "]")
+        other.send(#"[{"jsonrpc":"2.0","method":"ping"}]"#)  // notifications only: nothing at all
+        other.send(#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#)
         server.flush()
-        #expect(try other.takeMessages().first?.arrayValue?.count == 2)
+        let answers = try other.takeMessages()
+        #expect(answers.count == 3 && answers[0]["id"] == 7 && answers[2]["id"] == 8)
+        #expect(answers[1].arrayValue?.map { $0["result"]?["value"]?.stringValue?.count } == [20_000, 20_000])
     }
 
     /// A connection closing with many subscriptions ends them a slice per loop turn (issue 23: closing 10,000 held

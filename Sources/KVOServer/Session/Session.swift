@@ -14,6 +14,10 @@ final class Session {
     let transport: any Transport
     /// Output accepted but not yet handed to the transport; written once per loop turn by `flush()`.
     @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
+    /// A batch's response array while the dispatcher builds it (`beginBatch`, `appendToBatch`, `endBatch`): apart
+    /// from `output`, where the session's own notifications raised by the batch's mutations go (they come before the
+    /// array), then joined with it without a second copy of the array. Counted in the output limits.
+    @exclusivity(unchecked) private var batch = OutputBuffer()
     /// True while the session is on the flush list.
     @exclusivity(unchecked) private var isFlushPending = false
     /// True exactly while the session is on Sessions.held (its output waits for sync replicas). Set and cleared by
@@ -198,12 +202,13 @@ final class Session {
         }
     }
 
-    /// Whether `extra` more bytes (a batch's responses so far, not queued yet) keep the session's output within its
-    /// limits. When they do not, the breach is remembered as for queued output: what is buffered is dropped and the
-    /// session is closed `slow_consumer` at the next flush. Checked only once the bytes could matter.
+    /// Whether `extra` more bytes (a response about to be added to a batch) keep the session's output, the batch so
+    /// far included, within its limits. When they do not, the breach is remembered as for queued output: what is
+    /// buffered is dropped and the session is closed `slow_consumer` at the next flush. Checked only once the bytes
+    /// could matter.
     func admitsOutput(adding extra: Int) -> Bool {
         guard self.outputLimitBreach == nil else { return false }
-        let pending = self.output.count + self.lastPendingWriteBytes + extra
+        let pending = self.output.count &+ self.batch.count &+ self.lastPendingWriteBytes &+ extra
         guard pending >= self.limitCheckThreshold else { return true }
         self.checkOutputLimits(adding: extra)
         return self.outputLimitBreach == nil
@@ -212,8 +217,38 @@ final class Session {
     /// True once the output passed its limits (the session closes at the next flush).
     var isOverOutputLimit: Bool { self.outputLimitBreach != nil }
 
-    /// Bytes queued for the client and not yet taken: ours plus the transport's queue.
-    var pendingOutputBytes: Int { self.output.count + self.transport.pendingWriteBytes }
+    // MARK: - A batch's response array
+
+    /// Starts a batch's response array (`[`).
+    func beginBatch() {
+        self.batch.removeAll()
+        self.batch.append("[")
+    }
+
+    /// Adds one response object of the batch (a comma first when it is not the first).
+    func appendToBatch(_ response: [UInt8]) {
+        guard self.outputLimitBreach == nil, !response.isEmpty else { return }
+        if self.batch.count > 1 { self.batch.append(",") }
+        self.batch.append(response)
+    }
+
+    /// Ends the batch: queues the array as one line after what `output` holds (the array's memory becomes the
+    /// output's when that is empty: no copy), unless it holds no response (JSON-RPC: a batch of notifications gets
+    /// nothing) or the output passed its limits (nothing of it is sent).
+    func endBatch() {
+        guard self.batch.count > 1, self.closeReason == nil, self.outputLimitBreach == nil else {
+            self.batch.removeAll()
+            return
+        }
+        self.batch.append("]\n")
+        if !self.output.isEmpty { self.batch.prepend(self.output.bytes) }
+        self.output.exchange(with: &self.batch)
+        self.batch.removeAll()
+        self.outputQueued()
+    }
+
+    /// Bytes queued for the client and not yet taken: ours (a batch being built included) plus the transport's queue.
+    var pendingOutputBytes: Int { self.output.count + self.batch.count + self.transport.pendingWriteBytes }
 
     /// Asks the limiter about the output now queued; remembers a breach and drops what is buffered (the client
     /// will not get it anyway). Also run once a second (SessionCore.housekeeping), for a client that no new output
@@ -226,6 +261,7 @@ final class Session {
         self.outputLimitBreach = breach
         self.ignoresInput = true
         self.output.removeAll()
+        self.batch.removeAll()
         if !self.isFlushPending {
             self.isFlushPending = true
             self.context.sessions.markNeedsFlush(self)
