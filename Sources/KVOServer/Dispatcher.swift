@@ -105,7 +105,7 @@ final class Dispatcher {
             session.beginBatch()
             for item in items {
                 response.removeAll(keepingCapacity: true)
-                self.perform(item, on: session, into: &response)
+                self.perform(item, on: session, into: &response, inBatch: true)
                 // The responses count against the output limits as they are produced (`perform` asks before it
                 // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the
                 // batch is not performed (kvod holds at most the limit and one response;
@@ -126,9 +126,11 @@ final class Dispatcher {
     /// `record`); a committed mutation is counted and reported to the mutation log (the journal) before its response
     /// can leave.
     /// With `direct`, a successful response to a request with an integer id goes straight into the session's output
-    /// (a single request: nothing is built in between); otherwise it is appended to `response`.
+    /// (a single request: nothing is built in between); with `inBatch`, a successful response goes straight into the
+    /// session's batch array (the result is not copied once more); otherwise it is appended to `response`.
     private func perform(
-        _ parsed: RPCParsed, on session: Session, into response: inout [UInt8], direct: Bool = false
+        _ parsed: RPCParsed, on session: Session, into response: inout [UInt8], direct: Bool = false,
+        inBatch: Bool = false
     ) {
         switch parsed {
         case .invalid(let id, let error, let idText):
@@ -157,6 +159,11 @@ final class Dispatcher {
                 guard session.admitsOutput(adding: response.count &+ self.result.count &+ 64) else { return }
                 // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
                 RPCEncoder.appendResultPrefix(id: id, idText: request.idText, to: &response)
+                if inBatch {
+                    session.appendToBatch(response, then: self.result, closing: "}")
+                    response.removeAll(keepingCapacity: true)
+                    return
+                }
                 response.append(contentsOf: self.result)
                 response.append(UInt8(ascii: "}"))
             } catch {

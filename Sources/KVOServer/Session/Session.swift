@@ -225,11 +225,14 @@ final class Session {
         self.batch.append("[")
     }
 
-    /// Adds one response object of the batch (a comma first when it is not the first).
-    func appendToBatch(_ response: [UInt8]) {
+    /// Adds one response object of the batch, `response` then `rest` then `closing` (a comma first when it is not
+    /// the first).
+    func appendToBatch(_ response: [UInt8], then rest: [UInt8] = [], closing: StaticString = "") {
         guard self.outputLimitBreach == nil, !response.isEmpty else { return }
         if self.batch.count > 1 { self.batch.append(",") }
         self.batch.append(response)
+        self.batch.append(rest)
+        self.batch.append(closing)
     }
 
     /// Ends the batch: queues the array as one line after what `output` holds (the array's memory becomes the
