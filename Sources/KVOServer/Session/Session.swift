@@ -189,10 +189,9 @@ final class Session {
         guard !self.transportClosing else { return }
         if !self.output.isEmpty && self.outputLimitBreach == nil {
             self.context.stats.bytesOut += self.output.count
-            self.output.withBytes { self.transport.write($0) }
-            // Keep a small buffer's capacity for the next turn; give a large one back (an idle session should not
-            // hold a burst's worth of memory).
-            self.output.removeAll(keepingCapacity: self.output.capacity <= 8 << 10)
+            // The transport empties it (keeping a small buffer's capacity for the next turn; a large one is given
+            // back or handed over).
+            self.transport.write(taking: &self.output)
             self.checkOutputLimits()
         }
         self.lastPendingWriteBytes = self.transport.pendingWriteBytes
