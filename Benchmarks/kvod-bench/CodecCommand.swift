@@ -75,7 +75,7 @@ struct Codec: ParsableCommand {
     private static func describe(_ incoming: RPCIncoming) -> String {
         switch incoming {
         case .single(.request(let request)): "request \(request.method)"
-        case .single(.invalid(_, let error)): "invalid: \(error.message)"
+        case .single(.invalid(_, let error, _)): "invalid: \(error.message)"
         case .batch(let items): "batch of \(items.count)"
         case .parseError(let error): "parse error: \(error.message)"
         case .emptyBatch: "empty batch"

@@ -98,19 +98,23 @@ final class Dispatcher {
                 session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
                 return
             }
-            var responses: [UInt8] = [UInt8(ascii: "[")]
+            // Each response is built in the reused buffer and added to the session's batch array, which becomes one
+            // line of output at the end (Session.endBatch; a batch of notifications only gets nothing).
+            var response = self.response
+            self.response = []
+            session.beginBatch()
             for item in items {
-                let mark = responses.count
-                if mark > 1 { responses.append(UInt8(ascii: ",")) }
-                let before = responses.count
-                self.perform(item, on: session, into: &responses)
-                if responses.count == before { responses.removeSubrange(mark...) }  // a notification: no response
+                response.removeAll(keepingCapacity: true)
+                self.perform(item, on: session, into: &response, inBatch: true)
+                // The responses count against the output limits as they are produced (`perform` asks before it
+                // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the
+                // batch is not performed (kvod holds at most the limit and one response;
+                // Protocol/README.md#slow-consumers).
+                guard !session.isOverOutputLimit else { break }
+                session.appendToBatch(response)
             }
-            // JSON-RPC: a batch of notifications only gets no response at all.
-            if responses.count > 1 {
-                responses.append(contentsOf: "]\n".utf8)
-                session.enqueue(bytes: responses)
-            }
+            session.endBatch()
+            if response.capacity <= 64 << 10 { self.response = response }
         }
         self.deliverPendingInitials()
         // A close a handler asked for (too many wrong tokens) comes after the line's response.
@@ -122,13 +126,15 @@ final class Dispatcher {
     /// `record`); a committed mutation is counted and reported to the mutation log (the journal) before its response
     /// can leave.
     /// With `direct`, a successful response to a request with an integer id goes straight into the session's output
-    /// (a single request: nothing is built in between); otherwise it is appended to `response`.
+    /// (a single request: nothing is built in between); with `inBatch`, a successful response goes straight into the
+    /// session's batch array (the result is not copied once more); otherwise it is appended to `response`.
     private func perform(
-        _ parsed: RPCParsed, on session: Session, into response: inout [UInt8], direct: Bool = false
+        _ parsed: RPCParsed, on session: Session, into response: inout [UInt8], direct: Bool = false,
+        inBatch: Bool = false
     ) {
         switch parsed {
-        case .invalid(let id, let error):
-            RPCEncoder.appendError(id: id ?? .null, error: error, to: &response)
+        case .invalid(let id, let error, let idText):
+            RPCEncoder.appendError(id: id ?? .null, idText: idText, error: error, to: &response)
         case .request(let request):
             self.result.removeAll(keepingCapacity: true)
             // A follower's replication link (its `ack`s and `record`s, after `replicate`) is not a client's request.
@@ -144,17 +150,26 @@ final class Dispatcher {
                     session.heldUntilSeq = seq  // with --sync-replicas its output waits for followers (Session.flush)
                 }
                 guard let id = request.id else { return }
-                if direct, case .int(let number) = id {
+                if direct, case .int(let number) = id, request.idText == nil {
                     session.enqueueResponse(id: number, result: self.result)
                     return
                 }
+                // The output (a batch's responses so far included) and this response must fit the output limits
+                // before a buffer grows for it (`handle` stops a batch then).
+                guard session.admitsOutput(adding: response.count &+ self.result.count &+ 64) else { return }
                 // (Not the closure form of appendResult: a main-actor closure is checked for its isolation per call.)
-                RPCEncoder.appendResultPrefix(id: id, to: &response)
+                RPCEncoder.appendResultPrefix(id: id, idText: request.idText, to: &response)
+                if inBatch {
+                    session.appendToBatch(response, then: self.result, closing: "}")
+                    response.removeAll(keepingCapacity: true)
+                    return
+                }
                 response.append(contentsOf: self.result)
                 response.append(UInt8(ascii: "}"))
             } catch {
                 guard let id = request.id else { return }
-                RPCEncoder.appendError(id: id, error: self.rpcError(for: error, request: request), to: &response)
+                RPCEncoder.appendError(
+                    id: id, idText: request.idText, error: self.rpcError(for: error, request: request), to: &response)
             }
         }
     }

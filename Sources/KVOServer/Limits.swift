@@ -13,6 +13,9 @@ public struct Limits: Sendable, Equatable {
     public var maxConnections = 10_000
     /// The most subscriptions one connection may hold; one more is refused with 1009.
     public var maxSubscriptionsPerConnection = 10_000
+    /// The largest `context` a subscription may carry, in bytes of its compact JSON; a larger one is refused with
+    /// 1009 (a context is kept, and written into every notification, for the subscription's life). 0: no limit.
+    public var maxContextBytes = 4096
     /// Wrong tokens one connection may send in `hello` before it is closed (`unauthorized`).
     public var maxAuthenticationFailures = 3
     /// With access control on: seconds a connection may stay open without an accepted `hello` before it is closed

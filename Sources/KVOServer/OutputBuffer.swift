@@ -1,7 +1,11 @@
 // A connection's pending output: a growable byte buffer whose appends are one capacity check and one memcpy.
 // (`Array.append(contentsOf:)` costs about 50 instructions a call before copying a byte, and fan-out appends four
-// runs per notification.) Loop-owned, never copied.
-
+// runs per notification.) Loop-owned, never copied. Its memory is malloc's, grown with realloc: a large buffer (an
+// mmapped chunk) grows by remapping its pages, not by a copy beside the old one, so a buffer near the output limit
+// never exists twice; and it can be handed over whole (`takeStorage`) to be freed by whoever writes it.
+#if canImport(Glibc)
+import Glibc
+#endif
 import WireProtocol
 
 /// Bytes waiting for the socket.
@@ -13,7 +17,7 @@ struct OutputBuffer: ~Copyable {
     init() {}
 
     deinit {
-        self.base?.deallocate()
+        free(self.base)
     }
 
     var isEmpty: Bool { self.count == 0 }
@@ -26,11 +30,8 @@ struct OutputBuffer: ~Copyable {
 
     private mutating func grow(to minimum: Int) {
         let newCapacity = max(minimum, self.capacity * 2, 256)
-        let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
-        if let base = self.base {
-            grown.copyMemory(from: base, byteCount: self.count)
-            base.deallocate()
-        }
+        // realloc keeps the bytes (and remaps a large block's pages); out of memory is as fatal as for any allocation.
+        guard let grown = realloc(self.base, newCapacity) else { fatalError("out of memory: \(newCapacity) bytes") }
         self.base = grown
         self.capacity = newCapacity
     }
@@ -117,10 +118,38 @@ struct OutputBuffer: ~Copyable {
     mutating func removeAll(keepingCapacity: Bool = false) {
         self.count = 0
         if !keepingCapacity, let base = self.base {
-            base.deallocate()
+            free(base)
             self.base = nil
             self.capacity = 0
         }
+    }
+
+    /// Hands over the bytes' memory (malloc'd: the taker frees it with `free`) and leaves the buffer empty; nil when
+    /// there is nothing.
+    mutating func takeStorage() -> (base: UnsafeMutableRawPointer, count: Int)? {
+        guard let base = self.base, self.count > 0 else { return nil }
+        let taken = (base, self.count)
+        self.base = nil
+        self.count = 0
+        self.capacity = 0
+        return taken
+    }
+
+    /// Puts `bytes` in front of what the buffer holds (one move of the buffer's bytes).
+    mutating func prepend(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        self.reserve(bytes.count)
+        let base = self.base.unsafelyUnwrapped
+        memmove(base + bytes.count, base, self.count)
+        base.copyMemory(from: source, byteCount: bytes.count)
+        self.count += bytes.count
+    }
+
+    /// Exchanges the contents (memory, count, capacity) of two buffers.
+    mutating func exchange(with other: inout OutputBuffer) {
+        (self.base, other.base) = (other.base, self.base)
+        (self.count, other.count) = (other.count, self.count)
+        (self.capacity, other.capacity) = (other.capacity, self.capacity)
     }
 }
 

@@ -1,6 +1,9 @@
 // The write side of TCPStream: direct writes with uv_try_write, the remainder queued with uv_write in one
-// [uv_write_t | payload] block per write, write-queue accounting for onWritesDrained, and the uv_shutdown half-close.
-
+// [uv_write_t | payload] block per write (or, for a buffer handed over, behind a [uv_write_t | owner] block without a
+// copy), write-queue accounting for onWritesDrained, and the uv_shutdown half-close.
+#if canImport(Glibc)
+import Glibc
+#endif
 internal import CLibUV
 
 extension TCPStream {
@@ -32,6 +35,51 @@ extension TCPStream {
         if written < bytes.count {
             self.enqueue(UnsafeRawBufferPointer(rebasing: bytes[written...]))
         }
+        return written
+    }
+
+    /// Writes the `count` bytes at `base` as `write(_:)` does, taking their memory over (it must come from `malloc`):
+    /// what `uv_try_write` does not take is queued as it is, without a copy, and the memory is freed once written
+    /// (at once when nothing is left to write, or when the write cannot be made). For a large buffer, so that it never
+    /// exists twice. Returns how many bytes went to the socket immediately.
+    @discardableResult
+    public func write(adopting base: UnsafeMutableRawPointer, count: Int) -> Int {
+        guard count > 0, !self.isClosing, !self.hasWriteFailed, !self.isShutDownForWrites else {
+            free(base)
+            return 0
+        }
+        var written = 0
+        if self.pendingWriteBytes == 0 {
+            var buffer = uv_buf_t(base: base.assumingMemoryBound(to: CChar.self), len: count)
+            let status = uv_try_write(self.stream, &buffer, 1)
+            if status >= 0 {
+                written = Int(status)
+            } else if status != UV_EAGAIN.rawValue {
+                free(base)
+                self.failWrites(UVError(code: status, call: "uv_try_write"))
+                return 0
+            }
+        }
+        guard written < count else {
+            free(base)
+            return written
+        }
+        let headerBytes = MemoryLayout<uv_write_t>.stride
+        let block = UnsafeMutableRawPointer.allocate(
+            byteCount: headerBytes + MemoryLayout<UnsafeMutableRawPointer>.stride,
+            alignment: MemoryLayout<uv_write_t>.alignment)
+        let request = block.bindMemory(to: uv_write_t.self, capacity: 1)
+        request.initialize(to: uv_write_t())
+        (block + headerBytes).storeBytes(of: base, as: UnsafeMutableRawPointer.self)
+        var buffer = uv_buf_t(base: (base + written).assumingMemoryBound(to: CChar.self), len: count - written)
+        let status = uv_write(request, self.stream, &buffer, 1, onAdoptedWriteCompleted)
+        guard status >= 0 else {
+            block.deallocate()
+            free(base)
+            self.failWrites(UVError(code: status, call: "uv_write"))
+            return written
+        }
+        self.writesInFlight += 1
         return written
     }
 
@@ -123,6 +171,16 @@ private let onWriteCompleted: uv_write_cb = { request, status in
     guard let request else { return }
     let handle = request.pointee.handle
     UnsafeMutableRawPointer(request).deallocate()  // the [uv_write_t | payload] block from enqueue
+    guard let handle = handle.map(asHandle), let stream = owner(of: handle, as: TCPStream.self) else { return }
+    enterLoop(handle, stream, status) { $0.didWrite($1) }
+}
+
+private let onAdoptedWriteCompleted: uv_write_cb = { request, status in
+    guard let request else { return }
+    let handle = request.pointee.handle
+    let block = UnsafeMutableRawPointer(request)  // the [uv_write_t | owner] block from write(adopting:count:)
+    free(block.load(fromByteOffset: MemoryLayout<uv_write_t>.stride, as: UnsafeMutableRawPointer.self))
+    block.deallocate()
     guard let handle = handle.map(asHandle), let stream = owner(of: handle, as: TCPStream.self) else { return }
     enterLoop(handle, stream, status) { $0.didWrite($1) }
 }

@@ -16,15 +16,21 @@ public enum RPCEncoder {
     @inlinable public static var responseStart: StaticString { #"{"jsonrpc":"2.0","id":"# }
     @inlinable public static var resultStart: StaticString { #","result":"# }
 
-    /// Appends `{"jsonrpc":"2.0","id":ID,"result":`: the caller appends the result and the closing `}`.
-    public static func appendResultPrefix(id: JSONValue?, to bytes: inout [UInt8]) {
+    /// Appends `{"jsonrpc":"2.0","id":ID,"result":`: the caller appends the result and the closing `}`. `idText`:
+    /// the id's bytes as the request had them (RPCRequest.idText), written instead of `id` when given.
+    public static func appendResultPrefix(id: JSONValue?, idText: [UInt8]? = nil, to bytes: inout [UInt8]) {
         JSONWriter.appendLiteral(Self.responseStart, to: &bytes)
-        if case .int(let number)? = id {
+        if case .int(let number)? = id, idText == nil {
             JSONWriter.appendInt(number, to: &bytes)  // the common id, without the general writer
         } else {
-            JSONWriter.append(id ?? .null, to: &bytes)
+            self.appendID(id, text: idText, to: &bytes)
         }
         JSONWriter.appendLiteral(Self.resultStart, to: &bytes)
+    }
+
+    /// Appends an id: its bytes as sent when given, else `id` (nil as `null`).
+    private static func appendID(_ id: JSONValue?, text: [UInt8]?, to bytes: inout [UInt8]) {
+        if let text { bytes.append(contentsOf: text) } else { JSONWriter.append(id ?? .null, to: &bytes) }
     }
 
     /// Appends `{"jsonrpc":"2.0","id":ID,"result":RESULT}`.
@@ -33,9 +39,10 @@ public enum RPCEncoder {
     }
 
     /// Appends `{"jsonrpc":"2.0","id":ID,"error":{"code":C,"message":"…","data":…}}`; `data` is omitted when nil.
-    public static func appendError(id: JSONValue?, error: RPCError, to bytes: inout [UInt8]) {
+    /// `idText` as in `appendResultPrefix`.
+    public static func appendError(id: JSONValue?, idText: [UInt8]? = nil, error: RPCError, to bytes: inout [UInt8]) {
         JSONWriter.appendLiteral(#"{"jsonrpc":"2.0","id":"#, to: &bytes)
-        JSONWriter.append(id ?? .null, to: &bytes)
+        self.appendID(id, text: idText, to: &bytes)
         JSONWriter.appendLiteral(#","error":{"code":"#, to: &bytes)
         JSONWriter.appendInt(Int64(error.code), to: &bytes)
         JSONWriter.appendLiteral(#","message":"#, to: &bytes)

@@ -19,8 +19,17 @@ public enum RPCParsed: Sendable, Equatable {
     /// A valid request or notification.
     case request(RPCRequest)
     /// Not a valid request object (-32600). `id` is the request's `id` when it was present and valid, else `.null`;
-    /// always answer it, even when the `id` member was missing.
-    case invalid(id: JSONValue?, RPCError)
+    /// always answer it, even when the `id` member was missing. `idText`: as `RPCRequest.idText`.
+    case invalid(id: JSONValue?, RPCError, idText: [UInt8]? = nil)
+
+    /// Equal when they mean the same (an id's spelling, `idText`, is not compared: RPCRequest's equality).
+    public static func == (left: RPCParsed, right: RPCParsed) -> Bool {
+        switch (left, right) {
+        case (.request(let one), .request(let other)): one == other
+        case (.invalid(let id, let error, _), .invalid(let otherID, let otherError, _)): id == otherID && error == otherError
+        default: false
+        }
+    }
 }
 
 /// Decodes JSON-RPC 2.0 messages received by the server.
@@ -36,7 +45,9 @@ public enum RPCMessage {
             var parser = JSONParser(line, maxDepth: maxDepth)
             // The usual line, a single request object, is validated as it is read, without building the object.
             if let request = try parser.parseRequestObject() { return .single(request) }
-            // Anything else: a batch, or something that is no request at all.
+            // A batch: its request objects read the same way (their ids' bytes kept as the line has them).
+            if let batch = try parser.parseBatch() { return batch }
+            // Anything else: something that is no request at all.
             return self.decode(value: try parser.parseDocument())
         } catch {
             return .parseError(RPCError(.parseError, error.description))
@@ -72,7 +83,8 @@ public enum RPCMessage {
     /// Validates the members of one request object that JSON-RPC gives a meaning (nil when absent); `hasVersion`
     /// says whether `jsonrpc` is exactly "2.0".
     static func validate(
-        id: consuming JSONValue?, hasVersion: Bool, method: consuming JSONValue?, params: consuming JSONValue?
+        id: consuming JSONValue?, hasVersion: Bool, method: consuming JSONValue?, params: consuming JSONValue?,
+        idText: [UInt8]? = nil
     ) -> RPCParsed {
         if let id {
             switch id {
@@ -80,20 +92,26 @@ public enum RPCMessage {
             case .bool, .array, .object: return self.invalid(id: .null, "\"id\" must be a string, a number or null")
             }
         }
-        guard hasVersion else { return self.invalid(id: id ?? .null, "\"jsonrpc\" must be exactly \"2.0\"") }
-        guard let methodMember = method else { return self.invalid(id: id ?? .null, "\"method\" is missing") }
+        guard hasVersion else {
+            return self.invalid(id: id ?? .null, "\"jsonrpc\" must be exactly \"2.0\"", idText: idText)
+        }
+        guard let methodMember = method else {
+            return self.invalid(id: id ?? .null, "\"method\" is missing", idText: idText)
+        }
         guard case .string(let name) = methodMember else {
-            return self.invalid(id: id ?? .null, "\"method\" must be a string")
+            return self.invalid(id: id ?? .null, "\"method\" must be a string", idText: idText)
         }
         switch params {
         case nil, .object?, .array?: break
-        default: return self.invalid(id: id ?? .null, "\"params\" must be an object or an array")
+        default: return self.invalid(id: id ?? .null, "\"params\" must be an object or an array", idText: idText)
         }
-        return .request(RPCRequest(id: id, method: name, params: params))
+        var request = RPCRequest(id: id, method: name, params: params)
+        request.idText = idText
+        return .request(request)
     }
 
-    private static func invalid(id: JSONValue, _ reason: String) -> RPCParsed {
-        .invalid(id: id, RPCError(.invalidRequest, "invalid request: \(reason)"))
+    private static func invalid(id: JSONValue, _ reason: String, idText: [UInt8]? = nil) -> RPCParsed {
+        .invalid(id: id, RPCError(.invalidRequest, "invalid request: \(reason)"), idText: idText)
     }
 }
 
@@ -106,16 +124,18 @@ extension JSONParser {
     /// When the document (after whitespace) is an object: parses it to the end of the input and validates it as a
     /// request, reading the members JSON-RPC gives a meaning without building the object. Otherwise returns nil with
     /// `index` unchanged, ready for `parseDocument`. Accepts and rejects exactly what `parseDocument` does, with the
-    /// same errors; like `JSONObject`, a later duplicate member replaces the earlier one.
-    mutating func parseRequestObject() throws(WireError) -> RPCParsed? {
+    /// same errors; like `JSONObject`, a later duplicate member replaces the earlier one. `depth`: the open arrays
+    /// around it (1 in a batch, which calls it with `wholeInput` false: the object need not end the input).
+    mutating func parseRequestObject(depth: Int = 0, wholeInput: Bool = true) throws(WireError) -> RPCParsed? {
         let start = self.index
         self.skipWhitespace()
-        guard self.maxDepth > 0, self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "{") else {
+        guard self.maxDepth > depth, self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "{") else {
             self.index = start
             return nil
         }
         self.index &+= 1
         var id: JSONValue? = nil
+        var idText: [UInt8]? = nil
         var hasVersion = false
         var method: JSONValue? = nil
         var params: JSONValue? = nil
@@ -133,10 +153,13 @@ extension JSONParser {
                     self.index &+= 5
                 } else {
                     // One call site, so that the value parser is inlined once.
-                    let value = try self.parseValue(depth: 1)
+                    let valueStart = self.index
+                    let value = try self.parseValue(depth: depth &+ 1)
                     switch name {
                     case .jsonrpc: hasVersion = value == .string("2.0")
-                    case .id: id = value
+                    case .id:
+                        id = value
+                        idText = self.idText(of: value, from: valueStart)
                     case .method: method = value
                     case .params: params = value
                     case .other: break
@@ -152,8 +175,61 @@ extension JSONParser {
                 break
             }
         }
+        if wholeInput { try self.expectEndOfInput() }
+        return RPCMessage.validate(id: id, hasVersion: hasVersion, method: method, params: params, idText: idText)
+    }
+
+    /// The bytes of an id just parsed (from `start`, which may be followed by whitespace, to `index`), when writing
+    /// `value` would not give them back; nil otherwise (the usual integer, a string without escapes, null).
+    private func idText(of value: JSONValue, from start: Int) -> [UInt8]? {
+        switch value {
+        case .int(let number):
+            guard number == 0 else { return nil }  // an integer's digits are its own, but for "-0"
+        case .double: break
+        case .string: break
+        default: return nil
+        }
+        var first = start
+        while first < self.index, self.bytes[first] <= 0x20 { first &+= 1 }  // JSON whitespace
+        let text = UnsafeBufferPointer(rebasing: self.bytes[first..<self.index])
+        if case .int = value, text.first != UInt8(ascii: "-") { return nil }
+        if case .string = value, !text.contains(UInt8(ascii: "\\")) { return nil }
+        return Array(text)
+    }
+
+    /// When the document (after whitespace) is an array: parses it to the end of the input as a batch, each request
+    /// object read as `parseRequestObject` reads one (any other element validated as `RPCMessage.parseRequest`
+    /// does). Otherwise returns nil with `index` unchanged. Accepts and rejects exactly what `parseDocument` does.
+    mutating func parseBatch() throws(WireError) -> RPCIncoming? {
+        let start = self.index
+        self.skipWhitespace()
+        guard self.maxDepth > 0, self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "[") else {
+            self.index = start
+            return nil
+        }
+        self.index &+= 1
+        if self.peekSkippingWhitespace() == UInt8(ascii: "]") {
+            self.index &+= 1
+            try self.expectEndOfInput()
+            return .emptyBatch
+        }
+        var elements: [RPCParsed] = []
+        while true {
+            if let element = try self.parseRequestObject(depth: 1, wholeInput: false) {
+                elements.append(element)
+            } else {
+                elements.append(RPCMessage.parseRequest(try self.parseValue(depth: 1)))
+            }
+            if let byte = self.peekSkippingWhitespace() {
+                self.index &+= 1
+                if byte == UInt8(ascii: ",") { continue }
+                if byte == UInt8(ascii: "]") { break }
+                self.index &-= 1
+            }
+            throw self.afterMemberError(inObject: false)
+        }
         try self.expectEndOfInput()
-        return RPCMessage.validate(id: id, hasVersion: hasVersion, method: method, params: params)
+        return .batch(elements)
     }
 
     /// A member name of the request object and its colon, as `parseKey` reads it.

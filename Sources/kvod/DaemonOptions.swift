@@ -187,6 +187,10 @@ enum DaemonOptions {
                 "max-subscriptions", \.limits.maxSubscriptionsPerConnection, valueName: "count",
                 "Subscriptions one connection may hold; one more is error 1009.", parse: count),
             .setting(
+                "max-context-bytes", \.limits.maxContextBytes, valueName: "bytes",
+                "The largest context a subscription may carry, as compact JSON; larger is error 1009 (0: no limit).",
+                parse: bytes),
+            .setting(
                 "max-line-bytes", \.limits.maxLineBytes, valueName: "bytes",
                 "The longest request line accepted (1024 or more); a longer one closes the connection.",
                 parse: SettingParser.integer(in: 1024...(1 << 30))),

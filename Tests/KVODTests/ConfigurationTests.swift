@@ -40,6 +40,7 @@ func printedConfiguration(
         #expect(settings["log-level"]! == ("debug", "\(file): \"log-level\""))
         #expect(settings["port"]! == ("7171", "\(file): \"port\""), "an empty variable counts as unset")
         #expect(settings["max-connections"]! == ("10000", "default"))
+        #expect(settings["max-context-bytes"]! == ("4096", "default"))
         #expect(settings["config"]! == (file, "--config"))
     }
 

@@ -31,6 +31,54 @@ import WireProtocol
         #expect(try other.request(1, "subscribe", #"{"path":"a"}"#)["result"] != nil)
         #expect(try other.request(2, "stats")["result"]?["subscriptions"] == 3)
     }
+
+    /// A subscription's `context` is kept and sent with every notification: its size is limited like any input
+    /// (issue 23: 300 contexts of 900 KB took 1.6 MB each).
+    @Test func aContextLargerThanTheLimitIsRefused() throws {
+        var limits = Limits()
+        limits.maxContextBytes = 100
+        let server = InProcessServer(limits: limits)
+        let peer = server.peer()
+        // 98 bytes of text: 100 as JSON, the limit exactly.
+        let fits = String(repeating: "c", count: 98)
+        #expect(try peer.request(1, "subscribe", #"{"path":"a","context":"\#(fits)"}"#)["result"] != nil)
+        let refused = try peer.request(2, "subscribe", #"{"path":"b","context":["\#(fits)"]}"#)
+        #expect(refused["error"]?["code"] == 1009 && refused["error"]?["data"] == .json(#"{"limit":100}"#))
+        #expect(try peer.request(3, "stats")["result"]?["subscriptions"] == 1)
+        // 0: no limit.
+        limits.maxContextBytes = 0
+        let unlimited = InProcessServer(limits: limits).peer()
+        let large = String(repeating: "c", count: 100_000)
+        #expect(try unlimited.request(1, "subscribe", #"{"path":"a","context":"\#(large)"}"#)["result"] != nil)
+    }
+
+    /// Unsubscribes end subscriptions where they are in the session's list (compacted now and then): every
+    /// subscription stays findable, ended ones are unknown, and the count the limit checks is the live one.
+    @Test func manyUnsubscribesKeepTheRestFindableAndTheCountRight() throws {
+        var limits = Limits()
+        limits.maxSubscriptionsPerConnection = 100
+        let server = InProcessServer(limits: limits)
+        let peer = server.peer()
+        var ids: [Int64] = []
+        for index in 0..<100 {
+            ids.append(try peer.request(index, "subscribe", #"{"path":"p\#(index)"}"#)["result"]?["subscription"]?.intValue ?? -1)
+        }
+        #expect(try peer.request(100, "subscribe", #"{"path":"q"}"#)["error"]?["code"] == 1009)
+        // End all but every tenth, in an order that compacts the list several times.
+        let ended = ids.enumerated().filter { $0.offset % 10 != 0 }.map(\.element).reversed()
+        for id in ended { #expect(try peer.request(200, "unsubscribe", #"{"subscription":\#(id)}"#)["result"] == true) }
+        for id in ended.prefix(5) {
+            #expect(try peer.request(201, "unsubscribe", #"{"subscription":\#(id)}"#)["error"]?["code"] == 1007)
+        }
+        #expect(try peer.request(202, "stats")["result"]?["subscriptions"] == 10)
+        for id in stride(from: 0, to: 100, by: 10).map({ ids[$0] }) {
+            #expect(try peer.request(203, "unsubscribe", #"{"subscription":\#(id)}"#)["result"] == true)
+        }
+        // All ended: 100 fit again.
+        for index in 0..<100 { _ = try peer.request(300 + index, "subscribe", #"{"path":"r\#(index)"}"#) }
+        #expect(try peer.request(400, "subscribe", #"{"path":"s"}"#)["error"]?["code"] == 1009)
+        #expect(server.context.subscriptions.openCount == 100)
+    }
 }
 
 /// The connection limit: sockets accepted, told and closed by a live kvod.

@@ -72,11 +72,18 @@ import WireProtocol
         for params in [
             #"{"path":"k","value":1,"ttl":0}"#, #"{"path":"k","value":1,"ttl":-1}"#, #"{"path":"k","value":1,"ttl":"5"}"#,
             #"{"path":"k","value":1,"ttl":31536001}"#, #"{"path":"k","value":1,"ttl":5,"expiresAt":5}"#,
+            // `expiresAt` has `ttl`'s cap: a year after now (the manual clock's epoch 1,790,000,000,000), not more.
+            #"{"path":"k","value":1,"expiresAt":1821536000001}"#,
+            #"{"ops":[{"method":"set","params":{"path":"k","value":1,"expiresAt":4102444800000}}]}"#,
         ] {
-            let reply = try server.request(peer, 1, "set", params)
+            let method = params.hasPrefix(#"{"ops""#) ? "transaction" : "set"
+            let reply = try server.request(peer, 1, method, params)
             #expect(reply[0]["error"]?["code"] == -32602, "\(params)")
         }
         #expect(server.graph.seq == 0)
+        let atTheCap = try server.request(peer, 2, "set", #"{"path":"k","value":1,"expiresAt":1821536000000}"#)
+        #expect(atTheCap[0]["result"]?["seq"] == 1)
+        #expect(try server.request(peer, 3, "set", #"{"path":"k","value":1,"ttl":31536000}"#)[0]["result"]?["seq"] == 2)
     }
 
     @Test func onDisconnectOpsRunAsOneTransactionWhenTheSessionEnds() throws {

@@ -43,6 +43,40 @@ import WireProtocol
         #expect(Set(history.recordedPaths.map(\.description)) == ["a.b", "c"])
     }
 
+    /// Idle recorders (no subscriber) beyond the 1,000 kept go least recently used first, whether they became idle by
+    /// an unsubscribe, a close or a `record`; a subscriber takes a recorder off the idle list, and a `record` of an
+    /// idle one makes it the most recently used. (O(1) per subscription ended: ObjectGraph has the benchmark row.)
+    @Test func theLeastRecentlyUsedIdleRecordersGoFirst() throws {
+        let server = InProcessServer(historyCapacity: 100)
+        let history = server.context.subscriptions.history
+        for index in 0..<990 { #expect(history.record(try KeyPath(parsing: "r\(index)"))) }
+        let subscriber = server.peer()
+        for index in 0..<20 {
+            #expect(try subscriber.request(index + 1, "subscribe", #"{"path":"s\#(index)"}"#)["result"] != nil)
+        }
+        _ = try subscriber.request(100, "subscribe", #"{"path":"r0"}"#)  // r0 has a subscriber now
+        #expect(!history.record(try KeyPath(parsing: "r1")))  // r1 becomes the most recently used idle one
+        for id in 1...10 { _ = try subscriber.request(200 + id, "unsubscribe", #"{"subscription":\#(id)}"#) }
+        // 989 + 10 idle: none dropped yet.
+        #expect(history.recordedPaths.count == 1010)
+        subscriber.close()  // s10...s19 and r0 become idle, in that order: 1,010 idle, 10 over the limit
+        #expect(history.recordedPaths.count == 1010)  // dropped at the turn's end (a budget per turn)
+        server.flush()
+        let kept = Set(history.recordedPaths.map(\.description))
+        #expect(kept.count == 1000)
+        // The least recently used went: r2 ... r11 (r0 had a subscriber until the close, r1 was touched).
+        #expect((2...11).allSatisfy { !kept.contains("r\($0)") })
+        #expect(kept.contains("r0") && kept.contains("r1") && kept.contains("r12"))
+        #expect((0..<20).allSatisfy { kept.contains("s\($0)") })
+        #expect(history.recordedPaths.suffix(2).map(\.description) == ["s19", "r0"])
+        // A turn drops at most its budget: the rest go in the turns after.
+        for index in 0..<(SubscriptionHistory.dropBudget + 100) { history.record(try KeyPath(parsing: "t\(index)")) }
+        server.flush()
+        #expect(history.recordedPaths.count == 1100)
+        server.flush()
+        #expect(history.recordedPaths.count == 1000 && history.recordedPaths.last?.description == "t355")
+    }
+
     @Test func withoutAHistoryNothingIsRecorded() throws {
         let server = InProcessServer(historyCapacity: 0)
         #expect(!server.context.subscriptions.history.record(try KeyPath(parsing: "a")))

@@ -171,6 +171,70 @@ import WireProtocol
         #expect(server.context.stats.closes[.slowConsumer] == 1)
     }
 
+    /// A batch's responses count against the output limit as they are produced (issue 23: 500 gets of a 900 KB value
+    /// took 930 MB before the limit was looked at): past it the batch stops, nothing of it is sent, the requests
+    /// after the one that passed it are not performed, and the session is closed `slow_consumer` at the flush.
+    @Test func aBatchWhoseResponsesPassTheHardLimitStopsThereAndClosesTheSession() throws {
+        var limits = Limits()
+        limits.outputHardLimitBytes = 50_000
+        limits.outputSoftLimitBytes = 0
+        let server = InProcessServer(limits: limits)
+        let (_, writer) = server.connect()
+        let big = String(repeating: "x", count: 20_000)
+        _ = try server.request(writer, 1, "set", #"{"path":"big","value":"\#(big)"}"#)
+        let (reader, readerTransport) = server.connect()
+        let get = #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"path":"big"}}"#
+        let set = #"{"jsonrpc":"2.0","id":2,"method":"set","params":{"path":"after","value":1}}"#
+        // Three gets pass 50,000 bytes; the set after them is not performed, nor the line after the batch.
+        readerTransport.send("[" + [get, get, get, set].joined(separator: ",") + "]")
+        readerTransport.send(#"{"jsonrpc":"2.0","id":3,"method":"set","params":{"path":"later","value":1}}"#)
+        server.flush()
+        #expect(reader.closeReason == .slowConsumer)
+        #expect(readerTransport.written.count < 1000)  // at most the closing notice
+        #expect(try readerTransport.takeMessages().allSatisfy { $0["method"] == "closing" })
+        #expect(server.graph.seq == 1)
+        #expect(try server.request(writer, 2, "get", #"{"path":"after"}"#)[0]["result"]?["value"] == .null)
+        // Under the limit a batch is answered whole, after what the same turn queued before it.
+        let (_, other) = server.connect()
+        other.send(#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#)
+        other.send("[" + [get, get].joined(separator: ",") + "]")
+        other.send(#"[{"jsonrpc":"2.0","method":"ping"}]"#)  // notifications only: nothing at all
+        other.send(#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#)
+        server.flush()
+        let answers = try other.takeMessages()
+        #expect(answers.count == 3 && answers[0]["id"] == 7 && answers[2]["id"] == 8)
+        #expect(answers[1].arrayValue?.map { $0["result"]?["value"]?.stringValue?.count } == [20_000, 20_000])
+    }
+
+    /// A connection closing with many subscriptions ends them a slice per loop turn (issue 23: closing 10,000 held
+    /// every client for 9.5 s): they stop counting at once, nothing reaches the closed connection meanwhile, and the
+    /// engine drops their observations over the next turns.
+    @Test func manySubscriptionsOfAClosingSessionEndASlicePerTurn() throws {
+        let server = InProcessServer(historyCapacity: 0)
+        let (_, subscriber) = server.connect()
+        let count = 2 * Subscriptions.endBudget + 500
+        subscriber.send("[" + (0..<count).map { Peer.requestText($0, "subscribe", #"{"path":"p\#($0)"}"#) }.joined(separator: ",") + "]")
+        server.flush()
+        _ = try subscriber.takeMessages()
+        #expect(server.graph.observationCount == count)
+        let before = subscriber.written.count
+        subscriber.events?.transportEnded(error: false)
+        #expect(server.context.subscriptions.openCount == 0)
+        let (_, writer) = server.connect()
+        _ = try server.request(writer, 1, "set", #"{"path":"p7","value":1}"#)  // flushes: the first slice
+        #expect(server.graph.observationCount == count - Subscriptions.endBudget)
+        server.flush()
+        #expect(server.graph.observationCount == 500)
+        server.flush()
+        #expect(server.graph.observationCount == 0)
+        #expect(subscriber.written.count == before)  // no notification of p7 reached the closed connection
+        // A few end at once.
+        let (_, few) = server.connect()
+        _ = try server.request(few, 1, "subscribe", #"{"path":"q"}"#)
+        few.events?.transportEnded(error: false)
+        #expect(server.graph.observationCount == 0)
+    }
+
     @Test func aLineTooLongGetsAnErrorAndTheConnectionCloses() throws {
         let server = InProcessServer()
         let (session, peer) = server.connect()

@@ -10,7 +10,7 @@ import WireProtocol
     /// Params by name, in another order, by position; conditions, an expiry; then every way to get them wrong.
     static let params: [String] = [
         #"{"path":"a","value":1}"#, #"{"value":2,"path":"a"}"#, #"["a",3]"#, #"{"path":"b.c","value":{"d":[1]}}"#,
-        #"{"path":"n","value":5,"if":{"absent":true}}"#, #"{"path":"a","value":6,"expiresAt":4102444800000}"#,
+        #"{"path":"n","value":5,"if":{"absent":true}}"#, #"{"path":"a","value":6,"expiresAt":1800000000000}"#,
         #"["b.e",7,{"modSeq":0},null]"#, #"{"path":"a","value":8,"if":{"absent":true}}"#,
         #"{"path":"a","value":9,"force":true}"#, #"{"path":"a"}"#, #"{"path":1,"value":1}"#, #"{"value":1}"#,
         #"{"path":"a","value":1,"if":3}"#, #"{"path":"a","value":1,"if":{"absent":false}}"#,

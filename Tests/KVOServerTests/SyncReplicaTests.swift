@@ -76,6 +76,182 @@ import WireProtocol
         #expect(try writer.takeMessages().isEmpty)
     }
 
+    // MARK: - Pipelining (issue 23: a session released by a seq below its later mutation was never flushed again)
+
+    @Test func aReleaseBetweenTwoWritesInDifferentTurnsHoldsTheSecondAndThenSendsBoth() throws {
+        let server = self.holdingServer()
+        let (_, writer) = server.connect()
+        writer.send(InProcessServer.requestText(1, "set", #"{"path":"a","value":1}"#))
+        server.flush()
+        // The first write is confirmed in the same turn as the second arrives: the session comes off the held list
+        // with its output still waiting for seq 2.
+        server.context.sessions.release(upTo: 1)
+        writer.send(InProcessServer.requestText(2, "set", #"{"path":"a","value":2}"#))
+        server.flush()
+        #expect(try writer.takeMessages().isEmpty)
+        server.context.sessions.release(upTo: 2)
+        server.flush()
+        #expect(try writer.takeMessages().map(\.["id"]) == [1, 2])
+        // And the session goes on as usual.
+        #expect(try server.request(writer, 3, "ping").map(\.["id"]) == [3])
+    }
+
+    @Test func partialReleasesWithReadsBetweenWritesKeepTheOrder() throws {
+        let server = self.holdingServer()
+        let (_, writer) = server.connect()
+        writer.send(InProcessServer.requestText(1, "set", #"{"path":"a","value":1}"#))
+        server.flush()
+        writer.send(InProcessServer.requestText(2, "get", #"{"path":"a"}"#))
+        server.flush()
+        server.context.sessions.release(upTo: 1)
+        writer.send(InProcessServer.requestText(3, "set", #"{"path":"b","value":2}"#))
+        writer.send(InProcessServer.requestText(4, "ping"))
+        server.flush()
+        writer.send(InProcessServer.requestText(5, "set", #"{"path":"c","value":3}"#))
+        server.context.sessions.release(upTo: 2)
+        server.flush()
+        #expect(try writer.takeMessages().isEmpty)  // 5 (seq 3) is still unconfirmed
+        server.context.sessions.release(upTo: 3)
+        server.flush()
+        let messages = try writer.takeMessages()
+        #expect(messages.map(\.["id"]) == [1, 2, 3, 4, 5])
+        #expect(messages[1]["result"]?["value"] == 1 && messages[4]["result"]?["seq"] == 3)
+    }
+
+    @Test func batchesAndTransactionsInFlightComeBackInOrder() throws {
+        let server = self.holdingServer()
+        let (_, writer) = server.connect()
+        writer.send(
+            "[" + InProcessServer.requestText(1, "set", #"{"path":"a","value":1}"#) + ","
+                + InProcessServer.requestText(2, "get", #"{"path":"a"}"#) + "]")
+        server.flush()
+        server.context.sessions.release(upTo: 1)
+        writer.send(
+            InProcessServer.requestText(
+                3, "transaction",
+                #"{"ops":[{"method":"set","params":{"path":"b","value":1}},{"method":"set","params":{"path":"c","value":[]}}]}"#))
+        server.flush()
+        server.context.sessions.release(upTo: 1)  // the same seq again: nothing changes
+        writer.send(
+            "[" + InProcessServer.requestText(4, "insert", #"{"path":"c","value":5}"#) + ","
+                + InProcessServer.requestText(5, "ping") + "]")
+        server.flush()
+        #expect(try writer.takeMessages().isEmpty)
+        server.context.sessions.release(upTo: 2)
+        server.flush()
+        #expect(try writer.takeMessages().isEmpty)
+        server.context.sessions.release(upTo: 3)
+        server.flush()
+        let messages = try writer.takeMessages()
+        try #require(messages.count == 3)
+        #expect(messages[0].arrayValue?.map(\.["id"]) == [1, 2])
+        #expect(messages[1]["id"] == 3 && messages[1]["result"]?["seq"] == 2)
+        #expect(messages[2].arrayValue?.map(\.["id"]) == [4, 5])
+    }
+
+    @Test func aSessionReleasedAndHeldAgainStillTimesOutWithReplicationTimeout() throws {
+        let server = self.holdingServer()
+        let (writerSession, writer) = server.connect()
+        writer.send(InProcessServer.requestText(1, "set", #"{"path":"a","value":1}"#))
+        server.flush()
+        server.clock.advance(milliseconds: 10)
+        server.context.sessions.release(upTo: 1)
+        writer.send(InProcessServer.requestText(2, "set", #"{"path":"a","value":2}"#))
+        server.flush()
+        server.clock.advance(milliseconds: 100)
+        let expired = server.context.sessions.expireHeld(before: server.clock.nowMilliseconds)
+        #expect(expired.map(\.id) == [writerSession.id])
+        for session in expired { session.close(.replicationTimeout) }
+        server.flush()
+        let messages = try writer.takeMessages()
+        #expect(messages.map { $0["params"]?["reason"] } == ["replication_timeout"])
+        // Nothing is left on the held list: a later release lists nobody.
+        #expect(server.context.sessions.expireHeld(before: .max).isEmpty)
+    }
+
+    @Test func aLeadersAcksReleaseWritesAndOnDisconnectInFlightInOrder() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (_, replica) = server.connect()
+        replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":0,"term":3}"#))
+        server.flush()
+        server.flush()
+        _ = try replica.takeMessages()
+        func ack(_ seq: Int, registration: Int? = nil) {
+            let number = registration.map { #","registration":\#($0)"# } ?? ""
+            replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":\#(seq)\#(number)}}"#)
+        }
+        let (_, writer) = server.connect()
+        writer.send(InProcessServer.requestText(1, "set", #"{"path":"a","value":1}"#))
+        server.flush()
+        // The follower confirms seq 1 in the turn the next write and an onDisconnect arrive.
+        ack(1)
+        writer.send(InProcessServer.requestText(2, "set", #"{"path":"a","value":2}"#))
+        writer.send(InProcessServer.requestText(3, "onDisconnect", #"{"ops":[{"method":"set","params":{"path":"gone","value":true}}]}"#))
+        server.flush()
+        #expect(try writer.takeMessages().isEmpty)
+        ack(2)
+        server.flush()
+        #expect(try writer.takeMessages().isEmpty)  // the registration is not confirmed yet
+        writer.send(InProcessServer.requestText(4, "get", #"{"path":"a"}"#))
+        ack(2, registration: 1)
+        server.flush()
+        let messages = try writer.takeMessages()
+        #expect(messages.map(\.["id"]) == [1, 2, 3, 4])
+        #expect(messages[3]["result"]?["value"] == 2)
+    }
+
+    /// Random pipelines (writes, reads, batches, transactions; a turn ends anywhere; releases of any seq reached so
+    /// far, in between): once every seq is released, each session has every response, in the order it sent them.
+    @Test(arguments: 0..<40) func randomPipelinesAllGetTheirResponsesInOrder(seed: UInt64) throws {
+        var random = SoakRandom(seed: seed)
+        let server = self.holdingServer()
+        let writers = (0..<3).map { _ in server.connect().1 }
+        var sent = Array(repeating: [Int](), count: writers.count)
+        var received = Array(repeating: [Int](), count: writers.count)
+        var nextID = 1
+        func request(_ id: Int) -> String {
+            switch random.next() % 5 {
+            case 0: InProcessServer.requestText(id, "get", #"{"path":"a"}"#)
+            case 1: InProcessServer.requestText(id, "ping")
+            case 2:
+                InProcessServer.requestText(
+                    id, "transaction", #"{"ops":[{"method":"set","params":{"path":"b","value":\#(id)}}]}"#)
+            default: InProcessServer.requestText(id, "set", #"{"path":"a","value":\#(id)}"#)
+            }
+        }
+        func collect() throws {
+            for (index, writer) in writers.enumerated() {
+                for message in try writer.takeMessages() {
+                    let responses = message.arrayValue ?? [message]
+                    received[index] += responses.compactMap { $0["id"].flatMap { if case .int(let id) = $0 { Int(id) } else { nil } } }
+                }
+            }
+        }
+        for _ in 0..<60 {
+            let index = Int(random.next() % UInt64(writers.count))
+            if random.next() % 4 == 0 {
+                let ids = [nextID, nextID + 1]
+                nextID += 2
+                writers[index].send("[" + request(ids[0]) + "," + request(ids[1]) + "]")
+                sent[index] += ids
+            } else {
+                writers[index].send(request(nextID))
+                sent[index].append(nextID)
+                nextID += 1
+            }
+            if random.next() % 3 == 0 {
+                server.context.sessions.release(upTo: random.next() % (server.graph.seq + 1))
+            }
+            if random.next() % 2 == 0 { server.flush() }
+            try collect()
+        }
+        server.context.sessions.release(upTo: server.graph.seq)
+        server.flush()
+        try collect()
+        #expect(received == sent)
+    }
+
     @Test func withoutSyncReplicasNothingIsHeld() throws {
         let server = InProcessServer()
         let (_, writer) = server.connect()
@@ -145,3 +321,4 @@ import WireProtocol
         #expect(TermHistory(directory: directory.path, snapshotSeq: 150).json == [[3, 1], [7, 60]])
     }
 }
+

@@ -146,7 +146,7 @@ struct RPCMessageTests {
         #expect(elements[0] == .request(RPCRequest(id: "1", method: "sum", params: [1, 2, 4])))
         #expect(elements[1] == .request(RPCRequest(id: nil, method: "notify_hello", params: [7])))
         #expect(elements[2] == .request(RPCRequest(id: "2", method: "subtract", params: [42, 23])))
-        guard case .invalid(let id, let error) = elements[3] else {
+        guard case .invalid(let id, let error, _) = elements[3] else {
             Issue.record("element 3 should be invalid")
             return
         }
@@ -161,5 +161,39 @@ struct RPCMessageTests {
         let viaRaw = wire.withUnsafeBytes { RPCMessage.decode($0) }
         #expect(viaRaw == RPCMessage.decode(wire))
         #expect(RPCMessage.decode(value: ["jsonrpc": "2.0", "method": "ping", "id": 1]) == viaRaw)
+    }
+
+    /// An id's bytes are kept when writing its value would not give them back (RPCRequest.idText), in a single
+    /// request and in a batch, valid or not; the usual ids keep nothing (no allocation).
+    @Test func idsThatDoNotRoundTripKeepTheirBytes() throws {
+        func idText(_ line: String) -> [String?] {
+            func text(_ parsed: RPCParsed) -> String? {
+                switch parsed {
+                case .request(let request): request.idText.map { String(decoding: $0, as: UTF8.self) }
+                case .invalid(_, _, let idText): idText.map { String(decoding: $0, as: UTF8.self) }
+                }
+            }
+            switch RPCMessage.decode(Array(line.utf8)) {
+            case .single(let parsed): return [text(parsed)]
+            case .batch(let items): return items.map(text)
+            default: return []
+            }
+        }
+        let request = { (id: String) in #"{"jsonrpc":"2.0","id":\#(id),"method":"m"}"# }
+        #expect(idText(request("123456789012345678901234567890")) == ["123456789012345678901234567890"])
+        #expect(idText(request(" 1.50 ")) == ["1.50"])
+        #expect(idText(request("-0")) == ["-0"])
+        #expect(idText(request(#""\u0041""#)) == [#""\u0041""#])
+        #expect(idText(request("0")) == [nil] && idText(request("-12")) == [nil] && idText(request(#""x""#)) == [nil])
+        #expect(idText(request("null")) == [nil])
+        #expect(idText(#"{"jsonrpc":"1.0","id":1e3,"method":"m"}"#) == ["1e3"])
+        #expect(idText("[" + request("1e3") + ", 4, " + request("2") + "]") == ["1e3", nil, nil])
+        // A batch read element by element still means what the parsed document means.
+        let batch = "[" + request("1e3") + ", 4, " + request("2") + "]"
+        #expect(RPCMessage.decode(Array(batch.utf8)) == RPCMessage.decode(value: try JSONParser.parse(Array(batch.utf8))))
+        #expect(RPCMessage.decode(Array("[]".utf8)) == .emptyBatch)
+        #expect(RPCMessage.decode(Array(" [ ] ".utf8)) == .emptyBatch)
+        guard case .parseError = RPCMessage.decode(Array("[1,]".utf8)) else { Issue.record("[1,] parsed"); return }
+        guard case .parseError = RPCMessage.decode(Array("[1] x".utf8)) else { Issue.record("[1] x parsed"); return }
     }
 }

@@ -83,9 +83,21 @@ extension Dispatcher {
     /// Throws 1009 when the session already holds `Limits.maxSubscriptionsPerConnection` subscriptions.
     func checkSubscriptionLimit(on session: Session) throws(RPCError) {
         let limit = self.context.limits.maxSubscriptionsPerConnection
-        guard session.subscriptions.count >= limit else { return }
+        guard session.subscriptionCount >= limit else { return }
         throw RPCError(
             .limitExceeded, "this connection already holds \(limit) subscriptions",
+            data: .object(["limit": .int(Int64(limit))]))
+    }
+
+    /// Throws 1009 when a subscription's `context`, as compact JSON, is longer than `Limits.maxContextBytes`.
+    func checkContextLimit(_ context: JSONValue) throws(RPCError) {
+        let limit = self.context.limits.maxContextBytes
+        guard limit > 0 else { return }
+        var encoded: [UInt8] = []
+        JSONWriter.append(context, to: &encoded)
+        guard encoded.count > limit else { return }
+        throw RPCError(
+            .limitExceeded, "subscribe: 'context' is \(encoded.count) bytes, more than \(limit)",
             data: .object(["limit": .int(Int64(limit))]))
     }
 

@@ -25,6 +25,7 @@ extension Dispatcher {
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
         let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
         let expires = withMeta ? self.context.graph.expiry(path) : nil
+        try self.checkSettable(value, path: path)
         let seq = self.context.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
@@ -47,6 +48,7 @@ extension Dispatcher {
         let limit = params["limit"] == nil ? Int64.max : try params.integer("limit")
         guard offset >= 0, limit >= 0 else { throw RPCError.badParams("get: 'offset' and 'limit' must be 0 or more") }
         let (page, count) = try self.context.graph.page(path, offset: Int(offset), limit: Int(limit))
+        try self.checkSettable(page, path: path)
         let seq = self.context.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
@@ -56,6 +58,33 @@ extension Dispatcher {
             $0.append(contentsOf: #","seq":"#.utf8)
             JSONWriter.appendInt(Int64(seq), to: &$0)
             $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Throws 1009 when `value`, sent back in a `set`'s params, would be nested deeper than a request may be
+    /// (`--max-json-depth`, which counts the request and its params: two levels): what `get` returns, `set` always
+    /// takes. The graph can hold deeper values (a `set` at a long path, arrays under objects); their parts are read
+    /// at deeper paths. An object by itself (the root, `$ID`) is never set whole: its keys each are, one level down.
+    private func checkSettable(_ value: Value, path: KeyPath) throws(RPCError) {
+        let limit = self.context.limits.maxJSONDepth - 2 + (path.keys.isEmpty ? 1 : 0)
+        guard Self.nesting(of: value, exceeds: limit) else { return }
+        throw RPCError(
+            .limitExceeded,
+            "get: the value at '\(path)' is nested deeper than \(limit) levels, more than a set takes: get a deeper path",
+            data: .object(["limit": .int(Int64(limit))]))
+    }
+
+    /// Whether `value` as JSON nests arrays and objects more than `limit` deep (a scalar: 0). Stops at the limit.
+    private static func nesting(of value: Value, exceeds limit: Int) -> Bool {
+        switch value {
+        case .null, .bool, .int, .double, .string: return false
+        case .object: return limit < 1  // `{"$ref": ID}`
+        case .array(let elements):
+            guard limit >= 1 else { return true }
+            return elements.contains { Self.nesting(of: $0, exceeds: limit - 1) }
+        case .record(let record):
+            guard limit >= 1 else { return true }
+            return record.values.contains { Self.nesting(of: $0, exceeds: limit - 1) }
         }
     }
 

@@ -12,6 +12,7 @@ extension Dispatcher {
         let path = try self.keyPath(text)
         let options = try Self.observationOptions(params["options"])
         let context = params["context"]
+        if let context { try self.checkContextLimit(context) }
         let graph = self.context.graph
         let progress = try params["progress"].map { _ in try params.integer("progress") }
         if let progress, progress < 1 || progress > 86_400 {

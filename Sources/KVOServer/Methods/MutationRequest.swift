@@ -106,11 +106,22 @@ enum MutationRequest {
 
     /// A set's params with `ttl` (seconds from now) turned into `expiresAt` (epoch milliseconds, `now` plus the ttl),
     /// so that what is applied and journaled is absolute and replays alike after a restart. Unchanged without `ttl`.
-    /// `now` is read only when there is a `ttl` (the clock is a system call).
+    /// An `expiresAt` sent as such gets `ttl`'s cap: at most one year after `now` (checked here, for requests only:
+    /// a journaled deadline replays whenever the restart comes). `now` is read only when there is a `ttl` or an
+    /// `expiresAt` (the clock is a system call).
     static func resolvingTTL(
         _ raw: JSONValue?, nowEpochMilliseconds now: @autoclosure () -> UInt64
     ) throws(RPCError) -> JSONValue? {
-        guard case .object(var object)? = raw, let ttl = object["ttl"] else { return raw }
+        guard case .object(var object)? = raw else { return raw }
+        guard let ttl = object["ttl"] else {
+            if case .int(let milliseconds)? = object["expiresAt"], milliseconds > 0,
+                UInt64(milliseconds) > now() &+ UInt64(Self.maxTTLSeconds) * 1000
+            {
+                throw RPCError.badParams(
+                    "set: 'expiresAt' may be at most one year (\(Self.maxTTLSeconds) s) ahead, as 'ttl'")
+            }
+            return raw
+        }
         let seconds: Double
         switch ttl {
         case .int(let value): seconds = Double(value)

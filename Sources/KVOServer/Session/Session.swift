@@ -14,16 +14,32 @@ final class Session {
     let transport: any Transport
     /// Output accepted but not yet handed to the transport; written once per loop turn by `flush()`.
     @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
+    /// A batch's response array while the dispatcher builds it (`beginBatch`, `appendToBatch`, `endBatch`): apart
+    /// from `output`, where the session's own notifications raised by the batch's mutations go (they come before the
+    /// array), then joined with it without a second copy of the array. Counted in the output limits.
+    @exclusivity(unchecked) private var batch = OutputBuffer()
     /// True while the session is on the flush list.
     @exclusivity(unchecked) private var isFlushPending = false
-    /// True while the session's output waits for sync replicas (on Sessions.held).
-    @exclusivity(unchecked) private var isHeld = false
-    /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other).
-    /// An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a dictionary
-    /// entry would cost more memory than the subscription.
-    private(set) var subscriptions: [Subscription] = []
+    /// True exactly while the session is on Sessions.held (its output waits for sync replicas). Set and cleared by
+    /// Sessions alone, which puts a session on that list and takes it off (release, expiry); Session.flush reads it.
+    @exclusivity(unchecked) var isHeld = false
+    /// The session's subscriptions in id order (the session side of the two-way index; the engine has the other),
+    /// ended ones included until they are more than half: an unsubscribe ends its subscription where it is, and the
+    /// list is compacted now and then, so pipelined unsubscribes cost O(1) each, amortized, not a shift of the list
+    /// each. An array, not a dictionary: ids only grow, so adding appends, and a lookup is a binary search; a
+    /// dictionary entry would cost more memory than the subscription.
+    private var subscriptionSlots: [Subscription] = []
+    /// How many of `subscriptionSlots` are live.
+    private(set) var subscriptionCount = 0
+    /// The live subscriptions in id order (for people: `observers`).
+    var subscriptions: [Subscription] { self.subscriptionSlots.filter(\.isLive) }
     /// Non-nil once closing; nothing more is read or queued.
-    @exclusivity(unchecked) private(set) var closeReason: CloseReason?
+    @exclusivity(unchecked) private(set) var closeReason: CloseReason? {
+        didSet { self.ignoresInput = true }
+    }
+    /// True once closing or past the output limits: messages still arriving (in the same read) are dropped. One
+    /// flag for the two, read per message.
+    @exclusivity(unchecked) private var ignoresInput = false
     /// True once the transport was told to close: nothing more is handed to it.
     private var transportClosing = false
     /// The client's name from `hello`, for logs.
@@ -89,21 +105,31 @@ final class Session {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         self.context.withScratch { scratch in
             write(&scratch)
-            self.output.append(scratch)
+            if self.admits(scratch.count) { self.output.append(scratch) }
         }
         self.outputQueued()
     }
 
     /// Appends bytes to the output buffer (see `enqueue(_:)`).
     func enqueue(bytes: [UInt8]) {
-        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        guard self.closeReason == nil, self.outputLimitBreach == nil, self.admits(bytes.count) else { return }
         self.output.append(bytes)
         self.outputQueued()
     }
 
+    /// Whether `count` more bytes keep the output within its limits, asked before a large append: what passes
+    /// them is not buffered (nor is the buffer grown for it), so the output never holds more than the limit and the
+    /// value being queued. Past them, the breach is remembered (`checkOutputLimits`).
+    @inline(__always)
+    private func admits(_ count: Int) -> Bool {
+        guard self.output.count &+ self.lastPendingWriteBytes &+ count >= self.limitCheckThreshold else { return true }
+        self.checkOutputLimits(adding: count)
+        return self.outputLimitBreach == nil
+    }
+
     /// Queues `{"jsonrpc":"2.0","id":ID,"result":RESULT}` and a newline (the common response, written in place).
     func enqueueResponse(id: Int64, result: [UInt8]) {
-        guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
+        guard self.closeReason == nil, self.outputLimitBreach == nil, self.admits(result.count &+ 64) else { return }
         self.output.append(RPCEncoder.responseStart)
         self.output.appendInteger(id)
         self.output.append(RPCEncoder.resultStart)
@@ -154,20 +180,18 @@ final class Session {
             if self.closeReason != nil {
                 self.output.removeAll()
             } else if !self.isHeld {
-                self.isHeld = true
+                // Not waiting yet, or released by a seq below this later mutation: (back) on the held list.
                 self.context.sessions.hold(self, now: self.context.clock.nowMilliseconds)
             }
             return
         }
-        self.isHeld = false
         self.isFlushPending = false
         guard !self.transportClosing else { return }
         if !self.output.isEmpty && self.outputLimitBreach == nil {
             self.context.stats.bytesOut += self.output.count
-            self.output.withBytes { self.transport.write($0) }
-            // Keep a small buffer's capacity for the next turn; give a large one back (an idle session should not
-            // hold a burst's worth of memory).
-            self.output.removeAll(keepingCapacity: self.output.capacity <= 8 << 10)
+            // The transport empties it (keeping a small buffer's capacity for the next turn; a large one is given
+            // back or handed over).
+            self.transport.write(taking: &self.output)
             self.checkOutputLimits()
         }
         self.lastPendingWriteBytes = self.transport.pendingWriteBytes
@@ -177,19 +201,69 @@ final class Session {
         }
     }
 
-    /// Bytes queued for the client and not yet taken: ours plus the transport's queue.
-    var pendingOutputBytes: Int { self.output.count + self.transport.pendingWriteBytes }
+    /// Whether `extra` more bytes (a response about to be added to a batch) keep the session's output, the batch so
+    /// far included, within its limits. When they do not, the breach is remembered as for queued output: what is
+    /// buffered is dropped and the session is closed `slow_consumer` at the next flush. Checked only once the bytes
+    /// could matter.
+    func admitsOutput(adding extra: Int) -> Bool {
+        guard self.outputLimitBreach == nil else { return false }
+        let pending = self.output.count &+ self.batch.count &+ self.lastPendingWriteBytes &+ extra
+        guard pending >= self.limitCheckThreshold else { return true }
+        self.checkOutputLimits(adding: extra)
+        return self.outputLimitBreach == nil
+    }
+
+    /// True once the output passed its limits (the session closes at the next flush).
+    var isOverOutputLimit: Bool { self.outputLimitBreach != nil }
+
+    // MARK: - A batch's response array
+
+    /// Starts a batch's response array (`[`).
+    func beginBatch() {
+        self.batch.removeAll()
+        self.batch.append("[")
+    }
+
+    /// Adds one response object of the batch, `response` then `rest` then `closing` (a comma first when it is not
+    /// the first).
+    func appendToBatch(_ response: [UInt8], then rest: [UInt8] = [], closing: StaticString = "") {
+        guard self.outputLimitBreach == nil, !response.isEmpty else { return }
+        if self.batch.count > 1 { self.batch.append(",") }
+        self.batch.append(response)
+        self.batch.append(rest)
+        self.batch.append(closing)
+    }
+
+    /// Ends the batch: queues the array as one line after what `output` holds (the array's memory becomes the
+    /// output's when that is empty: no copy), unless it holds no response (JSON-RPC: a batch of notifications gets
+    /// nothing) or the output passed its limits (nothing of it is sent).
+    func endBatch() {
+        guard self.batch.count > 1, self.closeReason == nil, self.outputLimitBreach == nil else {
+            self.batch.removeAll()
+            return
+        }
+        self.batch.append("]\n")
+        if !self.output.isEmpty { self.batch.prepend(self.output.bytes) }
+        self.output.exchange(with: &self.batch)
+        self.batch.removeAll()
+        self.outputQueued()
+    }
+
+    /// Bytes queued for the client and not yet taken: ours (a batch being built included) plus the transport's queue.
+    var pendingOutputBytes: Int { self.output.count + self.batch.count + self.transport.pendingWriteBytes }
 
     /// Asks the limiter about the output now queued; remembers a breach and drops what is buffered (the client
     /// will not get it anyway). Also run once a second (SessionCore.housekeeping), for a client that no new output
-    /// reaches.
-    func checkOutputLimits() {
+    /// reaches. `extra`: bytes about to be queued (a batch's responses so far).
+    func checkOutputLimits(adding extra: Int = 0) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         let action = self.limiter.check(
-            pendingBytes: self.pendingOutputBytes, nowMilliseconds: self.context.clock.nowMilliseconds)
+            pendingBytes: self.pendingOutputBytes + extra, nowMilliseconds: self.context.clock.nowMilliseconds)
         guard case .exceeded(let breach) = action else { return }
         self.outputLimitBreach = breach
+        self.ignoresInput = true
         self.output.removeAll()
+        self.batch.removeAll()
         if !self.isFlushPending {
             self.isFlushPending = true
             self.context.sessions.markNeedsFlush(self)
@@ -200,25 +274,30 @@ final class Session {
 
     /// Adds a subscription the registry created (Subscriptions.create).
     func add(_ subscription: Subscription) {
-        precondition(self.subscriptions.last.map { $0.id < subscription.id } ?? true, "subscription ids must grow")
-        self.subscriptions.append(subscription)
+        precondition(self.subscriptionSlots.last.map { $0.id < subscription.id } ?? true, "subscription ids must grow")
+        self.subscriptionSlots.append(subscription)
+        self.subscriptionCount += 1
     }
 
     /// The position of the subscription with `id`, if this session has it.
     private func subscriptionIndex(_ id: Int) -> Int? {
         var low = 0
-        var high = self.subscriptions.count
+        var high = self.subscriptionSlots.count
         while low < high {
             let middle = (low + high) / 2
-            if self.subscriptions[middle].id < id { low = middle + 1 } else { high = middle }
+            if self.subscriptionSlots[middle].id < id { low = middle + 1 } else { high = middle }
         }
-        return low < self.subscriptions.count && self.subscriptions[low].id == id ? low : nil
+        return low < self.subscriptionSlots.count && self.subscriptionSlots[low].id == id ? low : nil
     }
 
-    /// Ends one of this session's subscriptions; false when it has no such subscription.
+    /// Ends one of this session's subscriptions; false when it has no such live subscription.
     func removeSubscription(_ id: Int) -> Bool {
-        guard let index = self.subscriptionIndex(id) else { return false }
-        self.context.subscriptions.end(self.subscriptions.remove(at: index))
+        guard let index = self.subscriptionIndex(id), self.subscriptionSlots[index].isLive else { return false }
+        self.context.subscriptions.end(self.subscriptionSlots[index])
+        self.subscriptionCount -= 1
+        if self.subscriptionSlots.count > 2 * self.subscriptionCount + 16 {
+            self.subscriptionSlots.removeAll { !$0.isLive }  // O(slots), after at least as many unsubscribes
+        }
         return true
     }
 
@@ -233,8 +312,9 @@ final class Session {
         if let notice { self.enqueue(bytes: notice) }
         self.closeReason = reason
         self.transport.pauseReading()
-        for subscription in self.subscriptions { self.context.subscriptions.end(subscription) }
-        self.subscriptions.removeAll()  // which also ends the references the subscriptions held to the session
+        self.context.subscriptions.retire(self.subscriptionSlots)  // the live ones; many: a slice per turn
+        self.subscriptionSlots.removeAll()  // the retired ones hold the session until they are ended
+        self.subscriptionCount = 0
         if let ops = self.onDisconnectOps {
             self.onDisconnectOps = nil
             self.dispatcher.runOnDisconnect(ops, connection: self.durableID, logID: "\(self.id)")
@@ -332,8 +412,9 @@ final class Session {
 
 extension Session: TransportEvents {
     func transportReceived(_ message: UnsafeRawBufferPointer) {
-        // A message after a close (in the same read) is dropped: the session is going away.
-        guard self.closeReason == nil else { return }
+        // A message after a close, or after the output passed its limits (the close comes at the flush), in the same
+        // read is dropped: the session is going away, and nothing it sends would reach the client.
+        guard !self.ignoresInput else { return }
         self.dispatcher.handle(line: message, on: self)
     }
 

@@ -127,7 +127,10 @@ final class Sessions {
     private(set) var held: [(session: Session, since: UInt64)] = []
 
     /// Keeps `session`'s output until `release(upTo:)` lets its last mutation go (it stays marked for a flush).
+    /// Whatever takes a session off `held` clears its `isHeld` (releaseLowered, expireHeld): a session released
+    /// while a later mutation of it is still unconfirmed is held again at its next flush, never forgotten.
     func hold(_ session: Session, now: UInt64) {
+        session.isHeld = true
         self.held.append((session, now))
     }
 
@@ -147,6 +150,7 @@ final class Sessions {
         var waiting: [(session: Session, since: UInt64)] = []
         for entry in self.held {
             if entry.session.heldUntilSeq <= releasedSeq {
+                entry.session.isHeld = false
                 self.needsFlush.append(entry.session)
             } else {
                 waiting.append(entry)
@@ -160,6 +164,7 @@ final class Sessions {
         guard let first = self.held.first, first.since < deadline else { return [] }
         let expired = self.held.prefix { $0.since < deadline }.map(\.session)
         self.held.removeFirst(expired.count)
+        for session in expired { session.isHeld = false }
         return expired
     }
 

@@ -10,11 +10,16 @@ import WireProtocol
 final class SessionCore {
     let context: SessionContext
     let dispatcher: Dispatcher
+    /// The context's subscriptions and history, held here for the check at every flush (a `let`: no access check).
+    private let subscriptions: Subscriptions
+    private let history: SubscriptionHistory
     private var lastHousekeeping: UInt64
 
     init(context: SessionContext) {
         self.context = context
         self.dispatcher = Dispatcher(context: context)
+        self.subscriptions = context.subscriptions
+        self.history = context.subscriptions.history
         self.lastHousekeeping = context.clock.nowMilliseconds
     }
 
@@ -40,10 +45,19 @@ final class SessionCore {
         return session
     }
 
-    /// Before the loop polls: the turn's journal records first (the group commit), then every session's output.
+    /// Before the loop polls: the turn's journal records first (the group commit), then every session's output; then a
+    /// slice of the housekeeping left by closes (subscriptions of closed sessions, idle history recorders).
     func flush() {
         self.context.mutationLog?.beforeOutput()
         self.context.sessions.flushAll()
+        if self.subscriptions.hasRetired || self.history.hasExcessIdleRecorders { self.endLeftovers() }
+    }
+
+    /// A slice of what closes left: subscriptions of closed sessions, idle history recorders beyond the limit.
+    @inline(never)
+    private func endLeftovers() {
+        if self.subscriptions.hasRetired { self.subscriptions.endRetired() }
+        if self.history.hasExcessIdleRecorders { self.history.dropIdleRecorders() }
     }
 
     /// Every 250 ms: `progress` notifications; once a second, the output limits of every session (the soft limit's

@@ -237,6 +237,22 @@ final class SocketTransport: Transport {
         }
     }
 
+    /// A JSON-lines connection's large output is handed to the stream whole: what the socket does not take at once
+    /// is queued without a copy (a client that reads slowly never makes kvod hold its output twice).
+    func write(taking output: inout OutputBuffer) {
+        if output.count >= Self.handOverBytes, self.mode == .lines || self.mode == .detecting,
+            let (base, count) = output.takeStorage()
+        {
+            self.stream.write(adopting: base, count: count)
+            return
+        }
+        output.withBytes { self.write($0) }
+        output.removeAll(keepingCapacity: output.capacity <= 8 << 10)
+    }
+
+    /// From this size on, output is handed over instead of copied.
+    private static let handOverBytes = 64 << 10
+
     var pendingWriteBytes: Int { self.stream.pendingWriteBytes }
 
     func pauseReading() {

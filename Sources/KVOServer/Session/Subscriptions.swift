@@ -18,6 +18,12 @@ final class Subscriptions {
     private(set) var openCount = 0
     /// Subscriptions that asked for `progress` notifications.
     private var progressSubscriptions: [Int: Subscription] = [:]
+    /// The subscriptions of closed sessions still to be ended in the engine and the history, from `retiredStart`
+    /// on (`retire`, `endRetired`); no longer counted open. Their notifications find their session closed.
+    @exclusivity(unchecked) private var retired: [Subscription] = []  // loop-owned; looked at every turn
+    @exclusivity(unchecked) private var retiredStart = 0
+    /// The most retired subscriptions ended in one loop turn.
+    static let endBudget = 1000
 
     init(graph: Graph, historyCapacity: Int, clock: any SessionClock) {
         self.graph = graph
@@ -76,12 +82,44 @@ final class Subscriptions {
     /// Ends a subscription everywhere it is known: the engine, the history, the progress list (its session already
     /// forgot it).
     func end(_ subscription: Subscription) {
+        guard subscription.isLive else { return }
+        self.openCount -= 1
+        self.tearDown(subscription)
+    }
+
+    private func tearDown(_ subscription: Subscription) {
         guard let observer = subscription.observer else { return }
         self.history.unsubscribed(observer.keyPath)
         try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
         subscription.observer = nil
-        self.openCount -= 1
         self.progressSubscriptions.removeValue(forKey: subscription.id)
+    }
+
+    /// Ends the subscriptions of a closing session: at once when they are few, otherwise a slice per loop turn
+    /// (`endRetired`, from SessionCore.flush), so a connection closing with 10,000 subscriptions does not hold the
+    /// loop for all of them in one turn. They stop counting as open now.
+    func retire(_ subscriptions: [Subscription]) {
+        let live = subscriptions.lazy.filter(\.isLive)
+        guard self.retiredStart == self.retired.count, subscriptions.count <= Self.endBudget else {
+            for _ in live { self.openCount -= 1 }
+            self.retired.append(contentsOf: live)
+            return
+        }
+        for subscription in live { self.end(subscription) }
+    }
+
+    /// Whether retired subscriptions wait to be ended.
+    var hasRetired: Bool { !self.retired.isEmpty }
+
+    /// Ends at most `budget` retired subscriptions, the oldest first (once per loop turn).
+    func endRetired(budget: Int = Subscriptions.endBudget) {
+        let end = min(self.retired.count, self.retiredStart + budget)
+        for index in self.retiredStart..<end { self.tearDown(self.retired[index]) }
+        self.retiredStart = end
+        if end == self.retired.count {
+            self.retired = []
+            self.retiredStart = 0
+        }
     }
 
     /// Sends `progress` to every subscription that has sent nothing for its interval

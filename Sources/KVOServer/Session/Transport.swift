@@ -14,12 +14,24 @@ protocol Transport: AnyObject {
     var kind: String { get }
     /// Hands output to the peer: one or more whole JSON messages, each ending in a newline.
     func write(_ messages: UnsafeRawBufferPointer)
+    /// Hands a session's whole output to the peer as `write(_:)` does, and leaves `output` empty; a transport may
+    /// take the buffer's memory over instead of copying what the socket does not take at once.
+    func write(taking output: inout OutputBuffer)
     /// Output handed over but not yet taken by the peer (the kernel's or the library's queue).
     var pendingWriteBytes: Int { get }
     /// Stops delivering input (a closing session reads nothing more).
     func pauseReading()
     /// Ends the connection as `close` says; calls `TransportEvents.transportClosed()` once it is gone.
     func close(_ close: TransportClose)
+}
+
+extension Transport {
+    /// Copies (`write(_:)`), then empties `output`, keeping a small buffer's capacity for the next turn (an idle
+    /// session should not hold a burst's worth of memory).
+    func write(taking output: inout OutputBuffer) {
+        output.withBytes { self.write($0) }
+        output.removeAll(keepingCapacity: output.capacity <= 8 << 10)
+    }
 }
 
 /// How a transport ends its connection.

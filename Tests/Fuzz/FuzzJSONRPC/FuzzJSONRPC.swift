@@ -155,7 +155,7 @@ enum FuzzJSONRPC {
             RPCEncoder.appendRequest(id: request.id, method: request.method, params: request.params, to: &bytes)
             let again = RPCMessage.decode(bytes)
             check(again == .single(.request(request)), "request \(request) came back as \(again)")
-        case .invalid(let id, let error):
+        case .invalid(let id, let error, _):
             check(error.code == -32600, "invalid request with code \(error.code)")
             switch id {
             case nil, .null?, .int?, .double?, .string?: break
