@@ -31,6 +31,11 @@ let package = Package(
         .systemLibrary(
             name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        // The only module that imports COpenSSL: TLS sessions over memory buffers, no sockets (docs/ARCHITECTURE.md#tls).
+        .target(name: "TLS", dependencies: ["COpenSSL"], swiftSettings: strict),
         // The only module that imports CLibUV.
         .target(name: "UVLoop", dependencies: ["CLibUV"], swiftSettings: strict),
         // Pure: no I/O, no loop, no clock.
@@ -46,10 +51,12 @@ let package = Package(
         // Model files (docs/MODEL.md): JSON declarations of classes, loaded into an ObjectGraph model.
         .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
-        .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
+        .target(name: "KVOClient", dependencies: ["WireProtocol", "TLS"], swiftSettings: strict),
         .target(
             name: "KVOServer",
-            dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging],
+            dependencies: [
+                "UVLoop", "TLS", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging,
+            ],
             swiftSettings: strict),
         // kvoctl's commands, as a library: the kvoctl executable is one line over it.
         .target(
@@ -58,7 +65,7 @@ let package = Package(
         // FoundationEssentials into it, a third of the binary (docs/ARCHITECTURE.md#decisions).
         .executableTarget(
             name: "kvod",
-            dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", logging],
+            dependencies: ["KVOServer", "TLS", "ModelFile", "Persistence", "WireProtocol", logging],
             resources: [
                 .embedInCode("default-model.json"),
                 // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied

@@ -3,6 +3,7 @@
 // polls, as redis's beforeSleep), the timer that drives progress notifications and housekeeping, and the stop.
 public import Logging
 public import ObjectGraph
+public import TLS
 public import UVLoop
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +33,12 @@ public struct ServerConfiguration: Sendable {
     /// Microseconds the loop keeps polling without blocking after each read (`--busy-poll`, UVLoop's BusyPoll); 0:
     /// it blocks as soon as nothing is ready.
     public var busyPollMicroseconds = 0
+    /// TLS for clients (Protocol/README.md#tls): a connection whose first byte starts a handshake gets it, on
+    /// kvod's port, the WebSocket port, the metrics port and the inspector's; nil: plaintext only. Replaced on
+    /// reload (`Server.replaceTLSContext`) for the connections that follow.
+    public var tls: TLSContext?
+    /// With `tls`: refuse plaintext on every port (`--tls-only`).
+    public var tlsOnly = false
 
     public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host
@@ -84,6 +91,8 @@ public final class Server {
     var webServer: HTTPServer?
     /// `configuration.webSocketOrigins`, plus the inspector's origin once it listens.
     var webSocketOrigins: [String]
+    /// The TLS context new connections get (`configuration.tls`, then what `replaceTLSContext` put there).
+    public private(set) var tlsContext: TLSContext?
 
     /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, graph: Graph, loop: EventLoop, logger: Logger) {
@@ -93,6 +102,7 @@ public final class Server {
         self.loop = loop
         self.logger = logger
         self.webSocketOrigins = configuration.webSocketOrigins
+        self.tlsContext = configuration.tls
         let context = SessionContext(
             graph: graph, limits: configuration.limits, accessControl: configuration.accessControl,
             historyCapacity: configuration.historyCapacity, clock: loop, logger: logger)
@@ -145,6 +155,14 @@ public final class Server {
                 "connections": "\(registrations.count)", "failed": "\(failed)", "seq.before": "\(seq)",
                 "seq": "\(self.graph.seq)",
             ])
+    }
+
+    /// Hands `context` (certificates reloaded on SIGHUP) to the connections that arrive from now on, on every port;
+    /// open connections keep the context they started with, so none is dropped.
+    public func replaceTLSContext(_ context: TLSContext) {
+        self.tlsContext = context
+        self.metricsServer?.tlsContext = context
+        self.webServer?.tlsContext = context
     }
 
     /// The port actually bound (after `start()`).
@@ -201,7 +219,8 @@ public final class Server {
 
     private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {
         let settings = SocketTransportSettings(
-            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.webSocketOrigins)
+            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.webSocketOrigins, tls: self.tlsContext,
+            tlsOnly: self.configuration.tlsOnly && self.tlsContext != nil)
         let transport = SocketTransport(stream: stream, loop: self.loop, settings: settings, webSocketOnly: webSocketOnly)
         let session = self.core.open(transport)
         guard session.closeReason == nil else { return }  // over the connection limit: closing already

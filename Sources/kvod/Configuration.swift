@@ -8,6 +8,7 @@ import Glibc
 import KVOServer
 import Logging
 import Persistence
+import TLS
 import WireProtocol
 
 /// How log lines are written.
@@ -47,6 +48,13 @@ struct Configuration {
     var wsOrigins: [String] = []
     // The web inspector.
     var webPort: Int?
+    // TLS (Protocol/README.md#tls).
+    var tlsCert: String?
+    var tlsKey: String?
+    var tlsCA: String?
+    var tlsClientAuth = TLSClientAuth.none
+    var tlsMinVersion = TLSVersion.v1_2
+    var tlsOnly = false
     // The cluster (docs/SCALING.md).
     var clusterEtcd: [EtcdEndpoint] = []
     var cluster: String?
@@ -68,12 +76,22 @@ struct Configuration {
         cluster.backlogRecords = self.replicationBacklog
         cluster.syncReplicas = self.syncReplicas
         // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
-        cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }
+        cluster.token = self.accessControl.tokens.first {
+            $0.access == .readWrite && $0.paths == nil && $0.certificateName == nil
+        }
             .map { String(decoding: $0.secret, as: UTF8.self) }
         return cluster
     }
 
-    /// What the server needs.
+    /// The server's TLS files and choices; nil without `tls-cert`.
+    var tlsSettings: TLSServerSettings? {
+        guard let certificate = self.tlsCert, let key = self.tlsKey else { return nil }
+        return TLSServerSettings(
+            certificatePath: certificate, keyPath: key, caPath: self.tlsCA, clientAuth: self.tlsClientAuth,
+            minimumVersion: self.tlsMinVersion)
+    }
+
+    /// What the server needs (without its TLS context, which the daemon makes from `tlsSettings`).
     var server: ServerConfiguration {
         var server = ServerConfiguration(
             host: self.host, port: self.port, limits: self.limits, historyCapacity: self.history)
@@ -85,6 +103,7 @@ struct Configuration {
         server.web = self.webPort.map { WebConfiguration(port: $0, files: Inspector.files) }
         server.snapshotCPUs = self.snapshotCPUs
         server.busyPollMicroseconds = self.busyPollMicroseconds
+        server.tlsOnly = self.tlsOnly
         return server
     }
 
@@ -117,6 +136,19 @@ struct Configuration {
             if configuration.advertise == nil {
                 throw ConfigurationError(message: "cluster-etcd needs advertise (HOST:PORT)")
             }
+        }
+        if (configuration.tlsCert == nil) != (configuration.tlsKey == nil) {
+            throw ConfigurationError(message: "tls-cert and tls-key go together: give both")
+        }
+        if configuration.tlsCert == nil {
+            if configuration.tlsOnly { throw ConfigurationError(message: "tls-only needs tls-cert and tls-key") }
+            if configuration.tlsClientAuth != .none {
+                throw ConfigurationError(message: "tls-client-auth needs tls-cert and tls-key")
+            }
+        }
+        if configuration.tlsClientAuth != .none && configuration.tlsCA == nil {
+            throw ConfigurationError(
+                message: "tls-client-auth \(configuration.tlsClientAuth.rawValue) needs tls-ca (the CA client certificates chain to)")
         }
         if configuration.empty, let model = configuration.model {
             throw ConfigurationError(message: "empty and model exclude each other (model: \(model))")

@@ -8,6 +8,7 @@ import KVOServer
 import Logging
 import ObjectGraph
 import Persistence
+import TLS
 import UVLoop
 
 extension Daemon {
@@ -15,8 +16,17 @@ extension Daemon {
     @MainActor
     static func serve(_ configuration: Configuration, model: Model, modelName: String) -> Int32 {
         let logger = Logger(label: "kvod")
-        let serverConfiguration = configuration.server
+        var serverConfiguration = configuration.server
         Self.warnOfRefusedSnapshotCPUs(configuration.snapshotCPUs, logger: logger)
+        if let settings = configuration.tlsSettings {
+            // A missing, unreadable, expired or mismatched certificate or key stops kvod here, named.
+            do {
+                serverConfiguration.tls = try TLSContext.server(settings)
+            } catch {
+                Self.fail("TLS: \(error)")
+                return 1
+            }
+        }
         do {
             let loop = try EventLoop()
             var graph = Graph(model: model)
@@ -112,6 +122,12 @@ extension Daemon {
                         "lease.seconds": "\(cluster.leaseSeconds)"])
             }
             var signals: [SignalWatcher] = []
+            if let settings = configuration.tlsSettings {
+                signals.append(
+                    try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
+                        Self.reloadTLS(settings, server: server, logger: logger)
+                    })
+            }
             for signal in [SIGTERM, SIGINT] {
                 signals.append(
                     try SignalWatcher(loop: loop, signal: signal) { number in
@@ -124,7 +140,9 @@ extension Daemon {
             // Tests and scripts read the other ports from these lines; they come before the listening line, the last.
             if let metrics = server.metricsAddress { Self.announce("kvod metrics on \(metrics)\n") }
             if let webSocket = server.webSocketAddress { Self.announce("kvod websocket on \(webSocket)\n") }
-            if let web = server.webAddress { Self.announce("kvod inspector on http://\(web)/\n") }
+            if let web = server.webAddress {
+                Self.announce("kvod inspector on \(configuration.tlsOnly ? "https" : "http")://\(web)/\n")
+            }
             Self.announce("kvod listening on \(address)\n")
             withExtendedLifetime(server) { loop.run() }
             server.durability?.finish()
@@ -135,6 +153,22 @@ extension Daemon {
         } catch {
             Self.fail("\(error)")
             return 1
+        }
+    }
+
+    /// SIGHUP: the certificate, key and CA files read again into a new context for the connections that follow;
+    /// open connections keep theirs. A file that fails the checks of a start leaves the current context in use.
+    @MainActor
+    private static func reloadTLS(_ settings: TLSServerSettings, server: Server, logger: Logger) {
+        do {
+            let context = try TLSContext.server(settings)
+            server.replaceTLSContext(context)
+            logger.notice(
+                "TLS certificates reloaded for new connections",
+                metadata: ["tls.certificate": "\(context.certificateSummary ?? "")"])
+        } catch {
+            logger.error(
+                "TLS reload failed: new connections keep the previous certificates", metadata: ["error": "\(error)"])
         }
     }
 
@@ -151,6 +185,7 @@ extension Daemon {
             "seq": "\(seq)",
             "access": "\(tokens.isEmpty ? "open (no tokens)" : "\(tokens.count) tokens (\(readOnly) read-only)")",
             "metrics": "\(metrics ?? "off")", "inspector": "\(web.map { "http://\($0)/" } ?? "off")",
+            "tls": "\(configuration.tlsCert == nil ? "off" : configuration.tlsOnly ? "only" : "on (plaintext too)")",
         ]
         // Durability: where the graph is kept and how often the journal reaches the disk.
         if let directory = configuration.dataDirectory {
@@ -160,7 +195,7 @@ extension Daemon {
             metadata["storage"] = "in memory (no data directory)"
         }
         logger.info("kvod started", metadata: metadata)
-        if tokens.isEmpty && !Self.isLoopback(configuration.host) {
+        if tokens.isEmpty && !Self.isLoopback(configuration.host) && configuration.tlsClientAuth != .require {
             logger.warning(
                 "listening beyond this machine without tokens: anyone who reaches the port can read and write",
                 metadata: ["address": "\(address)"])

@@ -15,6 +15,7 @@
 import KVOServer
 import Logging
 import Persistence
+import TLS
 
 /// One option of kvod.
 struct DaemonOption {
@@ -228,6 +229,33 @@ enum DaemonOptions {
                 "Comma-separated origins (scheme://host[:port]) a browser's WebSocket may come from; others get 403.",
                 default: "any origin", show: { $0.isEmpty ? "any" : $0.joined(separator: ",") },
                 parse: Configuration.parseOrigins),
+
+            // MARK: TLS
+
+            .path(
+                "tls-cert", \.tlsCert, valueName: "file",
+                "Speak TLS with this certificate chain (PEM) to clients that start a handshake, on every port "
+                    + "(kvods://, wss://, https://); plaintext stays allowed unless --tls-only. SIGHUP reloads it.",
+                default: "none (plaintext only)"),
+            .path(
+                "tls-key", \.tlsKey, valueName: "file", "The private key (PEM) of --tls-cert.", default: "none"),
+            .path(
+                "tls-ca", \.tlsCA, valueName: "file",
+                "CA certificates (PEM) client certificates must chain to (with --tls-client-auth).", default: "none"),
+            .setting(
+                "tls-client-auth", \.tlsClientAuth, valueName: "mode",
+                "Client certificates: none, request (verified when presented) or require. A certificate whose name "
+                    + "is a 'tls:NAME' line of the token file authenticates as that token.", show: \.rawValue
+            ) { raw throws(SettingError) in
+                TLSClientAuth(rawValue: try SettingParser.choice(TLSClientAuth.allCases.map(\.rawValue))(raw)) ?? .none
+            },
+            .setting(
+                "tls-min-version", \.tlsMinVersion, valueName: "version", "The oldest TLS version accepted: 1.2 or 1.3.",
+                show: \.rawValue
+            ) { raw throws(SettingError) in
+                TLSVersion(rawValue: try SettingParser.choice(TLSVersion.allCases.map(\.rawValue))(raw)) ?? .v1_2
+            },
+            .toggle("tls-only", \.tlsOnly, "Refuse connections that do not start a TLS handshake, on every port."),
 
             // MARK: Web inspector
 
