@@ -60,7 +60,7 @@ let package = Package(
             swiftSettings: strict),
         // kvoctl's commands, as a library: the kvoctl executable is one line over it.
         .target(
-            name: "KVOCtlCommands", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+            name: "KVOCtlCommands", dependencies: ["KVOClient", "TLS", "WireProtocol", argumentParser], swiftSettings: strict),
         // kvod parses its own options (Sources/kvod/DaemonOptions.swift): swift-argument-parser would link
         // FoundationEssentials into it, a third of the binary (docs/ARCHITECTURE.md#decisions).
         .executableTarget(

@@ -50,7 +50,9 @@ final class MemberClient {
     private static func open(
         _ address: MemberAddress, options: ConnectionOptions, authenticate: Bool
     ) throws(KVOClientError) -> KVOClient {
-        let client = try KVOClient(host: address.host, port: address.port, timeout: .seconds(options.resolvedTimeout))
+        let client = try KVOClient(
+            host: address.host, port: address.port, timeout: .seconds(options.resolvedTimeout),
+            tls: try options.tlsContext())
         if authenticate, let token = options.resolvedToken {
             do {
                 _ = try client.call("hello", ["client": "kvoctl", "token": .string(token)])
