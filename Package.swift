@@ -94,7 +94,7 @@ let package = Package(
             ]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
-        .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "TLS", "WireProtocol"]),
         // Fuzz targets (docs/RELIABILITY.md, .ci/fuzz.sh): libFuzzer drivers when built with `-D KVOD_LIBFUZZER
         // -sanitize=fuzzer`; in a normal build, programs that replay a corpus.
         .target(name: "FuzzSupport", path: "Tests/Fuzz/FuzzSupport"),

@@ -111,6 +111,9 @@ public final class LineConnection {
     /// The socket's file descriptor (for poll() alongside other descriptors), or -1 after `close()`.
     public var fileDescriptor: Int32 { self.descriptor }
 
+    /// Over TLS: the server certificate's subject ("CN=localhost"); nil over plaintext.
+    public var tlsPeerSubject: String? { self.tls?.peerSubject }
+
     /// True once `close()` was called.
     public var isClosed: Bool { self.descriptor < 0 }
 

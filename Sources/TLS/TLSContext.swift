@@ -202,15 +202,20 @@ public final class TLSContext: @unchecked Sendable {
             let notBefore = Self.text(of: X509_get0_notBefore(certificate))
             throw TLSError("the certificate \(certificatePath) (\(subject)) is not valid before \(notBefore)")
         }
+        guard let keyFile = BIO_new_file(keyPath, "r") else { throw TLSError.openSSL("cannot read the key \(keyPath)") }
+        let key = PEM_read_bio_PrivateKey(keyFile, nil, nil, nil)
+        BIO_free(keyFile)
+        guard let key else { throw TLSError.openSSL("the key \(keyPath) holds no PEM private key") }
+        defer { EVP_PKEY_free(key) }
+        guard X509_check_private_key(certificate, key) == 1 else {
+            ERR_clear_error()
+            throw TLSError("the key \(keyPath) does not match the certificate \(certificatePath) (\(subject))")
+        }
         guard SSL_CTX_use_certificate_chain_file(context, certificatePath) == 1 else {
             throw TLSError.openSSL("cannot use the certificate \(certificatePath)")
         }
-        guard SSL_CTX_use_PrivateKey_file(context, keyPath, SSL_FILETYPE_PEM) == 1 else {
+        guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError.openSSL("cannot use the key \(keyPath)")
-        }
-        guard SSL_CTX_check_private_key(context) == 1 else {
-            ERR_clear_error()
-            throw TLSError("the key \(keyPath) does not match the certificate \(certificatePath)")
         }
         return "\(subject), expires \(notAfter)"
     }
