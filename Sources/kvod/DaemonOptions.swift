@@ -238,7 +238,8 @@ enum DaemonOptions {
                     + "(kvods://, wss://, https://); plaintext stays allowed unless --tls-only. SIGHUP reloads it.",
                 default: "none (plaintext only)"),
             .path(
-                "tls-key", \.tlsKey, valueName: "file", "The private key (PEM) of --tls-cert.", default: "none"),
+                "tls-key", \.tlsKey, valueName: "file", "The private key of the TLS certificate, in PEM.",
+                default: "none"),
             .path(
                 "tls-ca", \.tlsCA, valueName: "file",
                 "CA certificates (PEM) client certificates must chain to (with --tls-client-auth).", default: "none"),

@@ -51,9 +51,10 @@ private func optionsInHelp(_ help: String) -> [String] {
             "--snapshot-cpus": "0",
         ]
         let notSettings: Set = ["--help", "--version", "--print-config", "--config", "--dump-snapshot", "--empty",
-            "--no-empty"]
-        // cluster-etcd needs data-dir, cluster and advertise; the token file is read at start.
-        let needMore: Set = ["--cluster-etcd", "--token-file"]
+            "--no-empty", "--tls-only", "--no-tls-only"]
+        // cluster-etcd needs data-dir, cluster and advertise; the token file is read at start; tls-cert and tls-key
+        // go together (TLSTests).
+        let needMore: Set = ["--cluster-etcd", "--token-file", "--tls-cert", "--tls-key"]
         var checked = 0
         for option in optionsInHelp(help) where !notSettings.contains(option) && !needMore.contains(option) {
             let name = String(option.dropFirst(2))
