@@ -76,7 +76,7 @@ let package = Package(
         .executableTarget(name: "kvoctl", dependencies: ["KVOCtlCommands"], swiftSettings: strict),
         // The load generator (Benchmarks/README.md); never part of the test suite.
         .executableTarget(
-            name: "kvod-bench", dependencies: ["UVLoop", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",
+            name: "kvod-bench", dependencies: ["UVLoop", "TLS", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",
             swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
