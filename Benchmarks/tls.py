@@ -180,12 +180,21 @@ def medians(runs):
             "bench_cpu": statistics.median(run["bench_cpu"] for run in runs)}
 
 
-def judge(left, right):
-    """Which rule compares two series' medians, and the ratio of `left` to `right` as 'how much better left is'
-    (>= 1: left is at least as good): rate / rate, or CPU per op inverted when the generator saturated."""
-    if max(left["bench_cpu"], right["bench_cpu"]) >= SATURATED and left["cpu_per_op"] and right["cpu_per_op"]:
-        return "server CPU/op (generator saturated)", right["cpu_per_op"] / left["cpu_per_op"]
-    return "rate", left["rate"] / right["rate"] if right["rate"] else float("inf")
+def cell_rule(summary):
+    """How a cell is judged: by server CPU per operation when the generator saturated its CPU in any of the cell's
+    series (then the rates measure the generator), else by rate. One rule for the whole cell, so that the cost
+    ratios of the two servers compare like with like."""
+    saturated = [series for series in SERIES if summary[series]["bench_cpu"] >= SATURATED]
+    if saturated and all(summary[series]["cpu_per_op"] for series in SERIES):
+        return "server CPU/op (generator saturated in " + ", ".join(saturated) + ")"
+    return "rate"
+
+
+def judge(rule, left, right):
+    """The ratio of `left` to `right` as 'how much better left is' (>= 1: left is at least as good) under `rule`."""
+    if rule != "rate":
+        return right["cpu_per_op"] / left["cpu_per_op"]
+    return left["rate"] / right["rate"] if right["rate"] else float("inf")
 
 
 def main():
@@ -248,25 +257,25 @@ def report(runs, cells, out, arguments):
         unit = {"sets": "set", "fanout": "notification", "handshakes": "connection"}[cell[0]]
         rows.append([name, unit] + [f"{summary[s]['rate']:,.0f}" for s in SERIES]
                     + [f"{summary[s]['cpu_per_op']:.2f} µs" if summary[s]["cpu_per_op"] else "-" for s in SERIES])
-        rule, versus = judge(summary["kvod/tls"], summary["redis/tls"])
-        kvod_rule, kvod_cost = judge(summary["kvod"], summary["kvod/tls"])
-        redis_rule, redis_cost = judge(summary["redis"], summary["redis/tls"])
-        verdicts.append((name, rule, versus, kvod_rule, kvod_cost, redis_rule, redis_cost,
-                         {s: summary[s]["bench_cpu"] for s in SERIES}))
+        rule = cell_rule(summary)
+        versus = judge(rule, summary["kvod/tls"], summary["redis/tls"])
+        kvod_cost = judge(rule, summary["kvod"], summary["kvod/tls"])
+        redis_cost = judge(rule, summary["redis"], summary["redis/tls"])
+        verdicts.append((name, rule, versus, kvod_cost, redis_cost, {s: summary[s]["bench_cpu"] for s in SERIES}))
     widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths]] + rows:
         print("  ".join(str(cell).rjust(width) if index > 1 else str(cell).ljust(width)
                         for index, (cell, width) in enumerate(zip(row, widths))))
     print("\nverdicts (kvod/tls against redis/tls; what TLS costs each: the plaintext/TLS ratio of the judged figure)")
-    for name, rule, versus, kvod_rule, kvod_cost, redis_rule, redis_cost, generator in verdicts:
+    for name, rule, versus, kvod_cost, redis_cost, generator in verdicts:
         level = "level or better" if versus >= LEVEL else "BEHIND"
         cheaper = "no more" if kvod_cost <= redis_cost / LEVEL else "MORE"
-        print(f"- {name}: kvod/tls {versus:.2f}x redis/tls ({level}), judged by {rule}; TLS costs kvod "
-              f"{kvod_cost:.2f}x ({kvod_rule}), Redis {redis_cost:.2f}x ({redis_rule}): {cheaper} than Redis; "
-              "generator CPU " + ", ".join(f"{s} {generator[s]:.0%}" for s in SERIES))
+        print(f"- {name} [judged by {rule}]: kvod/tls {versus:.2f}x redis/tls ({level}); TLS costs kvod "
+              f"{kvod_cost:.2f}x, Redis {redis_cost:.2f}x ({cheaper} than Redis); generator CPU "
+              + ", ".join(f"{s} {generator[s]:.0%}" for s in SERIES))
     with open(os.path.join(out, "summary.json"), "w") as summary_file:
-        json.dump([{"cell": v[0], "rule": v[1], "kvod_tls_vs_redis_tls": v[2], "kvod_tls_cost": v[4],
-                    "redis_tls_cost": v[6]} for v in verdicts], summary_file, indent=1)
+        json.dump([{"cell": v[0], "rule": v[1], "kvod_tls_vs_redis_tls": v[2], "kvod_tls_cost": v[3],
+                    "redis_tls_cost": v[4]} for v in verdicts], summary_file, indent=1)
 
 
 if __name__ == "__main__":
