@@ -57,6 +57,9 @@ struct Configuration {
     var tlsOnly = false
     // The cluster (docs/SCALING.md).
     var clusterEtcd: [EtcdEndpoint] = []
+    var clusterEtcdCA: String?
+    var clusterEtcdCert: String?
+    var clusterEtcdKey: String?
     var cluster: String?
     var advertise: String?
     var clusterLeaseSeconds = 5
@@ -89,6 +92,23 @@ struct Configuration {
         return TLSServerSettings(
             certificatePath: certificate, keyPath: key, caPath: self.tlsCA, clientAuth: self.tlsClientAuth,
             minimumVersion: self.tlsMinVersion)
+    }
+
+    /// The client context of a follower's replication link: with `tls-cert`, the leader's certificate is checked
+    /// against `tls-ca` (else the system's CAs) and this member presents its own certificate. nil: plaintext.
+    func peerTLSContext() throws(TLSError) -> TLSContext? {
+        guard let certificate = self.tlsCert, let key = self.tlsKey else { return nil }
+        return try TLSContext.client(
+            TLSClientSettings(
+                caPath: self.tlsCA, certificatePath: certificate, keyPath: key, minimumVersion: self.tlsMinVersion))
+    }
+
+    /// The client context for `https://` etcd endpoints; nil when none is https.
+    func etcdTLSContext() throws(TLSError) -> TLSContext? {
+        guard self.clusterEtcd.contains(where: \.isTLS) else { return nil }
+        return try TLSContext.client(
+            TLSClientSettings(
+                caPath: self.clusterEtcdCA, certificatePath: self.clusterEtcdCert, keyPath: self.clusterEtcdKey))
     }
 
     /// What the server needs (without its TLS context, which the daemon makes from `tlsSettings`).
@@ -149,6 +169,9 @@ struct Configuration {
         if configuration.tlsClientAuth != .none && configuration.tlsCA == nil {
             throw ConfigurationError(
                 message: "tls-client-auth \(configuration.tlsClientAuth.rawValue) needs tls-ca (the CA client certificates chain to)")
+        }
+        if (configuration.clusterEtcdCert == nil) != (configuration.clusterEtcdKey == nil) {
+            throw ConfigurationError(message: "cluster-etcd-cert and cluster-etcd-key go together: give both")
         }
         if configuration.empty, let model = configuration.model {
             throw ConfigurationError(message: "empty and model exclude each other (model: \(model))")
@@ -213,7 +236,7 @@ struct Configuration {
         try SettingParser.string(raw).split(separator: ",").map { text throws(SettingError) in
             let trimmed = String(text.filter { $0 != " " })
             guard let endpoint = EtcdEndpoint(parsing: trimmed) else {
-                throw SettingError(message: "'\(trimmed)' is not an etcd client URL: write http://IP:PORT")
+                throw SettingError(message: "'\(trimmed)' is not an etcd client URL: write http://IP:PORT or https://IP:PORT")
             }
             return endpoint
         }

@@ -27,6 +27,15 @@ extension Daemon {
                 return 1
             }
         }
+        // A cluster member's own connections: its replication link (its TLS), etcd (https:// URLs).
+        var clusterConfiguration = configuration.clusterConfiguration
+        do {
+            clusterConfiguration?.peerTLS = try configuration.peerTLSContext()
+            clusterConfiguration?.etcdTLS = try configuration.etcdTLSContext()
+        } catch {
+            Self.fail("TLS for the cluster: \(error)")
+            return 1
+        }
         do {
             let loop = try EventLoop()
             var graph = Graph(model: model)
@@ -111,7 +120,7 @@ extension Daemon {
                 Self.fail("cannot listen \(server.port != 0 ? "for " : "on ")\(host):\(port): \(error)")
                 return 1
             }
-            if let cluster = configuration.clusterConfiguration {
+            if let cluster = clusterConfiguration {
                 try server.joinCluster(
                     cluster, recovered: recovered.records, baseSeq: recovered.snapshotSeq,
                     leftovers: lostRegistrations)

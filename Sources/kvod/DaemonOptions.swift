@@ -269,10 +269,22 @@ enum DaemonOptions {
 
             .setting(
                 "cluster-etcd", \.clusterEtcd, valueName: "urls",
-                "Join a cluster coordinated by etcd at these comma-separated client URLs (http://IP:PORT); needs "
-                    + "--data-dir, --cluster and --advertise.", default: "none (a single kvod)",
+                "Join a cluster coordinated by etcd at these comma-separated client URLs (http://IP:PORT, or "
+                    + "https:// for TLS); needs --data-dir, --cluster and --advertise. With --tls-cert, members "
+                    + "replicate over TLS too.", default: "none (a single kvod)",
                 show: { $0.isEmpty ? "none" : $0.map(\.description).joined(separator: ",") },
                 parse: Configuration.parseEtcdEndpoints),
+            .path(
+                "cluster-etcd-ca", \.clusterEtcdCA, valueName: "file",
+                "CA certificates (PEM) etcd's certificate must chain to, for https:// etcd URLs.",
+                default: "the system's CAs"),
+            .path(
+                "cluster-etcd-cert", \.clusterEtcdCert, valueName: "file",
+                "A client certificate (PEM) to present to etcd over https (etcd's --client-cert-auth).",
+                default: "none"),
+            .path(
+                "cluster-etcd-key", \.clusterEtcdKey, valueName: "file", "The private key of the etcd client "
+                    + "certificate, in PEM.", default: "none"),
             .optional(
                 "cluster", \.cluster, valueName: "name", "The cluster's name (its etcd keys live under /kvod/NAME/).",
                 default: "none", parse: Configuration.parseClusterName),
