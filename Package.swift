@@ -112,6 +112,10 @@ let package = Package(
             name: "FuzzSnapshot", dependencies: ["FuzzSupport", "Persistence", "ObjectGraph"],
             path: "Tests/Fuzz/FuzzSnapshot"),
         .executableTarget(
+            name: "FuzzEngine",
+            dependencies: ["FuzzSupport", "ObjectGraph", "ModelFile", "Persistence", "ValueCoding", "WireProtocol"],
+            path: "Tests/Fuzz/FuzzEngine"),
+        .executableTarget(
             name: "FuzzWebSocket", dependencies: ["FuzzSupport", "WebSocket"], path: "Tests/Fuzz/FuzzWebSocket"),
     ],
     swiftLanguageModes: [.v6]

@@ -8,7 +8,7 @@
 # each build is bounded by FUZZ_BUILD_TIMEOUT (1800 s) and each run by SECONDS + 300 s (600 s for a replay); a run
 # that overstays is killed and counts as a failure.
 #
-# Environment: FUZZ_TARGETS (default: all six), FUZZ_CONFIG (release, the default, runs 2-4x more inputs per second
+# Environment: FUZZ_TARGETS (default: all seven), FUZZ_CONFIG (release, the default, runs 2-4x more inputs per second
 # than debug; debug also checks `assert`s), FUZZ_SCRATCH (.build-fuzz), FUZZ_ARTIFACTS ($FUZZ_SCRATCH/artifacts),
 # FUZZ_ARGS (extra libFuzzer options, e.g. "-jobs=2 -workers=2" or "-max_len=8192"), FUZZ_BUILD_TIMEOUT,
 # FUZZ_RUN_TIMEOUT (per target; default SECONDS + 300).
@@ -27,7 +27,7 @@ seconds=${1:-60}
 config=${FUZZ_CONFIG:-release}
 scratch=${FUZZ_SCRATCH:-.build-fuzz}
 artifacts=${FUZZ_ARTIFACTS:-$scratch/artifacts}
-targets=${FUZZ_TARGETS:-FuzzJSONRPC FuzzKeyPath FuzzExpression FuzzModelFile FuzzSnapshot FuzzWebSocket}
+targets=${FUZZ_TARGETS:-FuzzJSONRPC FuzzKeyPath FuzzExpression FuzzModelFile FuzzSnapshot FuzzWebSocket FuzzEngine}
 read -r -a extra <<<"${FUZZ_ARGS:-}"
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then

@@ -30,11 +30,8 @@ enum ValueFitting {
             return value
         case (.set(let element), .array(let elements)):
             var fitted: [Value] = []
-            for item in elements where !item.isNull {
-                let member = try Self.fit(item, to: element)
-                if !fitted.contains(member) { fitted.append(member) }
-            }
-            return .array(fitted)
+            for item in elements where !item.isNull { fitted.append(try Self.fit(item, to: element)) }
+            return .array(ValueList.sortedSet(fitted))
         case (.array(let element), .array(let elements)):
             if Self.namesClass(element) && elements.contains(where: { !$0.isNull }) {
                 throw ValidationFailure("must be []: an array of \(element) starts empty")

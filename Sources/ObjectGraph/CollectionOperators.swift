@@ -28,8 +28,9 @@ public enum CollectionOperator: String, Sendable, CaseIterable {
     var takesKeyPath: Bool { self != .count }
 
     /// Applies the operator to the values the right-hand key path gave for each element (or to the elements
-    /// themselves for `@count`).
-    func apply(to values: [Value]) -> Value {
+    /// themselves for `@count`). A sum or average whose value a double cannot hold (past ±1.8e308) is null, as a
+    /// computed key's arithmetic is (docs/MODEL.md#numbers-out-of-range); a sum of ints past Int64 is a double.
+    func apply<C: Collection>(to values: C) -> Value where C.Element == Value {
         switch self {
         case .count:
             return .int(Int64(values.count))
@@ -51,10 +52,16 @@ public enum CollectionOperator: String, Sendable, CaseIterable {
                     continue  // null (and non-numbers) count as 0
                 }
             }
-            if self == .avg {
-                return values.isEmpty ? .null : .double(doubleSum / Double(values.count))
-            }
-            return allInts ? .int(intSum) : .double(doubleSum)
+            if self == .sum && allInts { return .int(intSum) }
+            let count = self == .avg ? values.count : 1
+            if count == 0 { return .null }
+            if doubleSum.isFinite { return .double(doubleSum / Double(count)) }
+            // The running sum overflowed: sum again scaled down by 2^64 (exact: a power of two), then divide and
+            // scale back; what still overflows is beyond a double.
+            var scaledSum = 0.0
+            for value in values { scaledSum += (value.numericValue ?? 0) * Self.downScale }
+            let result = scaledSum / Double(count) * Self.upScale
+            return result.isFinite ? .double(result) : .null
         case .min, .max:
             var best: Value?
             for value in values where !value.isNull {
@@ -77,12 +84,15 @@ public enum CollectionOperator: String, Sendable, CaseIterable {
         }
     }
 
+    private static let downScale = 0x1p-64
+    private static let upScale = 0x1p64
+
     private static func elements(_ value: Value) -> [Value] {
         if case .array(let elements) = value { return elements.filter { !$0.isNull } }
         return []
     }
 
-    static func distinct(_ values: [Value]) -> [Value] {
+    static func distinct<S: Sequence>(_ values: S) -> [Value] where S.Element == Value {
         var seen = Set<Value>()
         return values.filter { seen.insert($0).inserted }
     }

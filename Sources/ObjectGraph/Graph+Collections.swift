@@ -35,23 +35,56 @@ extension Graph {
         return SetResult(seq: self.commit(mutations: planned.mutations) { self.apply(planned) }, storedValue: nil)
     }
 
-    /// Validates a collection mutation and describes it (see `planSet`).
+    /// Validates a collection mutation and describes it (see `planSet`). Planning reads the collection and lists
+    /// the edits; applying moves the stored collection out of its object, edits it in place and stores it back
+    /// (ValueList: a node is copied only when something else still holds it — an old value a transaction's undo log
+    /// keeps, say), so a mutation costs O(log n) per element it changes, never a copy of the collection.
     func planMutation(_ path: KeyPath, _ mutation: CollectionMutation) throws(GraphError) -> PlannedChange {
         let target = try self.collectionTarget(path)
         let plan = try self.plan(mutation, on: target, path: path.description)
         var mutations: [Mutation] = [Mutation(touch: Touch(object: target.object.id, key: target.key), detail: plan.detail)]
         switch target.notification {
         case .always: break
-        case .onChange: if plan.result == target.elements { mutations = [] }
+        case .onChange: if !plan.changes { mutations = [] }
         case .manual: mutations = []
         }
-        let detail = plan.detail
+        let (object, key, detail, edits) = (target.object, target.key, plan.detail, plan.edits)
         return PlannedChange(
             mutations: mutations,
             apply: {
-                let stored = plan.result.map { self.materialize($0) }
-                self.store(.array(stored), forKey: target.key, in: target.object)
-                detail.new = plan.newPositions.map { stored[$0] }
+                self.recordUndo(of: key, in: object)
+                var elements: ValueList
+                if case .array(let stored)? = object.takeValue(forKey: key) { elements = stored } else { elements = [] }
+                var new: [Value] = []
+                for edit in edits {
+                    switch edit {
+                    case .insert(let index, let value):
+                        let made = self.materialize(value)
+                        elements.insert(made, at: index)
+                        new.append(made)
+                    case .replace(let index, let value):
+                        let made = self.materialize(value)
+                        elements[index] = made
+                        new.append(made)
+                    case .remove(let index):
+                        elements.remove(at: index)
+                    case .insertSorted(let value):
+                        let made = self.materialize(value)
+                        elements.insertSorted(made)
+                        new.append(made)
+                    case .removeSorted(let value):
+                        elements.removeSorted(value)
+                    case .whole(let members, let added):
+                        elements = members
+                        for value in added {
+                            let made = self.materialize(value)
+                            elements.insertSorted(made)
+                            new.append(made)
+                        }
+                    }
+                }
+                detail.new = new
+                self.store(.array(elements), forKey: key, in: object)
             },
             storedValue: nil)
     }
@@ -61,18 +94,32 @@ extension Graph {
     struct CollectionTarget {
         let object: GraphObject
         let key: String
-        let elements: [Value]
+        let elements: ValueList
         let isSet: Bool
         let elementProperty: StoredProperty?
         let property: StoredProperty?
         let notification: NotificationPolicy
     }
 
+    /// One change to a stored collection, in the order applied. Values are as validated: records become objects
+    /// when the edit applies (a new object sorts after every stored one, so a set's order holds).
+    enum Edit {
+        case insert(Int, Value)
+        case replace(Int, Value)
+        case remove(Int)
+        case insertSorted(Value)
+        case removeSorted(Value)
+        /// A set becomes `members`, then gains `added` (the members it did not have, records among them).
+        case whole(ValueList, added: [Value])
+    }
+
     struct CollectionPlan {
-        let result: [Value]
+        let edits: [Edit]
         let detail: CollectionDetail
-        /// Where the inserted or replacing values are in `result`.
-        let newPositions: [Int]
+        /// The collection's size afterwards.
+        let count: Int
+        /// Whether the collection changes (`onChange` properties notify only then).
+        let changes: Bool
     }
 
     /// Finds the collection a mutation applies to: the object must exist; a missing or null collection counts as
@@ -96,10 +143,10 @@ extension Graph {
             elementType = element
             isSet = true
         case nil, .any?: break
-        default:
-            throw GraphError.typeMismatch(path: path.description, reason: "\(stored!.type) is not a collection")  // invariant: stored is non-nil here
+        case let other?:
+            throw GraphError.typeMismatch(path: path.description, reason: "\(other) is not a collection")
         }
-        let elements: [Value]
+        let elements: ValueList
         switch object.value(forKey: key) ?? .null {
         case .null: elements = []
         case .array(let current): elements = current
@@ -114,78 +161,131 @@ extension Graph {
     }
 
     private func plan(_ mutation: CollectionMutation, on target: CollectionTarget, path: String) throws(GraphError) -> CollectionPlan {
-        var elements = target.elements
+        let elements = target.elements
         let plan: CollectionPlan
         switch mutation {
         case .insert(let indexes, let values):
             try Self.requireOrdered(target, path)
             let pairs = try Self.sortedPairs(indexes, try self.prepareElements(values, target, path), path)
-            for (offset, pair) in pairs.enumerated() where pair.index > target.elements.count + offset {
-                throw GraphError.indexOutOfRange(path: path, index: pair.index, count: target.elements.count + offset)
+            for (offset, pair) in pairs.enumerated() where pair.index > elements.count + offset {
+                throw GraphError.indexOutOfRange(path: path, index: pair.index, count: elements.count + offset)
             }
-            for pair in pairs { elements.insert(pair.value, at: pair.index) }
-            let sorted = pairs.map(\.index)
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .insertion, indexes: sorted, old: []), newPositions: sorted)
+            plan = CollectionPlan(
+                edits: pairs.map { .insert($0.index, $0.value) },
+                detail: CollectionDetail(kind: .insertion, indexes: pairs.map(\.index), old: []),
+                count: elements.count + pairs.count, changes: !pairs.isEmpty)
         case .append(let values):
             if target.isSet { return try self.plan(.union(values), on: target, path: path) }
             let prepared = try self.prepareElements(values, target, path)
             let positions = Array(elements.count..<(elements.count + prepared.count))
-            elements.append(contentsOf: prepared)
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .insertion, indexes: positions, old: []), newPositions: positions)
+            plan = CollectionPlan(
+                edits: zip(positions, prepared).map { .insert($0, $1) },
+                detail: CollectionDetail(kind: .insertion, indexes: positions, old: []),
+                count: elements.count + prepared.count, changes: !prepared.isEmpty)
         case .remove(let indexes):
             try Self.requireOrdered(target, path)
             let sorted = try Self.checkedIndexes(indexes, count: elements.count, path)
-            let old = sorted.map { elements[$0] }
-            for index in sorted.reversed() { elements.remove(at: index) }
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .removal, indexes: sorted, old: old), newPositions: [])
+            plan = CollectionPlan(
+                edits: sorted.reversed().map { .remove($0) },
+                detail: CollectionDetail(kind: .removal, indexes: sorted, old: sorted.map { elements[$0] }),
+                count: elements.count - sorted.count, changes: !sorted.isEmpty)
         case .replace(let indexes, let values):
             try Self.requireOrdered(target, path)
             let pairs = try Self.sortedPairs(indexes, try self.prepareElements(values, target, path), path)
             _ = try Self.checkedIndexes(pairs.map(\.index), count: elements.count, path)
             let old = pairs.map { elements[$0.index] }
-            for pair in pairs { elements[pair.index] = pair.value }
-            let sorted = pairs.map(\.index)
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .replacement, indexes: sorted, old: old), newPositions: sorted)
+            plan = CollectionPlan(
+                edits: pairs.map { .replace($0.index, $0.value) },
+                detail: CollectionDetail(kind: .replacement, indexes: pairs.map(\.index), old: old),
+                count: elements.count, changes: zip(pairs, old).contains { $0.value != $1 })
         case .union(let values):
             try Self.requireSet(target, path)
-            let present = Set(elements)
-            let added = CollectionOperator.distinct(try self.prepareElements(values, target, path)).filter { !present.contains($0) }
-            let positions = Array(elements.count..<(elements.count + added.count))
-            elements.append(contentsOf: added)
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .insertion, indexes: nil, old: []), newPositions: positions)
+            let added = Self.newMembers(try self.prepareElements(values, target, path), of: elements)
+            plan = CollectionPlan(
+                edits: added.map { .insertSorted($0) }, detail: CollectionDetail(kind: .insertion, indexes: nil, old: []),
+                count: elements.count + added.count, changes: !added.isEmpty)
         case .minus(let values):
             try Self.requireSet(target, path)
-            let removing = Set(values)
-            let removed = elements.filter { removing.contains($0) }
-            elements.removeAll { removing.contains($0) }
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .removal, indexes: nil, old: removed), newPositions: [])
+            var removing = ValueList()
+            var removed: [Value] = []
+            for value in values where elements.sortedContains(value) && removing.insertSorted(value) != nil {
+                removed.append(value)
+            }
+            plan = CollectionPlan(
+                edits: removed.map { .removeSorted($0) },
+                detail: CollectionDetail(kind: .removal, indexes: nil, old: removed),
+                count: elements.count - removed.count, changes: !removed.isEmpty)
         case .intersect(let values):
             try Self.requireSet(target, path)
-            let keeping = Set(values)
-            let removed = elements.filter { !keeping.contains($0) }
-            elements.removeAll { !keeping.contains($0) }
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .removal, indexes: nil, old: removed), newPositions: [])
+            // The members to keep are found by search (O(k log n)); the others by walking the set, which costs
+            // what removing them costs.
+            let keeping = ValueList.sortedSet(values.filter { elements.sortedContains($0) })
+            var removed: [Value] = []
+            if keeping.count < elements.count {
+                elements.forEach { if !keeping.sortedContains($0) { removed.append($0) } }
+            }
+            // Fewer removals than members kept: remove them one by one; else the set becomes the kept members.
+            let edits: [Edit] =
+                removed.count <= keeping.count ? removed.map { .removeSorted($0) } : [.whole(keeping, added: [])]
+            plan = CollectionPlan(
+                edits: removed.isEmpty ? [] : edits, detail: CollectionDetail(kind: .removal, indexes: nil, old: removed),
+                count: keeping.count, changes: !removed.isEmpty)
         case .setMembers(let values):
             try Self.requireSet(target, path)
-            let members = CollectionOperator.distinct(try self.prepareElements(values, target, path))
-            let memberSet = Set(members)
-            let present = Set(elements)
-            let removed = elements.filter { !memberSet.contains($0) }
-            let kept = elements.filter { memberSet.contains($0) }
-            let added = members.filter { !present.contains($0) }
-            elements = kept + added
-            let positions = Array(kept.count..<elements.count)
-            plan = CollectionPlan(result: elements, detail: CollectionDetail(kind: .replacement, indexes: nil, old: removed), newPositions: positions)
+            let prepared = try self.prepareElements(values, target, path)
+            let added = Self.newMembers(prepared, of: elements)
+            let kept = ValueList.sortedSet(prepared.filter { elements.sortedContains($0) })
+            var removed: [Value] = []
+            if kept.count < elements.count {
+                elements.forEach { if !kept.sortedContains($0) { removed.append($0) } }
+            }
+            plan = CollectionPlan(
+                edits: [.whole(kept, added: added)],
+                detail: CollectionDetail(kind: .replacement, indexes: nil, old: removed),
+                count: kept.count + added.count, changes: !added.isEmpty || !removed.isEmpty)
         }
-        if let property = target.property {
-            // Rules such as maxLength apply to the collection as it would be.
+        if let property = target.property, !property.rules.isEmpty {
+            // Rules such as maxLength apply to the collection as it would be: most need only its size.
             do {
-                for rule in property.rules { _ = try rule.apply(to: .array(plan.result)) }
+                for rule in property.rules {
+                    switch rule {
+                    case .minLength, .maxLength: try rule.check(length: plan.count)
+                    default: _ = try rule.apply(to: .array(self.preview(plan.edits, on: elements)))
+                    }
+                }
             } catch {
                 throw GraphError.validationFailed(path: path, reason: error.reason)
             }
         }
         return plan
+    }
+
+    /// The members of `values` a set does not hold yet, each once, in the order given.
+    private static func newMembers(_ values: [Value], of elements: ValueList) -> [Value] {
+        var seen = ValueList()
+        var added: [Value] = []
+        for value in values where !elements.sortedContains(value) && seen.insertSorted(value) != nil {
+            added.append(value)
+        }
+        return added
+    }
+
+    /// The collection as `edits` would leave it (records still records), for a rule that looks at the whole value.
+    private func preview(_ edits: [Edit], on elements: ValueList) -> ValueList {
+        var result = elements
+        for edit in edits {
+            switch edit {
+            case .insert(let index, let value): result.insert(value, at: index)
+            case .replace(let index, let value): result[index] = value
+            case .remove(let index): result.remove(at: index)
+            case .insertSorted(let value): result.insertSorted(value)
+            case .removeSorted(let value): result.removeSorted(value)
+            case .whole(let members, let added):
+                result = members
+                for value in added { result.insertSorted(value) }
+            }
+        }
+        return result
     }
 
     private func prepareElements(_ values: [Value], _ target: CollectionTarget, _ path: String) throws(GraphError) -> [Value] {
@@ -218,21 +318,29 @@ extension Graph {
         guard indexes.count == values.count else {
             throw GraphError.invalidArgument(path: path, reason: "\(indexes.count) indexes for \(values.count) values")
         }
-        let pairs = zip(indexes, values).map { (index: $0, value: $1) }.sorted { $0.index < $1.index }
-        for (previous, next) in zip(pairs, pairs.dropFirst()) where previous.index == next.index {
-            throw GraphError.invalidArgument(path: path, reason: "index \(next.index) appears twice")
+        var pairs: [(index: Int, value: Value)] = []
+        pairs.reserveCapacity(indexes.count)
+        for index in indexes.indices { pairs.append((indexes[index], values[index])) }
+        if !Self.isAscending(indexes) { pairs.sort { $0.index < $1.index } }
+        for position in pairs.indices.dropFirst() where pairs[position - 1].index == pairs[position].index {
+            throw GraphError.invalidArgument(path: path, reason: "index \(pairs[position].index) appears twice")
         }
-        if let negative = pairs.first(where: { $0.index < 0 }) {
-            throw GraphError.indexOutOfRange(path: path, index: negative.index, count: 0)
+        if let first = pairs.first, first.index < 0 {
+            throw GraphError.indexOutOfRange(path: path, index: first.index, count: 0)
         }
         return pairs
     }
 
+    private static func isAscending(_ indexes: [Int]) -> Bool {
+        for position in indexes.indices.dropFirst() where indexes[position - 1] > indexes[position] { return false }
+        return true
+    }
+
     /// Sorted, distinct indexes that all exist in a collection of `count`.
     private static func checkedIndexes(_ indexes: [Int], count: Int, _ path: String) throws(GraphError) -> [Int] {
-        let sorted = indexes.sorted()
-        for (previous, next) in zip(sorted, sorted.dropFirst()) where previous == next {
-            throw GraphError.invalidArgument(path: path, reason: "index \(next) appears twice")
+        let sorted = Self.isAscending(indexes) ? indexes : indexes.sorted()
+        for position in sorted.indices.dropFirst() where sorted[position - 1] == sorted[position] {
+            throw GraphError.invalidArgument(path: path, reason: "index \(sorted[position]) appears twice")
         }
         if let bad = sorted.first(where: { $0 < 0 || $0 >= count }) {
             throw GraphError.indexOutOfRange(path: path, index: bad, count: count)

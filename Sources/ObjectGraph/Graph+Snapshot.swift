@@ -124,8 +124,17 @@ public final class GraphRestorer {
         }
         let object = self.restored.create(state.id, objectClass, capacity: capacity)
         for (index, (key, value)) in zip(state.keys, state.values).enumerated() {
-            object.setValue(value, forKey: key, modSeq: state.modSeqs?[index] ?? self.seq)
+            object.setValue(Self.normalized(value, objectClass, key), forKey: key, modSeq: state.modSeqs?[index] ?? self.seq)
         }
+    }
+
+    /// A set's members sorted and distinct, as sets are kept (snapshots written before they were kept sorted hold
+    /// them in the order they were added).
+    private static func normalized(_ value: Value, _ objectClass: ObjectClass, _ key: String) -> Value {
+        guard case .array(let elements) = value, case .set? = objectClass.property(key)?.stored?.type,
+            !elements.isSortedSet
+        else { return value }
+        return .array(ValueList.sortedSet(elements))
     }
 
     /// Adds one key's deadline (objects and deadlines may come in any order).

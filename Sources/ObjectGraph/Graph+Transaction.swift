@@ -38,7 +38,12 @@ final class UndoLog {
     /// Objects with an id from here on were created by the dry run.
     let firstNewID: ObjectID
     let allocatedSinceCollection: Int
+    /// Each key's slot as it was before the dry run first wrote it: one entry per key however many ops write it, and
+    /// a collection's slot is its old value's root (ValueList shares the nodes the ops did not change), so the log
+    /// costs what the ops changed, not what they touched.
     var entries: [(object: GraphObject, key: String, previous: GraphObject.Slot?)] = []
+    /// The keys in `entries`.
+    var saved: Set<Touch> = []
     /// Deadlines the dry run set, moved or removed, with what they were (nil: none).
     var deadlines: [(object: ObjectID, key: String, previous: UInt64?)] = []
 
@@ -105,11 +110,19 @@ extension Graph {
 
     /// Writes a value; during a dry run, remembers how to undo it (objects the dry run created need no undo).
     func store(_ value: Value, forKey key: String, in object: GraphObject) {
-        if let log = self.undoLog, object.id < log.firstNewID {
-            log.entries.append((object, key, object.slot(forKey: key)))
-        }
+        self.recordUndo(of: key, in: object)
         // Inside a commit `seq` is already the mutation's own: the key's modSeq (a dry run's writes are undone).
         object.setValue(value, forKey: key, modSeq: self.seq)
+    }
+
+    /// During a dry run, keeps `key`'s slot as it was before the run first wrote it (objects the dry run created need
+    /// no undo); a write that takes the value out of its slot first (`takeValue`) calls this before.
+    func recordUndo(of key: String, in object: GraphObject) {
+        if let log = self.undoLog, object.id < log.firstNewID,
+            log.saved.insert(Touch(object: object.id, key: key)).inserted
+        {
+            log.entries.append((object, key, object.slot(forKey: key)))
+        }
     }
 
     private func rollBack(_ log: UndoLog) {

@@ -158,6 +158,21 @@ struct GraphObject {
         return Self.value(base, entry.regionStart)
     }
 
+    /// Moves `key`'s value out of its box, leaving null there until the next `setValue`, so that the caller holds
+    /// the only reference to it and can change it in place (a collection mutation: ValueList copies the nodes it
+    /// changes only when something else still holds them). An inline value is read as usual.
+    func takeValue(forKey key: String) -> Value? {
+        guard let entry = self.locate(key).entry else { return nil }
+        let base = self.storage
+        guard base.load(fromByteOffset: entry.regionStart, as: UInt8.self) == PackedValue.Tag.boxed.rawValue else {
+            return Self.value(base, entry.regionStart)
+        }
+        let bits = base.loadUnaligned(fromByteOffset: entry.regionStart + 1, as: UInt.self)
+        let box = Unmanaged<ValueBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+        defer { box.value = .null }
+        return box.value
+    }
+
     /// The seq of the mutation that last stored `key`, or nil when the key was never set.
     func modSeq(forKey key: String) -> UInt64? {
         guard let entry = self.locate(key).entry else { return nil }

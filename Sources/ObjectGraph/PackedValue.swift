@@ -14,7 +14,8 @@
 
 /// A value stored out of line (see PackedValue).
 final class ValueBox {
-    let value: Value
+    /// Changed only by `GraphObject.takeValue`, which moves it out.
+    var value: Value
     init(_ value: Value) { self.value = value }
 }
 

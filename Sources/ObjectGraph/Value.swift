@@ -19,16 +19,26 @@ public enum Value: Sendable, Hashable {
     /// A finite double.
     case double(Double)
     case string(String)
-    /// An ordered collection, stored and replaced whole by `set`.
-    case array([Value])
+    /// An ordered collection (a set's members too, sorted: ValueList.swift), replaced whole by `set` and changed at
+    /// indexes by the collection mutations.
+    case array(ValueList)
     /// A reference to a live object in the graph.
     case object(ObjectID)
     /// Object content outside the graph: a new object to create (input) or a snapshot of one (output).
     indirect case record(Record)
 
+    /// An array of `elements`.
+    public static func array(_ elements: [Value]) -> Value { .array(ValueList(elements)) }
+
     /// True for `.null`.
     public var isNull: Bool {
         if case .null = self { return true }
+        return false
+    }
+
+    /// True for `.record`.
+    public var isRecord: Bool {
+        if case .record = self { return true }
         return false
     }
 
@@ -93,7 +103,7 @@ extension Value: ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     public init(integerLiteral value: Int64) { self = .int(value) }
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(stringLiteral value: String) { self = .string(value) }
-    public init(arrayLiteral elements: Value...) { self = .array(elements) }
+    public init(arrayLiteral elements: Value...) { self = .array(ValueList(elements)) }
 }
 
 extension Value {

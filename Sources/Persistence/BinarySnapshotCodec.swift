@@ -149,6 +149,8 @@ public enum BinarySnapshotCodec {
             case .int(let number):
                 self.bytes.append(3)
                 self.varint(UInt64(bitPattern: (number << 1) ^ (number >> 63)))
+            case .double(let number) where !number.isFinite:
+                self.bytes.append(0)  // never stored (values are finite); written as null, which loads, not as a poison
             case .double(let number):
                 self.bytes.append(4)
                 self.fixed(number.bitPattern, bytes: 8)

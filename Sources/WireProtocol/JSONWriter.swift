@@ -175,10 +175,14 @@ public enum JSONWriter {
     }
 
     /// Appends a finite `value` as the shortest text that parses back to exactly the same Double, always with a
-    /// `.` or an exponent so that readers see a double (`42.0`, `0.1`, `1e-05`, `1e+20`, `-0.0`, `5e-324`).
-    /// Precondition: `value.isFinite` (JSON has no NaN or infinity).
+    /// `.` or an exponent so that readers see a double (`42.0`, `0.1`, `1e-05`, `1e+20`, `-0.0`, `5e-324`). JSON has
+    /// no NaN or infinity: those are written `null`, as JavaScript's `JSON.stringify` does (kvod never stores or
+    /// computes one — its values and results are finite or null — so this is a last line, not a path).
     public static func appendDouble(_ value: Double, to bytes: inout [UInt8]) {
-        precondition(value.isFinite, "JSON cannot represent \(value)")
+        guard value.isFinite else {
+            bytes.append(contentsOf: [UInt8(ascii: "n"), UInt8(ascii: "u"), UInt8(ascii: "l"), UInt8(ascii: "l")])
+            return
+        }
         // Swift's description is the shortest round-trip form and is valid JSON as it stands: an optional minus,
         // digits, an optional fraction with digits on both sides, an optional exponent `e[+-]digits`.
         var text = value.description

@@ -675,13 +675,13 @@ def test_set_mutations_on_department_tags(connect_model):
     expect(4, "removal", old=["blue"], count_new=3, count_old=4)  # only the members actually removed
     assert writer.ok("remove", {"path": TAGS, "values": ["pink"]}) == {"seq": 5}  # remove by value
     expect(5, "removal", old=["pink"], count_new=2, count_old=3)
-    assert writer.get(TAGS) == {"value": ["red", "green"], "seq": 5}
+    assert writer.get(TAGS) == {"value": ["green", "red"], "seq": 5}  # a set's members are kept sorted
     assert writer.ok("intersect", {"path": TAGS, "values": ["green", "zzz"]}) == {"seq": 6}
     expect(6, "removal", old=["red"], count_new=1, count_old=2)  # removal of the others
     assert writer.ok("setMembers", {"path": TAGS, "values": ["green", "a", "b"]}) == {"seq": 7}
     expect(7, "replacement", new=["a", "b"], old=[], count_new=3, count_old=1)  # old = removed, new = added
     assert writer.ok("setMembers", [TAGS, ["a", "c"]]) == {"seq": 8}  # by position: path, values
-    expect(8, "replacement", new=["c"], old=["green", "b"], count_new=2, count_old=3)
+    expect(8, "replacement", new=["c"], old=["b", "green"], count_new=2, count_old=3)  # old in the set's order
     assert writer.get(TAGS) == {"value": ["a", "c"], "seq": 8}
 
     assert writer.fail("union", {"path": TAGS, "values": ["ok", 5]}, VALIDATION_FAILED, schema_valid=True)[

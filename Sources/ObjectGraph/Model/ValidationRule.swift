@@ -61,10 +61,10 @@ extension PropertyType {
             }
             return .array(coerced)
         case (.set(let element), .array(let elements)):
-            // A set keeps the first of repeated members.
+            // A set keeps its members sorted and distinct (ValueList.sortedSet).
             var coerced: [Value] = []
             for item in elements where !item.isNull { coerced.append(try element.coerce(item)) }
-            return .array(CollectionOperator.distinct(coerced))
+            return .array(ValueList.sortedSet(coerced))
         default:
             throw ValidationFailure("expected \(self), got \(value.typeName)")
         }
@@ -87,15 +87,8 @@ extension ValidationRule {
                 throw ValidationFailure("\(Self.format(number)) is greater than the maximum \(Self.format(bound))")
             }
             return value
-        case (.minLength(let length), _):
-            if let count = value.length, count < length {
-                throw ValidationFailure("length \(count) is less than the minimum length \(length)")
-            }
-            return value
-        case (.maxLength(let length), _):
-            if let count = value.length, count > length {
-                throw ValidationFailure("length \(count) exceeds the maximum length \(length)")
-            }
+        case (.minLength, _), (.maxLength, _):
+            if let count = value.length { try self.check(length: count) }
             return value
         case (.pattern(let pattern), .string(let text)):
             guard let regex = try? Regex(pattern), (try? regex.wholeMatch(in: text)) != nil else {
@@ -109,6 +102,18 @@ extension ValidationRule {
             return value
         default:
             return value
+        }
+    }
+
+    /// Checks a length against `minLength` and `maxLength` (other rules pass).
+    func check(length count: Int) throws(ValidationFailure) {
+        switch self {
+        case .minLength(let length) where count < length:
+            throw ValidationFailure("length \(count) is less than the minimum length \(length)")
+        case .maxLength(let length) where count > length:
+            throw ValidationFailure("length \(count) exceeds the maximum length \(length)")
+        default:
+            return
         }
     }
 

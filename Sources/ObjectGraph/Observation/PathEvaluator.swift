@@ -49,23 +49,19 @@ extension Graph {
                 }
                 if !op.takesKeyPath { return op.apply(to: elements) }
                 let rest = keys[(index + 1)...]
-                if rest.isEmpty {
+                guard let first = rest.first else {
                     if let strict { throw GraphError.undefinedKey(path: strict.prefixDescription(index + 1) + ".<key path>") }
                     return .null
                 }
                 // `@sum.self`: the elements themselves (KVC's `self`, as on any NSObject).
-                let values: [Value]
-                if rest.first == "self" {
-                    values = elements
-                } else {
-                    if let strict { try self.checkElementKey(rest.first!, of: elementType, path: strict, keyIndex: index + 1) }
-                    values = try self.evaluateEach(
-                        elements, rest, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors)
+                if first == "self" {
+                    try Self.checkNumbers(elements, for: op, strict: strict, keyIndex: index + 1)
+                    return op.apply(to: elements)
                 }
-                if let strict, op == .sum || op == .avg, let odd = values.first(where: { !$0.isNull && $0.numericValue == nil }) {
-                    throw GraphError.typeMismatch(
-                        path: strict.prefixDescription(index + 1), reason: "\(op.rawValue) needs numbers, got \(odd.typeName)")
-                }
+                if let strict { try self.checkElementKey(first, of: elementType, path: strict, keyIndex: index + 1) }
+                let values = try self.evaluateEach(
+                    elements, rest, collector: collector, strict: strict, scalarsAreErrors: scalarsAreErrors)
+                try Self.checkNumbers(values, for: op, strict: strict, keyIndex: index + 1)
                 return op.apply(to: values)
             }
             switch current {
@@ -125,9 +121,20 @@ extension Graph {
         return current
     }
 
+    /// Strictly, `@sum` and `@avg` take numbers (and nulls) only.
+    private static func checkNumbers<C: Collection>(
+        _ values: C, for op: CollectionOperator, strict: KeyPath?, keyIndex: Int
+    ) throws(GraphError) where C.Element == Value {
+        guard let strict, op == .sum || op == .avg,
+            let odd = values.first(where: { !$0.isNull && $0.numericValue == nil })
+        else { return }
+        throw GraphError.typeMismatch(
+            path: strict.prefixDescription(keyIndex), reason: "\(op.rawValue) needs numbers, got \(odd.typeName)")
+    }
+
     /// `keys` evaluated from each element of a collection.
     private func evaluateEach(
-        _ elements: [Value], _ keys: ArraySlice<String>, collector: TriggerCollector?, strict: KeyPath?,
+        _ elements: ValueList, _ keys: ArraySlice<String>, collector: TriggerCollector?, strict: KeyPath?,
         scalarsAreErrors: Bool
     ) throws(GraphError) -> [Value] {
         var values: [Value] = []
