@@ -280,7 +280,7 @@ enum DaemonOptions {
                 default: "the system's CAs"),
             .path(
                 "cluster-etcd-cert", \.clusterEtcdCert, valueName: "file",
-                "A client certificate (PEM) to present to etcd over https (etcd's --client-cert-auth).",
+                "A client certificate (PEM) to present to etcd over https, for an etcd that asks for one.",
                 default: "none"),
             .path(
                 "cluster-etcd-key", \.clusterEtcdKey, valueName: "file", "The private key of the etcd client "
