@@ -3,6 +3,7 @@
 // polls, as redis's beforeSleep), the timer that drives progress notifications and housekeeping, and the stop.
 public import Logging
 public import ObjectGraph
+public import Persistence
 public import TLS
 public import UVLoop
 #if canImport(Glibc)
@@ -155,6 +156,29 @@ public final class Server {
                 "connections": "\(registrations.count)", "failed": "\(failed)", "seq.before": "\(seq)",
                 "seq": "\(self.graph.seq)",
             ])
+    }
+
+    /// Before `start()` and before anything mutates: keeps the subscription history in `directory`'s `history.log`
+    /// from now on, after restoring what it holds (the recorders, observing again, and their newest changes), so
+    /// that `since` reaches back across a restart (docs/DURABILITY.md#the-history-on-disk). Returns how many changes
+    /// were restored, and why the file was not usable when it was damaged (the history then starts empty).
+    public func keepHistory(
+        inDirectory directory: String, policy: FsyncPolicy
+    ) throws(PersistenceError) -> (restored: Int, recorders: Int, damaged: String?) {
+        let history = self.core.context.subscriptions.history
+        guard history.isEnabled else { return (0, 0, nil) }
+        let (log, contents, damaged) = try HistoryLog.open(directory: directory, policy: policy)
+        history.onLogFailure = { [logger = self.logger] error in
+            logger.error(
+                "the subscription history cannot be written: it goes on in memory only", metadata: ["error": "\(error)"])
+        }
+        let restored = history.restore(from: log, contents: contents)
+        return (restored, history.recordedPaths.count, damaged)
+    }
+
+    /// Writes and fsyncs the history's log (at shutdown, after the last flush).
+    public func finishHistory() {
+        self.core.context.subscriptions.history.syncLog()
     }
 
     /// Hands `context` (certificates reloaded on SIGHUP) to the connections that arrive from now on, on every port;

@@ -101,6 +101,24 @@ public final class Journal {
 
     /// Buffers one record; `write()` puts it in the file.
     public func append(seq: UInt64, method: String, params: JSONValue?) {
+        Self.appendLine(seq: seq, method: method, params: params, to: &self.pending)
+        self.recordCount += 1
+    }
+
+    /// Replaces the file at `path` with `records` (a temporary file, fsynced, renamed over it, the directory fsynced:
+    /// a crash leaves the old file or the new one) and opens it. For files in the journal's format that are compacted
+    /// by rewriting them whole (the subscription history's log).
+    public static func replace(
+        path: String, directory: String, with records: [JournalRecord]
+    ) throws(PersistenceError) -> (Journal, JournalScan) {
+        var bytes: [UInt8] = []
+        for record in records { Self.appendLine(seq: record.seq, method: record.method, params: record.params, to: &bytes) }
+        try Files.replaceAtomically(path, with: [bytes], directory: directory)
+        return try Self.open(path: path)
+    }
+
+    /// Appends one record's line: `<crc32 hex> <json>\n`.
+    private static func appendLine(seq: UInt64, method: String, params: JSONValue?, to buffer: inout [UInt8]) {
         var json: [UInt8] = []
         json.append(contentsOf: #"{"seq":"#.utf8)
         JSONWriter.appendInt(Int64(seq), to: &json)
@@ -111,11 +129,10 @@ public final class Journal {
             JSONWriter.append(params, to: &json)
         }
         json.append(UInt8(ascii: "}"))
-        Self.appendHex(CRC32.checksum(json), to: &self.pending)
-        self.pending.append(UInt8(ascii: " "))
-        self.pending.append(contentsOf: json)
-        self.pending.append(UInt8(ascii: "\n"))
-        self.recordCount += 1
+        Self.appendHex(CRC32.checksum(json), to: &buffer)
+        buffer.append(UInt8(ascii: " "))
+        buffer.append(contentsOf: json)
+        buffer.append(UInt8(ascii: "\n"))
     }
 
     /// True when records are buffered but not yet written.

@@ -68,6 +68,18 @@ extension Daemon {
             }
             FreedMemory.release()  // the decoded snapshot and journal are gone: give their pages back
             let server = Server(configuration: serverConfiguration, graph: graph, loop: loop, logger: logger)
+            if let path = configuration.dataDirectory {
+                // Before anything mutates (the onDisconnect ops below): the history is recorded from here on.
+                let kept = try server.keepHistory(inDirectory: path, policy: configuration.fsync)
+                if let damaged = kept.damaged {
+                    logger.warning(
+                        "the subscription history on disk is damaged: it starts empty (resumes from before now get 1010)",
+                        metadata: ["error": "\(damaged)"])
+                }
+                logger.info(
+                    "subscription history loaded",
+                    metadata: ["history.changes": "\(kept.restored)", "history.paths": "\(kept.recorders)"])
+            }
             var failedDurably = false
             if let directory {
                 let durability = Durability(
@@ -154,6 +166,7 @@ extension Daemon {
             }
             Self.announce("kvod listening on \(address)\n")
             withExtendedLifetime(server) { loop.run() }
+            server.finishHistory()
             server.durability?.finish()
             for watcher in signals { watcher.close() }
             let clean = loop.shutdown()

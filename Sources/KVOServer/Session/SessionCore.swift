@@ -42,6 +42,8 @@ final class SessionCore {
 
     /// Before the loop polls: the turn's journal records first (the group commit), then every session's output.
     func flush() {
+        // The history's records first: on disk no later than the mutations they describe (HistoryLog.swift).
+        self.context.subscriptions.history.persist()
         self.context.mutationLog?.beforeOutput()
         self.context.sessions.flushAll()
     }
