@@ -34,7 +34,8 @@ struct ConnectionOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Seconds to keep retrying a mutation refused with 1012 \"not the leader\" while a leader is elected, "
-                + "and for watch with several addresses, to find another member after a disconnect (default: 10).",
+                + "and for watch, to reconnect after a disconnect: to another member, or to the same kvod restarting "
+                + "(default: 10).",
             valueName: "seconds"))
     var failoverWait: Double?
 

@@ -172,7 +172,8 @@ enum DaemonOptions {
                 default: "those kvod runs on", show: Configuration.showCPUList, parse: Configuration.parseCPUList),
             .setting(
                 "history", \.history, valueName: "count",
-                "Changes kept so that a subscription can resume with 'since' (0: no resuming).",
+                "Changes kept so that a subscription can resume with 'since' (0: no resuming); with --data-dir "
+                    + "also on disk (history.log), across restarts.",
                 parse: SettingParser.integer(in: 0...10_000_000)),
 
             // MARK: Access control and limits
