@@ -176,9 +176,9 @@ public final class Server {
         return (restored, history.recordedPaths.count, damaged)
     }
 
-    /// Writes and fsyncs the history's log (at shutdown, after the last flush).
+    /// Writes the history's log whole (at shutdown, after the last flush; fsynced), ready for the next start.
     public func finishHistory() {
-        self.core.context.subscriptions.history.syncLog()
+        self.core.context.subscriptions.history.finishLog()
     }
 
     /// Hands `context` (certificates reloaded on SIGHUP) to the connections that arrive from now on, on every port;

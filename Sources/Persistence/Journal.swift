@@ -105,6 +105,12 @@ public final class Journal {
         self.recordCount += 1
     }
 
+    /// Buffers one record whose params are already JSON text (`params`, an object), written as they are.
+    public func append(seq: UInt64, method: String, encodedParams params: [UInt8]) {
+        Self.appendLine(seq: seq, method: method, encodedParams: params, to: &self.pending)
+        self.recordCount += 1
+    }
+
     /// Replaces the file at `path` with `records` (a temporary file, fsynced, renamed over it, the directory fsynced:
     /// a crash leaves the old file or the new one) and opens it. For files in the journal's format that are compacted
     /// by rewriting them whole (the subscription history's log).
@@ -113,8 +119,43 @@ public final class Journal {
     ) throws(PersistenceError) -> (Journal, JournalScan) {
         var bytes: [UInt8] = []
         for record in records { Self.appendLine(seq: record.seq, method: record.method, params: record.params, to: &bytes) }
+        let journal = try Self.replace(path: path, directory: directory, withLines: bytes, count: records.count)
+        return (journal, JournalScan(records: records, tornBytes: 0))
+    }
+
+    /// Replaces the file at `path` with `count` records already encoded as lines (`Journal.encodeLine`), as
+    /// `replace(path:directory:with:)` does, and opens it.
+    public static func replace(
+        path: String, directory: String, withLines bytes: [UInt8], count: Int
+    ) throws(PersistenceError) -> Journal {
         try Files.replaceAtomically(path, with: [bytes], directory: directory)
-        return try Self.open(path: path)
+        // What was just written need not be read back.
+        let file = try FileHandle(path: path, flags: O_WRONLY | O_CREAT)
+        try file.truncate(to: bytes.count)  // (and the write position after the records)
+        let journal = Journal(file: file, recordCount: count, size: bytes.count)
+        journal.allocateAhead(of: journal.size)
+        return journal
+    }
+
+    /// Appends one record's line, its params already JSON text, to `buffer` (for `replace(path:directory:withLines:)`).
+    public static func encodeLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
+        Self.appendLine(seq: seq, method: method, encodedParams: params, to: &buffer)
+    }
+
+    private static func appendLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
+        var json: [UInt8] = []
+        json.reserveCapacity(params.count + 48)
+        json.append(contentsOf: #"{"seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &json)
+        json.append(contentsOf: #","method":"#.utf8)
+        JSONWriter.appendString(method, to: &json)
+        json.append(contentsOf: #","params":"#.utf8)
+        json.append(contentsOf: params)
+        json.append(UInt8(ascii: "}"))
+        Self.appendHex(CRC32.checksum(json), to: &buffer)
+        buffer.append(UInt8(ascii: " "))
+        buffer.append(contentsOf: json)
+        buffer.append(UInt8(ascii: "\n"))
     }
 
     /// Appends one record's line: `<crc32 hex> <json>\n`.

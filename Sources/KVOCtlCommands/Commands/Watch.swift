@@ -131,10 +131,7 @@ extension KVOCtl {
                     notification = try client.client.nextNotification(timeout: .some(notificationTimeout))
                 } catch {
                     guard error.isLostConnection else { throw error }
-                    let lost = client.address
-                    try client.moveToAnotherMember()
-                    Output.error("connection to \(lost) lost; resuming after seq \(resumeSeq) on \(client.address)")
-                    subscription = try self.subscribe(on: client, since: resumeSeq).subscription
+                    subscription = try self.resubscribe(on: client, since: resumeSeq)
                     continue
                 }
                 guard notification.params["subscription"] == .int(subscription) else { continue }
@@ -156,6 +153,23 @@ extension KVOCtl {
                     try self.format.printJSON(notification.params)
                 }
                 printed += 1
+            }
+        }
+
+        /// After a lost connection: connects again (to another member, or the same kvod back from a restart) and
+        /// resubscribes after `since`. A connection lost again before the subscription is in place (a kvod that
+        /// accepted while it was dying) is one more loss, retried the same way until `--failover-wait` has passed.
+        private func resubscribe(on client: MemberClient, since: Int64) throws(KVOClientError) -> Int64 {
+            let deadline = ContinuousClock.now.advanced(by: .seconds(self.connection.resolvedFailoverWait))
+            while true {
+                let lost = client.address
+                try client.moveToAnotherMember()
+                Output.error("connection to \(lost) lost; resuming after seq \(since) on \(client.address)")
+                do {
+                    return try self.subscribe(on: client, since: since).subscription
+                } catch where error.isLostConnection && ContinuousClock.now < deadline {
+                    continue
+                }
             }
         }
 

@@ -32,6 +32,8 @@ final class HistoryLog {
         var through: UInt64 = 0
         /// Records dropped from the end because the last one was torn.
         var tornBytes = 0
+        /// Records in the file (all kinds).
+        var recordCount = 0
     }
 
     static let fileName = "history.log"
@@ -41,6 +43,8 @@ final class HistoryLog {
     private var journal: Journal
     /// The seq of the last `through` buffered.
     private var through: UInt64
+    /// One change's params, reused.
+    private var scratch: [UInt8] = []
 
     private init(journal: Journal, path: String, directory: String, policy: FsyncPolicy, through: UInt64) {
         self.journal = journal
@@ -66,6 +70,7 @@ final class HistoryLog {
         }
         var contents = Self.read(opened.1.records)
         contents.tornBytes = opened.1.tornBytes
+        contents.recordCount = opened.1.records.count
         let log = HistoryLog(journal: opened.0, path: path, directory: directory, policy: policy, through: contents.through)
         return (log, contents, damaged)
     }
@@ -136,17 +141,39 @@ final class HistoryLog {
 
     /// One after notification of `path`.
     func change(path: String, _ change: Change) {
-        self.journal.append(seq: change.seq, method: "change", params: Self.params(path: path, change))
+        self.scratch.removeAll(keepingCapacity: true)
+        Self.appendParams(path: path, change, to: &self.scratch)
+        self.journal.append(seq: change.seq, method: "change", encodedParams: self.scratch)
     }
 
-    /// A `change` record's params.
-    private static func params(path: String, _ change: Change) -> JSONValue {
-        var params: JSONObject = ["path": .string(path), "kind": .string(change.kind.rawValue)]
-        if let new = change.new { params["new"] = new.jsonValue }
-        if let old = change.old { params["old"] = old.jsonValue }
-        if let indexes = change.indexes { params["indexes"] = .array(indexes.map { .int(Int64($0)) }) }
-        return .object(params)
+    /// A `change` record's params, written straight as JSON text (no tree: this runs for every recorded change).
+    private static func appendParams(path: String, _ change: Change, to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: #"{"path":"#.utf8)
+        JSONWriter.appendString(path, to: &buffer)
+        buffer.append(contentsOf: #","kind":""#.utf8)
+        buffer.append(contentsOf: change.kind.rawValue.utf8)
+        buffer.append(UInt8(ascii: "\""))
+        if let new = change.new {
+            buffer.append(contentsOf: #","new":"#.utf8)
+            new.appendJSON(to: &buffer)
+        }
+        if let old = change.old {
+            buffer.append(contentsOf: #","old":"#.utf8)
+            old.appendJSON(to: &buffer)
+        }
+        if let indexes = change.indexes {
+            buffer.append(contentsOf: #","indexes":["#.utf8)
+            for (position, index) in indexes.enumerated() {
+                if position > 0 { buffer.append(UInt8(ascii: ",")) }
+                JSONWriter.appendInt(Int64(index), to: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        }
+        buffer.append(UInt8(ascii: "}"))
     }
+
+    /// Whether records wait to be written.
+    var hasPending: Bool { self.journal.hasPending }
 
     /// Records in the file and buffered: what compaction compares with the ring.
     var recordCount: Int { self.journal.recordCount }
@@ -163,30 +190,30 @@ final class HistoryLog {
         if self.policy == .always { try self.journal.sync() }
     }
 
-    /// Fsyncs what was written (at shutdown, and once a second under `everysec`).
-    func sync() throws(PersistenceError) {
-        try self.journal.write()
-        try self.journal.sync()
-    }
-
     /// Rewrites the file as `recorders`, then `changes`, then `through` (atomically).
     func rewrite(
         recorders: [Contents.RecorderState], changes: [(path: String, change: Change)], through: UInt64
     ) throws(PersistenceError) {
         try self.journal.write()
-        var records: [JournalRecord] = []
-        records.reserveCapacity(recorders.count + changes.count + 1)
+        var lines: [UInt8] = []
+        var params: [UInt8] = []
         for state in recorders {
-            records.append(
-                JournalRecord(
-                    seq: state.since, method: "record",
-                    params: ["path": .string(state.path), "evicted": .int(Int64(state.evicted))]))
+            params.removeAll(keepingCapacity: true)
+            params.append(contentsOf: #"{"path":"#.utf8)
+            JSONWriter.appendString(state.path, to: &params)
+            params.append(contentsOf: #","evicted":"#.utf8)
+            JSONWriter.appendInt(Int64(state.evicted), to: &params)
+            params.append(UInt8(ascii: "}"))
+            Journal.encodeLine(seq: state.since, method: "record", encodedParams: params, to: &lines)
         }
         for (path, change) in changes {
-            records.append(JournalRecord(seq: change.seq, method: "change", params: Self.params(path: path, change)))
+            params.removeAll(keepingCapacity: true)
+            Self.appendParams(path: path, change, to: &params)
+            Journal.encodeLine(seq: change.seq, method: "change", encodedParams: params, to: &lines)
         }
-        records.append(JournalRecord(seq: through, method: "through", params: nil))
-        self.journal = try Journal.replace(path: self.path, directory: self.directory, with: records).0
+        Journal.encodeLine(seq: through, method: "through", encodedParams: Array("{}".utf8), to: &lines)
+        self.journal = try Journal.replace(
+            path: self.path, directory: self.directory, withLines: lines, count: recorders.count + changes.count + 1)
         self.through = through
     }
 }

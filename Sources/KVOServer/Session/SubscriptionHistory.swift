@@ -282,14 +282,20 @@ extension SubscriptionHistory {
         }
         self.dropIdleRecorders()
         self.log = log
-        self.rewriteLog()
+        // A file written whole at a clean stop, and restored whole, is left as it is; anything else is rewritten.
+        let isCompact =
+            contents.through == seq && contents.tornBytes == 0 && restored == contents.changes.count
+            && self.recorders.count == contents.recorders.count
+            && contents.recordCount == contents.recorders.count + contents.changes.count + 1
+        if !isCompact { self.rewriteLog() }
         return restored
     }
 
     /// At each flush, before the journal's write: the turn's history records, `through` the graph's seq, written
     /// (fsynced under `always`); the log is rewritten from the ring when it holds more than twice as much.
     func persist() {
-        guard let log = self.log else { return }
+        // Nothing recorded (no recorder, nothing buffered): no `through` either, and no write.
+        guard let log = self.log, !self.recorders.isEmpty || log.hasPending else { return }
         do throws(PersistenceError) {
             try log.flush(through: self.graph.seq)
             if log.recordCount > 2 * (self.ring.count + self.recorders.count) + 1024 { self.rewriteLog() }
@@ -298,15 +304,9 @@ extension SubscriptionHistory {
         }
     }
 
-    /// Fsyncs the log (at shutdown, and once a second under `everysec`).
-    func syncLog() {
-        guard let log = self.log else { return }
-        do throws(PersistenceError) {
-            try log.flush(through: self.graph.seq)
-            try log.sync()
-        } catch {
-            self.logFailed(error)
-        }
+    /// At a clean stop: the log rewritten whole (fsynced), so the next start reads it as it is.
+    func finishLog() {
+        self.rewriteLog()
     }
 
     /// Rewrites the log as the live recorders, the ring's changes of live recorders and `through` the graph's seq.
