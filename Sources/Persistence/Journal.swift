@@ -143,38 +143,57 @@ public final class Journal {
     }
 
     private static func appendLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
-        var json: [UInt8] = []
-        json.reserveCapacity(params.count + 48)
-        json.append(contentsOf: #"{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &json)
-        json.append(contentsOf: #","method":"#.utf8)
-        JSONWriter.appendString(method, to: &json)
-        json.append(contentsOf: #","params":"#.utf8)
-        json.append(contentsOf: params)
-        json.append(UInt8(ascii: "}"))
-        Self.appendHex(CRC32.checksum(json), to: &buffer)
-        buffer.append(UInt8(ascii: " "))
-        buffer.append(contentsOf: json)
-        buffer.append(UInt8(ascii: "\n"))
+        Self.appendLine(seq: seq, method: method, to: &buffer) { buffer in
+            buffer.append(contentsOf: #","params":"#.utf8)
+            buffer.append(contentsOf: params)
+        }
+    }
+
+    /// Buffers one record whose params `writeParams` writes as JSON text (an object) straight into the buffer.
+    public func append(seq: UInt64, method: String, writingParams writeParams: (inout [UInt8]) -> Void) {
+        Self.appendLine(seq: seq, method: method, to: &self.pending) { buffer in
+            buffer.append(contentsOf: #","params":"#.utf8)
+            writeParams(&buffer)
+        }
+        self.recordCount += 1
     }
 
     /// Appends one record's line: `<crc32 hex> <json>\n`.
     private static func appendLine(seq: UInt64, method: String, params: JSONValue?, to buffer: inout [UInt8]) {
-        var json: [UInt8] = []
-        json.append(contentsOf: #"{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &json)
-        json.append(contentsOf: #","method":"#.utf8)
-        JSONWriter.appendString(method, to: &json)
-        if let params {
-            json.append(contentsOf: #","params":"#.utf8)
-            JSONWriter.append(params, to: &json)
+        Self.appendLine(seq: seq, method: method, to: &buffer) { buffer in
+            guard let params else { return }
+            buffer.append(contentsOf: #","params":"#.utf8)
+            JSONWriter.append(params, to: &buffer)
         }
-        json.append(UInt8(ascii: "}"))
-        Self.appendHex(CRC32.checksum(json), to: &buffer)
-        buffer.append(UInt8(ascii: " "))
-        buffer.append(contentsOf: json)
+    }
+
+    /// Appends a record's line to `buffer` in place: room for the CRC, the JSON (`{"seq":…,"method":…` then what
+    /// `writeRest` adds: `,"params":…` or nothing), then the CRC of the JSON written into its room. No temporary
+    /// array: this runs for every journaled mutation.
+    private static func appendLine(
+        seq: UInt64, method: String, to buffer: inout [UInt8], writeRest: (inout [UInt8]) -> Void
+    ) {
+        let start = buffer.count
+        buffer.append(contentsOf: Self.crcRoom)
+        let jsonStart = buffer.count
+        buffer.append(contentsOf: #"{"seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &buffer)
+        buffer.append(contentsOf: #","method":"#.utf8)
+        JSONWriter.appendString(method, to: &buffer)
+        writeRest(&buffer)
+        buffer.append(UInt8(ascii: "}"))
+        buffer.withUnsafeMutableBytes { bytes in
+            let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[jsonStart...]))
+            for index in 0..<8 {
+                bytes[start + index] = Self.hexDigits[Int((crc >> UInt32(28 - 4 * index)) & 0xF)]
+            }
+        }
         buffer.append(UInt8(ascii: "\n"))
     }
+
+    /// Eight placeholder digits and the space: where a line's CRC goes.
+    private static let crcRoom = Array("00000000 ".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// True when records are buffered but not yet written.
     public var hasPending: Bool { !self.pending.isEmpty }
@@ -265,8 +284,4 @@ public final class Journal {
         return JournalRecord(seq: UInt64(seq), method: method, params: value["params"])
     }
 
-    private static func appendHex(_ value: UInt32, to buffer: inout [UInt8]) {
-        let digits = Array("0123456789abcdef".utf8)
-        for shift in stride(from: 28, through: 0, by: -4) { buffer.append(digits[Int((value >> UInt32(shift)) & 0xF)]) }
-    }
 }

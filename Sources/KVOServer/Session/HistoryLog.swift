@@ -43,8 +43,6 @@ final class HistoryLog {
     private var journal: Journal
     /// The seq of the last `through` buffered.
     private var through: UInt64
-    /// One change's params, reused.
-    private var scratch: [UInt8] = []
 
     private init(journal: Journal, path: String, directory: String, policy: FsyncPolicy, through: UInt64) {
         self.journal = journal
@@ -140,16 +138,23 @@ final class HistoryLog {
     }
 
     /// One after notification of `path`.
-    func change(path: String, _ change: Change) {
-        self.scratch.removeAll(keepingCapacity: true)
-        Self.appendParams(path: path, change, to: &self.scratch)
-        self.journal.append(seq: change.seq, method: "change", encodedParams: self.scratch)
+    func change(pathMember: [UInt8], _ change: Change) {
+        self.journal.append(seq: change.seq, method: "change") { buffer in
+            Self.appendParams(pathMember: pathMember, change, to: &buffer)
+        }
     }
 
-    /// A `change` record's params, written straight as JSON text (no tree: this runs for every recorded change).
-    private static func appendParams(path: String, _ change: Change, to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: #"{"path":"#.utf8)
-        JSONWriter.appendString(path, to: &buffer)
+    /// `{"path":"P"`: the start of a `change` record's params, encoded once per recorder.
+    nonisolated static func pathMember(_ path: String) -> [UInt8] {
+        var bytes = Array(#"{"path":"#.utf8)
+        JSONWriter.appendString(path, to: &bytes)
+        return bytes
+    }
+
+    /// A `change` record's params, written straight as JSON text into the log's buffer (no tree, no temporary: this
+    /// runs for every recorded change).
+    private static func appendParams(pathMember: [UInt8], _ change: Change, to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: pathMember)
         buffer.append(contentsOf: #","kind":""#.utf8)
         buffer.append(contentsOf: change.kind.rawValue.utf8)
         buffer.append(UInt8(ascii: "\""))
@@ -208,7 +213,7 @@ final class HistoryLog {
         }
         for (path, change) in changes {
             params.removeAll(keepingCapacity: true)
-            Self.appendParams(path: path, change, to: &params)
+            Self.appendParams(pathMember: Self.pathMember(path), change, to: &params)
             Journal.encodeLine(seq: change.seq, method: "change", encodedParams: params, to: &lines)
         }
         Journal.encodeLine(seq: through, method: "through", encodedParams: Array("{}".utf8), to: &lines)

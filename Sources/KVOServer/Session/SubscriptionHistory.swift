@@ -20,8 +20,9 @@ final class SubscriptionHistory {
     /// One recorded key path.
     final class Recorder {
         let keyPath: KeyPath
-        /// The path as written in the history's log.
+        /// The path as written in the history's log, and its log records' `{"path":"…"` (HistoryLog.swift).
         let pathText: String
+        let pathMember: [UInt8]
         var observer: Observer?
         /// Entries after this seq are complete for this path.
         var recordingSince: UInt64
@@ -34,6 +35,7 @@ final class SubscriptionHistory {
         init(keyPath: KeyPath, since: UInt64) {
             self.keyPath = keyPath
             self.pathText = keyPath.description
+            self.pathMember = HistoryLog.pathMember(self.pathText)
             self.recordingSince = since
         }
 
@@ -224,7 +226,7 @@ final class SubscriptionHistory {
 
         func observe(_ change: Change, options: ObservationOptions) {
             self.history.ring.append(change, of: self.recorder)
-            self.history.log?.change(path: self.recorder.pathText, change)
+            self.history.log?.change(pathMember: self.recorder.pathMember, change)
         }
     }
 
