@@ -174,7 +174,7 @@ public final class Journal {
         seq: UInt64, method: String, to buffer: inout [UInt8], writeRest: (inout [UInt8]) -> Void
     ) {
         let start = buffer.count
-        buffer.append(contentsOf: Self.crcRoom)
+        buffer.append(contentsOf: "00000000 ".utf8)  // the CRC's room
         let jsonStart = buffer.count
         buffer.append(contentsOf: #"{"seq":"#.utf8)
         JSONWriter.appendInt(Int64(seq), to: &buffer)
@@ -185,15 +185,13 @@ public final class Journal {
         buffer.withUnsafeMutableBytes { bytes in
             let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[jsonStart...]))
             for index in 0..<8 {
-                bytes[start + index] = Self.hexDigits[Int((crc >> UInt32(28 - 4 * index)) & 0xF)]
+                let digit = UInt8(truncatingIfNeeded: crc >> UInt32(28 - 4 * index)) & 0xF
+                bytes[start + index] = digit < 10 ? 0x30 + digit : 0x57 + digit  // 0-9, a-f
             }
         }
         buffer.append(UInt8(ascii: "\n"))
     }
 
-    /// Eight placeholder digits and the space: where a line's CRC goes.
-    private static let crcRoom = Array("00000000 ".utf8)
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// True when records are buffered but not yet written.
     public var hasPending: Bool { !self.pending.isEmpty }
