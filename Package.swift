@@ -117,6 +117,7 @@ let package = Package(
             path: "Tests/Fuzz/FuzzEngine"),
         .executableTarget(
             name: "FuzzWebSocket", dependencies: ["FuzzSupport", "WebSocket"], path: "Tests/Fuzz/FuzzWebSocket"),
+        .executableTarget(name: "FuzzTLS", dependencies: ["FuzzSupport", "TLS"], path: "Tests/Fuzz/FuzzTLS"),
     ],
     swiftLanguageModes: [.v6]
 )
