@@ -176,6 +176,12 @@ public final class Server {
         return (restored, history.recordedPaths.count, damaged)
     }
 
+    /// Deletes the history's log and stops writing it (before a member restarts on its leader's snapshot: the next
+    /// start begins with an empty history, and `since` from before it gets 1010).
+    public func discardHistory() throws(PersistenceError) {
+        try self.core.context.subscriptions.history.discardLog()
+    }
+
     /// Writes the history's log whole (at shutdown, after the last flush; fsynced), ready for the next start.
     public func finishHistory() {
         self.core.context.subscriptions.history.finishLog()

@@ -137,6 +137,12 @@ public final class Journal {
         return journal
     }
 
+    /// Deletes the file at `path` (if there is one) and fsyncs `directory`.
+    public static func remove(path: String, directory: String) throws(PersistenceError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw PersistenceError.posix("unlink", path) }
+        try Files.syncDirectory(directory)
+    }
+
     /// Appends one record's line, its params already JSON text, to `buffer` (for `replace(path:directory:withLines:)`).
     public static func encodeLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
         Self.appendLine(seq: seq, method: method, encodedParams: params, to: &buffer)

@@ -102,6 +102,9 @@ extension Daemon {
                             metadata: ["onDisconnect.pending": "\(lostRegistrations.count)"])
                     }
                     server.onSnapshotReceived = { bytes in
+                        // The leader's history replaces this member's: its own may describe writes the leader
+                        // never had (a divergent tail), which no `since` may replay.
+                        try server.discardHistory()
                         try durability.installSnapshot(bytes)
                         logger.notice("snapshot from the leader installed: restarting on it")
                         let error = POSIX.restartSelf()

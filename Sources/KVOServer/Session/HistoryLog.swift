@@ -195,6 +195,11 @@ final class HistoryLog {
         if self.policy == .always { try self.journal.sync() }
     }
 
+    /// Deletes the file (the directory fsynced): the next start finds no history.
+    func remove() throws(PersistenceError) {
+        try Journal.remove(path: self.path, directory: self.directory)
+    }
+
     /// Rewrites the file as `recorders`, then `changes`, then `through` (atomically).
     func rewrite(
         recorders: [Contents.RecorderState], changes: [(path: String, change: Change)], through: UInt64

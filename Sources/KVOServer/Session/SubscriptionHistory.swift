@@ -306,6 +306,13 @@ extension SubscriptionHistory {
         }
     }
 
+    /// Deletes the log's file and keeps the history in memory only from now on.
+    func discardLog() throws(PersistenceError) {
+        guard let log = self.log else { return }
+        self.log = nil
+        try log.remove()
+    }
+
     /// At a clean stop: the log rewritten whole (fsynced), so the next start reads it as it is.
     func finishLog() {
         self.rewriteLog()
