@@ -89,11 +89,14 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         #expect(secure.connection.tlsPeerSubject == "CN=localhost")
     }
 
-    @Test func webSocketOverTLS() throws {
+    @Test("WebSocket over TLS, on kvod's port and on --ws-port", arguments: [false, true])
+    func webSocketOverTLS(onWebSocketPort: Bool) throws {
         let certificates = try TestCertificates()
-        let server = try KVODProcess.start(tlsArguments(certificates))
+        let server = try KVODProcess.start(tlsArguments(certificates) + ["--ws-port", "0"])
+        let port = onWebSocketPort
+            ? try #require(announcedPort(server.stdoutText, "kvod websocket on "), "\(server.stdoutText)") : server.port
         let connection = try LineConnection(
-            host: "127.0.0.1", port: server.port, timeout: .seconds(5), tls: try clientContext(certificates))
+            host: "127.0.0.1", port: port, timeout: .seconds(5), tls: try clientContext(certificates))
         try connection.send(
             Array(
                 ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
