@@ -31,6 +31,11 @@ let package = Package(
         .systemLibrary(
             name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        // The only module that imports COpenSSL: TLS sessions over memory buffers, no sockets (docs/ARCHITECTURE.md#tls).
+        .target(name: "TLS", dependencies: ["COpenSSL"], swiftSettings: strict),
         // The only module that imports CLibUV.
         .target(name: "UVLoop", dependencies: ["CLibUV"], swiftSettings: strict),
         // Pure: no I/O, no loop, no clock.
@@ -46,19 +51,21 @@ let package = Package(
         // Model files (docs/MODEL.md): JSON declarations of classes, loaded into an ObjectGraph model.
         .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
-        .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
+        .target(name: "KVOClient", dependencies: ["WireProtocol", "TLS"], swiftSettings: strict),
         .target(
             name: "KVOServer",
-            dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging],
+            dependencies: [
+                "UVLoop", "TLS", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging,
+            ],
             swiftSettings: strict),
         // kvoctl's commands, as a library: the kvoctl executable is one line over it.
         .target(
-            name: "KVOCtlCommands", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+            name: "KVOCtlCommands", dependencies: ["KVOClient", "TLS", "WireProtocol", argumentParser], swiftSettings: strict),
         // kvod parses its own options (Sources/kvod/DaemonOptions.swift): swift-argument-parser would link
         // FoundationEssentials into it, a third of the binary (docs/ARCHITECTURE.md#decisions).
         .executableTarget(
             name: "kvod",
-            dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", logging],
+            dependencies: ["KVOServer", "TLS", "ModelFile", "Persistence", "WireProtocol", logging],
             resources: [
                 .embedInCode("default-model.json"),
                 // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied
@@ -69,7 +76,7 @@ let package = Package(
         .executableTarget(name: "kvoctl", dependencies: ["KVOCtlCommands"], swiftSettings: strict),
         // The load generator (Benchmarks/README.md); never part of the test suite.
         .executableTarget(
-            name: "kvod-bench", dependencies: ["UVLoop", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",
+            name: "kvod-bench", dependencies: ["UVLoop", "TLS", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",
             swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
@@ -87,7 +94,7 @@ let package = Package(
             ]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
-        .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "TLS", "WireProtocol"]),
         // Fuzz targets (docs/RELIABILITY.md, .ci/fuzz.sh): libFuzzer drivers when built with `-D KVOD_LIBFUZZER
         // -sanitize=fuzzer`; in a normal build, programs that replay a corpus.
         .target(name: "FuzzSupport", path: "Tests/Fuzz/FuzzSupport"),
@@ -110,6 +117,7 @@ let package = Package(
             path: "Tests/Fuzz/FuzzEngine"),
         .executableTarget(
             name: "FuzzWebSocket", dependencies: ["FuzzSupport", "WebSocket"], path: "Tests/Fuzz/FuzzWebSocket"),
+        .executableTarget(name: "FuzzTLS", dependencies: ["FuzzSupport", "TLS"], path: "Tests/Fuzz/FuzzTLS"),
     ],
     swiftLanguageModes: [.v6]
 )

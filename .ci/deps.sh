@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kvod needs to build and test on a fresh Debian 12 machine with the Swift toolchain: libuv's
-# headers (Debian libuv1-dev), pkg-config, and nc for the README's examples (--test); valgrind and python3 for the
+# headers (Debian libuv1-dev), OpenSSL 3's (libssl-dev, for TLS), pkg-config, the openssl CLI (the TLS tests make
+# their certificates with it), and nc for the README's examples (--test); valgrind and python3 for the
 # reliability checks (--reliability: .ci/sanitizers.sh, .ci/fuzz.sh). The fuzz and sanitizer builds need nothing
 # else: libFuzzer, the ASan/TSan runtimes and ld.lld ship with the Swift toolchain (/opt/swift), and they link
 # against the libstdc++ the toolchain already requires. The test suites' own packages are left to their scripts
@@ -16,6 +17,8 @@ as_root() {
 
 missing=()
 pkg-config --exists libuv 2>/dev/null || missing+=(libuv1-dev)
+pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+command -v openssl >/dev/null || missing+=(openssl)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 for option in "$@"; do
     case "$option" in

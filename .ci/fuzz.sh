@@ -27,7 +27,7 @@ seconds=${1:-60}
 config=${FUZZ_CONFIG:-release}
 scratch=${FUZZ_SCRATCH:-.build-fuzz}
 artifacts=${FUZZ_ARTIFACTS:-$scratch/artifacts}
-targets=${FUZZ_TARGETS:-FuzzJSONRPC FuzzKeyPath FuzzExpression FuzzModelFile FuzzSnapshot FuzzWebSocket FuzzEngine}
+targets=${FUZZ_TARGETS:-FuzzJSONRPC FuzzKeyPath FuzzExpression FuzzModelFile FuzzSnapshot FuzzWebSocket FuzzEngine FuzzTLS}
 read -r -a extra <<<"${FUZZ_ARGS:-}"
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then

@@ -1,8 +1,11 @@
 // The client side of one benchmark socket: an output buffer that collects every request of a loop turn and goes to
 // the socket in one write just before the loop polls (as a server should batch its output), and a dialer that opens
 // many connections with a bounded number of connects in flight. Protocol parsing lives with the scenarios; over
-// WebSocket (WebSocketClient.swift) this type frames each request line and hands the scenario lines again.
+// WebSocket (WebSocketClient.swift) this type frames each request line and hands the scenario lines again; over TLS
+// (the TLS module kvod and kvoctl use, for kvod and for Redis's --tls-port alike) it encrypts each turn's output and
+// hands the scenario the decrypted bytes.
 
+import TLS
 import UVLoop
 
 /// Loop-owned. One client socket whose requests are batched into one write per loop turn.
@@ -22,12 +25,19 @@ final class BenchConnection {
     private var replies: [UInt8] = []
     private var onBytes: (@MainActor (UnsafeRawBufferPointer) -> Void)?
     private var onEnd: (@MainActor (String) -> Void)?
+    /// TLS only: the session; output waits until its handshake is done.
+    private var tls: TLSSession?
+    /// The plaintext and ciphertext of every TLS connection pass through these (one loop, one connection at a time).
+    private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    private static let ciphertextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
 
     /// Wraps a connected stream and starts reading: every chunk goes to `onBytes`; the end of the stream (EOF or an
     /// error) goes to `onEnd` with a description. Over `.websocket` the upgrade request goes out at once, requests
     /// are held until it is accepted, and `onBytes` gets the frames' messages as lines (each ended by `\n`).
+    /// With `tls` (a client context; not with `.websocket`), the TLS handshake starts at once and requests are held
+    /// until it is done.
     init(
-        stream: TCPStream, batcher: OutputBatcher, transport: BenchTransport = .tcp,
+        stream: TCPStream, batcher: OutputBatcher, transport: BenchTransport = .tcp, tls: TLSContext? = nil,
         onBytes: @escaping @MainActor (UnsafeRawBufferPointer) -> Void, onEnd: @escaping @MainActor (String) -> Void
     ) throws(UVError) {
         self.stream = stream
@@ -35,6 +45,21 @@ final class BenchConnection {
         self.output.reserveCapacity(4096)
         stream.setNoDelay(true)
         stream.onEnd = { error in onEnd(error.map { "\($0)" } ?? "the server closed the connection") }
+        if let tls {
+            self.onBytes = onBytes
+            self.onEnd = onEnd
+            stream.onRead = { [unowned self] chunk in self.receiveTLS(chunk) }
+            do throws(TLSError) {
+                let session = try TLSSession(context: tls, isServer: false)
+                try session.handshake()
+                self.tls = session
+                self.writeTLSOutput()
+            } catch {
+                onEnd("TLS: \(error)")
+            }
+            try stream.startReading()
+            return
+        }
         switch transport {
         case .tcp:
             stream.onRead = onBytes
@@ -69,9 +94,42 @@ final class BenchConnection {
     /// WebSocket, output waits for the upgrade's answer (RFC 6455 §4.1).
     func flush() {
         self.isQueued = false
-        guard !self.output.isEmpty, self.webSocket?.isOpen ?? true else { return }
-        self.output.withUnsafeBytes { _ = self.stream.write($0) }
+        guard !self.output.isEmpty, self.webSocket?.isOpen ?? true, self.tls?.isEstablished ?? true else { return }
+        if let tls = self.tls {
+            let sent = self.output.withUnsafeBytes { plaintext in
+                Result { () throws(TLSError) in
+                    try tls.send(plaintext, scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+                }
+            }
+            if case .failure(let error) = sent { self.onEnd?("TLS: \(error)") }
+        } else {
+            self.output.withUnsafeBytes { _ = self.stream.write($0) }
+        }
         self.output.removeAll(keepingCapacity: self.output.capacity <= 1 << 20)
+    }
+
+    /// TLS input: the handshake, then the plaintext for the scenario; held requests go out once it is established.
+    private func receiveTLS(_ chunk: UnsafeRawBufferPointer) {
+        guard let tls = self.tls, let onBytes = self.onBytes else { return }
+        let wasEstablished = tls.isEstablished
+        do throws(TLSError) {
+            try tls.receive(chunk, scratch: Self.plaintextScratch) { onBytes($0) }
+        } catch {
+            self.writeTLSOutput()
+            self.onEnd?("TLS: \(error)")
+            return
+        }
+        self.writeTLSOutput()
+        if !wasEstablished && tls.isEstablished && !self.output.isEmpty && !self.isQueued {
+            self.isQueued = true
+            self.batcher.queue(self)
+        }
+    }
+
+    /// Writes what TLS produced on its own (handshake messages).
+    private func writeTLSOutput() {
+        guard let tls = self.tls, tls.hasOutput else { return }
+        tls.drainOutput(scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
     }
 
     /// Closes the socket; pending output is dropped. An open WebSocket says goodbye with a close frame first.

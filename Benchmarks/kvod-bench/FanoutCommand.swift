@@ -68,6 +68,9 @@ struct Fanout: ParsableCommand {
         guard self.transport == .tcp || self.target == "kvod" else {
             throw ValidationError("--transport websocket needs --target kvod")
         }
+        guard self.transport == .tcp || self.server.tlsCA == nil else {
+            throw ValidationError("--tls-ca goes with --transport tcp")
+        }
         guard Target.RedisCommand(rawValue: self.redisCommand) != nil else {
             throw ValidationError("--redis-command must be publish or set")
         }
@@ -106,7 +109,7 @@ struct Fanout: ParsableCommand {
                     transport: self.transport,
                     subscribers: subscriberCount, publishers: publisherCount, pipeline: depth,
                     warmupSeconds: self.warmup, seconds: self.seconds, mutationLimit: self.mutationLimit, key: self.key,
-                    serverPID: self.server.serverPID)
+                    serverPID: self.server.serverPID, tls: try self.server.tlsContext())
                 let result = try MainActor.assumeIsolated {
                     // ArgumentParser calls run() on the main thread, which is the loop's thread.
                     try FanoutRun(configuration: configuration).run()

@@ -1,6 +1,8 @@
 // What a fan-out run is asked to do, and the server it talks to. FanoutCommand builds it from the command line;
 // FanoutRun carries it out.
 
+import TLS
+
 /// What a fan-out run does.
 struct FanoutConfiguration {
     /// The server under test (and for Redis, the command).
@@ -29,6 +31,8 @@ struct FanoutConfiguration {
     var key: String
     /// The server's process id, to report its CPU use during the window.
     var serverPID: Int32?
+    /// TLS for every connection (`--tls-ca`); nil: plaintext.
+    var tls: TLSContext?
     /// How long the drain may wait for the last responses and notifications.
     var drainTimeoutSeconds: Double = 20
     /// How long connecting and subscribing may take.

@@ -42,6 +42,7 @@ final class FanoutPublisher {
         let target = self.run.configuration.target
         self.connection = try BenchConnection(
             stream: stream, batcher: batcher, transport: self.run.configuration.transport,
+            tls: self.run.configuration.tls,
             onBytes: { [unowned self] chunk in
                 if target == .kvod { self.readKVOD(chunk) } else { self.readRedis(chunk) }
             },

@@ -12,7 +12,7 @@ extension FanoutRun {
                 var reader = RESPReader()
                 do {
                     let connection = try BenchConnection(
-                        stream: stream, batcher: self.batcher,
+                        stream: stream, batcher: self.batcher, tls: self.configuration.tls,
                         onBytes: { [self] chunk in
                             let failure = reader.feed(chunk) { items, bytes in
                                 if items.first?.kind == .simple {

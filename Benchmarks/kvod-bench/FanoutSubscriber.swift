@@ -57,6 +57,7 @@ final class FanoutSubscriber {
     func attach(_ stream: TCPStream, batcher: OutputBatcher) throws(UVError) {
         let connection = try BenchConnection(
             stream: stream, batcher: batcher, transport: self.run.configuration.transport,
+            tls: self.run.configuration.tls,
             onBytes: { [unowned self] chunk in self.read(chunk) },
             onEnd: { [unowned self] reason in self.run.connectionEnded("subscriber \(self.index)", reason) })
         self.connection = connection

@@ -5,6 +5,7 @@
 // loop on the main thread.
 
 import ArgumentParser
+import TLS
 
 @main
 struct KVODBench: ParsableCommand {
@@ -15,7 +16,7 @@ struct KVODBench: ParsableCommand {
             Drives a server over real sockets from one event loop. See Benchmarks/README.md for the scenarios, \
             what the numbers mean and the scripts that run the comparison with Redis.
             """,
-        subcommands: [Fanout.self, Mixed.self, Hold.self, Summarize.self, Codec.self, Sets.self])
+        subcommands: [Fanout.self, Mixed.self, Hold.self, Summarize.self, Codec.self, Sets.self, Handshakes.self])
 }
 
 /// Where the server is.
@@ -29,8 +30,24 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("server-pid"), help: "The server's process id, to report its CPU use (Linux /proc).")
     var serverPID: Int32?
 
+    @Option(
+        name: .customLong("tls-ca"),
+        help: "Connect over TLS (kvod or Redis's --tls-port), trusting the server certificate's CA in this PEM file.")
+    var tlsCA: String?
+
     func validate() throws {
         guard (1...65535).contains(self.port) else { throw ValidationError("--port must be 1...65535") }
+    }
+
+    /// The client TLS context for `--tls-ca`, or nil for plaintext. (The server's name is not checked: the
+    /// generator dials addresses; the chain is.)
+    func tlsContext() throws -> TLSContext? {
+        guard let tlsCA else { return nil }
+        do {
+            return try TLSContext.client(TLSClientSettings(caPath: tlsCA))
+        } catch {
+            throw ValidationError("--tls-ca: \(error)")
+        }
     }
 }
 

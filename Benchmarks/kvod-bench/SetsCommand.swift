@@ -66,7 +66,8 @@ struct SetsRunCommand: ParsableCommand {
         let configuration = SetsConfiguration(
             target: target, host: self.server.host, port: self.server.port, connections: self.connections,
             pipeline: self.pipeline, warmupSeconds: self.warmup, seconds: self.seconds,
-            key: self.key ?? (target == .kvod ? "bench.value" : "bench:value"), serverPID: self.server.serverPID)
+            key: self.key ?? (target == .kvod ? "bench.value" : "bench:value"), serverPID: self.server.serverPID,
+            tls: try self.server.tlsContext())
         // ArgumentParser calls run() on the main thread, which is the loop's thread.
         let result = try MainActor.assumeIsolated { try SetsRun(configuration: configuration).run() }
         emit(

@@ -3,6 +3,7 @@
 // drain that waits for every response. Latency is request to response, matched in order (both servers answer one
 // connection's requests in order). The command and the report are in SetsCommand.swift.
 
+import TLS
 import UVLoop
 import WireProtocol
 
@@ -33,6 +34,8 @@ struct SetsConfiguration {
     var key: String
     /// The server's process id, to report its CPU use during the window.
     var serverPID: Int32?
+    /// TLS for every connection (`--tls-ca`); nil: plaintext.
+    var tls: TLSContext?
     /// How long the drain may wait for the last responses.
     var drainTimeoutSeconds: Double = 20
     /// How long connecting may take (part of the overall deadline).
@@ -235,7 +238,7 @@ final class SetsClient {
     func attach(_ stream: TCPStream, batcher: OutputBatcher) throws(UVError) {
         let isKVOD = self.run.configuration.target == .kvod
         self.connection = try BenchConnection(
-            stream: stream, batcher: batcher,
+            stream: stream, batcher: batcher, tls: self.run.configuration.tls,
             onBytes: { [unowned self] chunk in
                 if isKVOD { self.readKVOD(chunk) } else { self.readRedis(chunk) }
                 self.fill()

@@ -2,6 +2,7 @@
 // change notifications queued in arrival order while a response is awaited. Method-specific helpers live in
 // KVOClient+Methods.swift. Not thread-safe: one owner at a time.
 
+public import TLS
 public import WireProtocol
 
 /// A blocking kvod client: one TCP connection, one request in flight at a time.
@@ -21,9 +22,12 @@ public final class KVOClient {
     /// The id the next `call` will use.
     public private(set) var nextID: Int64 = 1
 
-    /// Connects to kvod at `host:port`; `timeout` bounds the connect and each later wait for a response.
-    public init(host: String = "127.0.0.1", port: Int = 7070, timeout: Duration? = .seconds(5)) throws(KVOClientError) {
-        self.connection = try LineConnection(host: host, port: port, timeout: timeout)
+    /// Connects to kvod at `host:port` (over TLS with `tls`, a client context); `timeout` bounds the connect (and
+    /// handshake) and each later wait for a response.
+    public init(
+        host: String = "127.0.0.1", port: Int = 7070, timeout: Duration? = .seconds(5), tls: TLSContext? = nil
+    ) throws(KVOClientError) {
+        self.connection = try LineConnection(host: host, port: port, timeout: timeout, tls: tls)
         self.timeout = timeout
     }
 

@@ -18,6 +18,9 @@ public enum KVOClientError: Error, Sendable {
     /// The server sent something this client cannot make sense of (not JSON, not JSON-RPC, an unexpected id, a line
     /// over the client's size limit).
     case protocolViolation(String)
+    /// TLS failed: the handshake (a certificate that did not verify, a server that is no TLS server or refused ours)
+    /// or a record; the text names the endpoint and the reason.
+    case tls(String)
 }
 
 extension KVOClientError: CustomStringConvertible {
@@ -40,6 +43,8 @@ extension KVOClientError: CustomStringConvertible {
             }
         case .protocolViolation(let what):
             "protocol violation: \(what)"
+        case .tls(let what):
+            "TLS with \(what)"
         }
     }
 }

@@ -1,6 +1,8 @@
 // A blocking, line-oriented TCP connection: connect with a timeout, write whole buffers, read `\n`-terminated lines
-// with a timeout. It knows nothing about JSON or JSON-RPC; KVOClient builds on it. Not thread-safe: one owner at a
-// time.
+// with a timeout, optionally over TLS (the TLS module's session: ciphertext read from the socket goes in, plaintext
+// lands in the line buffer). It knows nothing about JSON or JSON-RPC; KVOClient builds on it. Not thread-safe: one
+// owner at a time.
+public import TLS
 
 #if canImport(Glibc)
 import Glibc
@@ -32,25 +34,85 @@ public final class LineConnection {
     /// One past the last received byte.
     private var end = 0
     private var isAtEndOfStream = false
+    /// The connection's TLS, when it was opened with a context.
+    private let tls: TLSSession?
+    /// Ciphertext read from the socket, and the plaintext and ciphertext TLS hands out (TLS connections only).
+    private var tlsBuffers: TLSBuffers?
 
     /// Connects to `host:port` (a name, an IPv4 or an IPv6 literal), trying each resolved address until one accepts,
     /// all within `timeout` (nil: the system's own connect timeout). `timeout` also becomes `writeTimeout`.
+    /// With `tls`, the TLS handshake follows within the same `timeout` (the server's certificate is checked against
+    /// `host` when the context verifies servers); a failed one throws `.tls`.
     public init(
-        host: String, port: Int, timeout: Duration? = .seconds(5), maxLineBytes: Int = 64 << 20
+        host: String, port: Int, timeout: Duration? = .seconds(5), maxLineBytes: Int = 64 << 20,
+        tls: TLSContext? = nil
     ) throws(KVOClientError) {
         self.host = host
         self.port = port
         self.maxLineBytes = maxLineBytes
         self.writeTimeout = timeout
+        let deadline = makeDeadline(after: timeout)
         self.descriptor = try connectTCP(host: host, port: port, timeout: timeout)
+        guard let tls else {
+            self.tls = nil
+            return
+        }
+        do {
+            self.tls = try TLSSession(context: tls, serverName: host, isServer: false)
+        } catch {
+            closeDescriptor(self.descriptor)
+            throw .tls("\(formatEndpoint(host: host, port: port)): \(error)")
+        }
+        self.tlsBuffers = TLSBuffers()
+        do throws(KVOClientError) {
+            try self.shakeHands(until: deadline)
+        } catch {
+            self.close()
+            throw error
+        }
     }
 
     deinit {
         if self.descriptor >= 0 { closeDescriptor(self.descriptor) }
+        self.tlsBuffers?.deallocate()
+    }
+
+    /// Runs the TLS handshake to its end: our messages out, the server's in, until `deadline`.
+    private func shakeHands(until deadline: ContinuousClock.Instant?) throws(KVOClientError) {
+        guard let tls = self.tls else { return }
+        let endpoint = formatEndpoint(host: self.host, port: self.port)
+        do throws(TLSError) {
+            try tls.handshake()
+        } catch {
+            throw .tls("\(endpoint): \(error)")
+        }
+        while true {
+            try self.sendTLSOutput(until: deadline)
+            if tls.isEstablished { return }
+            do throws(KVOClientError) {
+                if try self.receive(until: deadline) == false {
+                    throw KVOClientError.timeout("waiting for the TLS handshake with \(endpoint)")
+                }
+            } catch .closed {
+                // The server hung up mid-handshake: it refused us (our certificate, the version) or is no TLS server.
+                throw .tls("\(endpoint): the server closed the connection during the TLS handshake")
+            }
+        }
+    }
+
+    /// Writes whatever ciphertext TLS produced (handshake messages, alerts).
+    private func sendTLSOutput(until deadline: ContinuousClock.Instant?) throws(KVOClientError) {
+        guard let tls = self.tls, let buffers = self.tlsBuffers, tls.hasOutput else { return }
+        var ciphertext: [UInt8] = []
+        tls.drainOutput(scratch: buffers.ciphertextOut) { ciphertext.append(contentsOf: $0) }
+        try self.sendRaw(ciphertext, until: deadline)
     }
 
     /// The socket's file descriptor (for poll() alongside other descriptors), or -1 after `close()`.
     public var fileDescriptor: Int32 { self.descriptor }
+
+    /// Over TLS: the server certificate's subject ("CN=localhost"); nil over plaintext.
+    public var tlsPeerSubject: String? { self.tls?.peerSubject }
 
     /// True once `close()` was called.
     public var isClosed: Bool { self.descriptor < 0 }
@@ -67,6 +129,23 @@ public final class LineConnection {
     public func send(_ bytes: [UInt8]) throws(KVOClientError) {
         guard self.descriptor >= 0 else { throw .closed }
         let deadline = makeDeadline(after: self.writeTimeout)
+        guard let tls = self.tls, let buffers = self.tlsBuffers else {
+            return try self.sendRaw(bytes, until: deadline)
+        }
+        var ciphertext: [UInt8] = []
+        let encrypted = bytes.withUnsafeBytes { raw in
+            Result { () throws(TLSError) in
+                try tls.send(raw, scratch: buffers.ciphertextOut) { ciphertext.append(contentsOf: $0) }
+            }
+        }
+        if case .failure(let error) = encrypted {
+            throw .tls("\(formatEndpoint(host: self.host, port: self.port)): \(error)")
+        }
+        try self.sendRaw(ciphertext, until: deadline)
+    }
+
+    /// Writes all of `bytes` to the socket as they are.
+    private func sendRaw(_ bytes: [UInt8], until deadline: ContinuousClock.Instant?) throws(KVOClientError) {
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { raw in
@@ -109,9 +188,14 @@ public final class LineConnection {
         #endif
     }
 
-    /// Closes the socket; later calls throw `.closed`. Calling it twice is harmless.
+    /// Closes the socket (after TLS's close_notify, when it can go at once); later calls throw `.closed`. Calling it
+    /// twice is harmless.
     public func close() {
         guard self.descriptor >= 0 else { return }
+        if let tls = self.tls, tls.isEstablished, !tls.isClosed {
+            tls.close()
+            try? self.sendTLSOutput(until: .now)
+        }
         closeDescriptor(self.descriptor)
         self.descriptor = -1
     }
@@ -182,6 +266,27 @@ public final class LineConnection {
         }
     }
 
+    /// Feeds ciphertext to TLS and appends the plaintext to the line buffer; sends what TLS answers (a handshake
+    /// message). The server's close_notify is the end of the stream.
+    private func decrypt(
+        _ ciphertext: UnsafeRawBufferPointer, _ tls: TLSSession, _ buffers: TLSBuffers
+    ) throws(KVOClientError) {
+        do throws(TLSError) {
+            try tls.receive(ciphertext, scratch: buffers.plaintext) { plaintext in
+                self.reserveSpace(plaintext.count)
+                self.storage.withUnsafeMutableBytes { raw in
+                    (raw.baseAddress! + self.end).copyMemory(from: plaintext.baseAddress!, byteCount: plaintext.count)
+                }
+                self.end += plaintext.count
+            }
+        } catch {
+            try? self.sendTLSOutput(until: .now)  // the alert that tells the server why
+            throw .tls("\(formatEndpoint(host: self.host, port: self.port)): \(error)")
+        }
+        try self.sendTLSOutput(until: makeDeadline(after: self.writeTimeout))
+        if tls.peerClosed { self.isAtEndOfStream = true }
+    }
+
     /// Reads one chunk into the buffer, waiting until `deadline`. Returns false when nothing arrived in time.
     private func receive(until deadline: ContinuousClock.Instant?) throws(KVOClientError) -> Bool {
         guard self.descriptor >= 0, !self.isAtEndOfStream else { throw .closed }
@@ -190,8 +295,17 @@ public final class LineConnection {
         }
         self.reserveSpace(16 * 1024)
         while true {
-            let count = self.storage.withUnsafeMutableBytes { raw in
-                read(self.descriptor, raw.baseAddress! + self.end, raw.count - self.end)
+            let count: Int
+            if let buffers = self.tlsBuffers {
+                count = read(self.descriptor, buffers.ciphertextIn.baseAddress, buffers.ciphertextIn.count)
+            } else {
+                count = self.storage.withUnsafeMutableBytes { raw in
+                    read(self.descriptor, raw.baseAddress! + self.end, raw.count - self.end)
+                }
+            }
+            if count > 0, let tls = self.tls, let buffers = self.tlsBuffers {
+                try self.decrypt(UnsafeRawBufferPointer(rebasing: buffers.ciphertextIn[..<count]), tls, buffers)
+                return true
             }
             if count > 0 {
                 self.end += count
@@ -214,5 +328,19 @@ public final class LineConnection {
                 throw .connectionLost("read: \(errnoDescription(code))")
             }
         }
+    }
+}
+
+/// A TLS connection's buffers: ciphertext read from the socket, the plaintext TLS decrypts it into, and the ciphertext
+/// it produces (one TLS record's worth each and more).
+private struct TLSBuffers {
+    let ciphertextIn = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
+    let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
+    let ciphertextOut = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
+
+    func deallocate() {
+        self.ciphertextIn.deallocate()
+        self.plaintext.deallocate()
+        self.ciphertextOut.deallocate()
     }
 }

@@ -1,8 +1,9 @@
-// The options every kvoctl subcommand shares (where kvod is, how long to wait, the token to present) and the one
+// The options every kvoctl subcommand shares (where kvod is, how long to wait, the token to present, TLS) and the one
 // place that turns a KVOClientError into a message on stderr and an exit status.
 
 import ArgumentParser
 import KVOClient
+import TLS
 import WireProtocol
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ struct ConnectionOptions: ParsableArguments {
         name: [.customLong("host"), .customLong("connect")],
         help: ArgumentHelp(
             "kvod's address: HOST or HOST:PORT, or a comma-separated list of them (the members of a cluster, tried "
-                + "in turn; default: $KVOD_HOST, else 127.0.0.1).",
+                + "in turn; default: $KVOD_HOST, else 127.0.0.1); kvods://HOST:PORT connects over TLS.",
             valueName: "addresses"))
     var host: String?
 
@@ -33,7 +34,8 @@ struct ConnectionOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Seconds to keep retrying a mutation refused with 1012 \"not the leader\" while a leader is elected, "
-                + "and for watch with several addresses, to find another member after a disconnect (default: 10).",
+                + "and for watch, to reconnect after a disconnect: to another member, or to the same kvod restarting "
+                + "(default: 10).",
             valueName: "seconds"))
     var failoverWait: Double?
 
@@ -43,6 +45,45 @@ struct ConnectionOptions: ParsableArguments {
                 + "flag shows in the process list).",
             valueName: "token"))
     var token: String?
+
+    @Flag(help: "Connect over TLS (as a kvods:// address, --cacert or --cert do).")
+    var tls = false
+
+    @Option(
+        help: ArgumentHelp(
+            "CA certificates (PEM) kvod's certificate must chain to, over TLS (default: $KVOD_CACERT, else the "
+                + "system's).", valueName: "file"))
+    var cacert: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A client certificate (PEM) to present over TLS, for a kvod that asks for one (default: $KVOD_CERT).",
+            valueName: "file"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("The private key (PEM) of --cert (default: $KVOD_KEY).", valueName: "file"))
+    var key: String?
+
+    /// Whether to connect over TLS: `--tls`, a CA or client certificate, or a `kvods://` address.
+    var usesTLS: Bool {
+        self.tls || self.resolvedCACert != nil || self.resolvedCert != nil
+            || self.resolvedHost.contains(MemberAddress.tlsScheme)
+    }
+
+    var resolvedCACert: String? { self.cacert ?? Self.environment("KVOD_CACERT") }
+    var resolvedCert: String? { self.cert ?? Self.environment("KVOD_CERT") }
+    var resolvedKey: String? { self.key ?? Self.environment("KVOD_KEY") }
+
+    /// The TLS context to connect with, or nil for plaintext. Made anew for each connection: kvoctl makes few.
+    func tlsContext() throws(KVOClientError) -> TLSContext? {
+        guard self.usesTLS else { return nil }
+        do {
+            return try TLSContext.client(
+                TLSClientSettings(caPath: self.resolvedCACert, certificatePath: self.resolvedCert, keyPath: self.resolvedKey))
+        } catch {
+            throw .tls("kvod: \(error)")
+        }
+    }
 
     /// The token to present: `--token`, else `$KVOD_TOKEN`, else none (no hello is sent).
     var resolvedToken: String? {
@@ -92,6 +133,9 @@ struct ConnectionOptions: ParsableArguments {
         if let wait = self.failoverWait, !(wait >= 0 && wait <= 3600) {
             throw ValidationError("--failover-wait must be a number of seconds from 0 to 3600.")
         }
+        if (self.resolvedCert == nil) != (self.resolvedKey == nil) {
+            throw ValidationError("--cert and --key go together: give both.")
+        }
     }
 
     /// Connects to the first address that accepts and, with a token, presents it (`hello`); or reports the failure
@@ -107,7 +151,8 @@ struct ConnectionOptions: ParsableArguments {
         for address in self.addresses {
             do {
                 let connection = try LineConnection(
-                    host: address.host, port: address.port, timeout: .seconds(self.resolvedTimeout))
+                    host: address.host, port: address.port, timeout: .seconds(self.resolvedTimeout),
+                    tls: try self.tlsContext())
                 if let token = self.resolvedToken { try Self.authenticate(connection, token: token) }
                 return connection
             } catch .connectionFailed(let host, let port, let reason) {
@@ -157,6 +202,9 @@ struct ConnectionOptions: ParsableArguments {
         case .protocolViolation(let what):
             Output.error("protocol error from \(endpoint): \(what)")
             return KVOCtlExitCode.protocolError
+        case .tls(let what):
+            Output.error("TLS with \(what)")
+            return KVOCtlExitCode.connectionFailed
         }
     }
 

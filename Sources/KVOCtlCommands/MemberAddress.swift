@@ -17,9 +17,19 @@ struct MemberAddress: Hashable, CustomStringConvertible {
         let description: String
     }
 
-    /// Parses `HOST`, `HOST:PORT`, `[IPV6]`, `[IPV6]:PORT` or a bare IPv6 literal (two colons or more, no port);
-    /// `defaultPort` is used when no port is given.
-    static func parse(_ text: String, defaultPort: Int) throws(Invalid) -> MemberAddress {
+    /// The scheme of an address reached over TLS (`kvods://HOST:PORT`); `kvod://` is plaintext's, also accepted.
+    static let tlsScheme = "kvods://"
+    static let plainScheme = "kvod://"
+
+    /// Parses `HOST`, `HOST:PORT`, `[IPV6]`, `[IPV6]:PORT` or a bare IPv6 literal (two colons or more, no port),
+    /// optionally after `kvods://` or `kvod://` (ConnectionOptions.usesTLS reads the scheme); `defaultPort` is used
+    /// when no port is given.
+    static func parse(_ written: String, defaultPort: Int) throws(Invalid) -> MemberAddress {
+        var text = written
+        for scheme in [Self.tlsScheme, Self.plainScheme] where text.hasPrefix(scheme) {
+            text = String(text.dropFirst(scheme.count))
+            if text.hasSuffix("/") { text = String(text.dropLast()) }
+        }
         let invalid = Invalid(description: "'\(text)' is not an address (expected HOST, HOST:PORT or [IPV6]:PORT)")
         let host: Substring
         var portText: Substring?

@@ -50,7 +50,9 @@ final class MemberClient {
     private static func open(
         _ address: MemberAddress, options: ConnectionOptions, authenticate: Bool
     ) throws(KVOClientError) -> KVOClient {
-        let client = try KVOClient(host: address.host, port: address.port, timeout: .seconds(options.resolvedTimeout))
+        let client = try KVOClient(
+            host: address.host, port: address.port, timeout: .seconds(options.resolvedTimeout),
+            tls: try options.tlsContext())
         if authenticate, let token = options.resolvedToken {
             do {
                 _ = try client.call("hello", ["client": "kvoctl", "token": .string(token)])
@@ -119,10 +121,13 @@ final class MemberClient {
     /// first, then the others, round and round with growing pauses, until `--failover-wait` has passed.
     func moveToAnotherMember() throws(KVOClientError) {
         self.client.close()
-        Output.error(
-            "connection to \(self.address) lost; looking for a member to resume on, for up to "
-                + "\(self.failoverWaitText) s (--failover-wait)")
         let addresses = self.options.addresses
+        Output.error(
+            addresses.count > 1
+                ? "connection to \(self.address) lost; looking for a member to resume on, for up to "
+                    + "\(self.failoverWaitText) s (--failover-wait)"
+                : "connection to \(self.address) lost; waiting up to \(self.failoverWaitText) s for kvod to come back "
+                    + "(--failover-wait)")
         let start = (addresses.firstIndex(of: self.address) ?? -1) + 1
         let order = (0..<addresses.count).map { addresses[(start + $0) % addresses.count] }
         let deadline = ContinuousClock.now.advanced(by: .seconds(self.options.resolvedFailoverWait))

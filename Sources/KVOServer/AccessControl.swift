@@ -9,10 +9,13 @@ public enum Access: String, Sendable, Equatable {
     case readOnly = "read-only"
 }
 
-/// One configured token.
+/// One configured token: a secret presented in `hello`, or a client certificate's name (mutual TLS).
 public struct AccessToken: Sendable, Equatable {
-    /// The token's bytes (UTF-8).
+    /// The token's bytes (UTF-8); empty for a certificate's token.
     public let secret: [UInt8]
+    /// For a token a client certificate stands for: the name it must carry (`CN=orders`, `DNS:orders.internal`,
+    /// `URI:spiffe://…`, `email:…`, `IP:…`; a token-file line `tls:NAME …`). Never matched by a `hello` token.
+    public let certificateName: String?
     /// What the token allows.
     public let access: Access
     /// The key paths the token may use; nil: every path (and `$ID` paths, `observers` and `stats`).
@@ -21,9 +24,21 @@ public struct AccessToken: Sendable, Equatable {
     /// A token with `secret` as its text.
     public init(secret: String, access: Access, paths: [PathPattern]? = nil) {
         self.secret = Array(secret.utf8)
+        self.certificateName = nil
         self.access = access
         self.paths = paths
     }
+
+    /// A token that a verified client certificate carrying `certificateName` stands for.
+    public init(certificateName: String, access: Access, paths: [PathPattern]? = nil) {
+        self.secret = []
+        self.certificateName = certificateName
+        self.access = access
+        self.paths = paths
+    }
+
+    /// The prefix of a token-file line's first field that names a client certificate instead of a secret.
+    public static let certificatePrefix = "tls:"
 }
 
 /// A key-path pattern of a restricted token: keys separated by dots, `*` for any one key, `**` for any number of keys
@@ -126,12 +141,18 @@ public struct AccessControl: Sendable {
     public func token(for candidate: String) -> AccessToken? {
         let bytes = Array(candidate.utf8)
         var found: AccessToken?
-        for token in self.tokens {
+        for token in self.tokens where token.certificateName == nil {
             // No early exit and no branch on secret bytes; the one branch below depends only on the whole outcome.
             let matches = Self.constantTimeEquals(bytes, token.secret)
             if matches && found == nil { found = token }
         }
         return found
+    }
+
+    /// The token the first of `names` (a verified client certificate's, `TLSSession.peerIdentities`) stands for,
+    /// in token-file order; nil when none does. (Names are not secret: no constant time needed.)
+    public func token(forCertificateNames names: [String]) -> AccessToken? {
+        self.tokens.first { token in token.certificateName.map(names.contains) ?? false }
     }
 
     /// Compares two byte strings over the longer one's length, accumulating differences with OR of XORs, so the
@@ -153,6 +174,7 @@ public struct AccessControl: Sendable {
 
     /// Parses a token file: one `TOKEN read-write` or `TOKEN read-only` per line, optionally followed by the key-path
     /// patterns the token is restricted to, separated by commas (`TOKEN read-write person.**,department.employees`);
+    /// a TOKEN of `tls:NAME` is a client certificate's name instead of a secret (`tls:CN=orders read-write orders.**`);
     /// blank lines and lines starting with `#` are skipped. Throws on any other line, a bad pattern, a repeated token,
     /// and when the file holds no token.
     public static func parseTokenFile(_ text: String, fileName: String) throws(TokenFileError) -> [AccessToken] {
@@ -183,8 +205,20 @@ public struct AccessControl: Sendable {
                     throw TokenFileError(fileName: fileName, line: number, reason: "bad key-path pattern \(error.reason)")
                 }
             }
-            let token = AccessToken(secret: String(fields[0]), access: access, paths: paths)
-            if tokens.contains(where: { $0.secret == token.secret }) {
+            let first = String(fields[0])
+            let token: AccessToken
+            if first.hasPrefix(AccessToken.certificatePrefix) {
+                let name = String(first.dropFirst(AccessToken.certificatePrefix.count))
+                guard !name.isEmpty else {
+                    throw TokenFileError(
+                        fileName: fileName, line: number,
+                        reason: "'tls:' must be followed by a certificate name (CN=..., DNS:..., URI:..., email:..., IP:...)")
+                }
+                token = AccessToken(certificateName: name, access: access, paths: paths)
+            } else {
+                token = AccessToken(secret: first, access: access, paths: paths)
+            }
+            if tokens.contains(where: { $0.secret == token.secret && $0.certificateName == token.certificateName }) {
                 throw TokenFileError(fileName: fileName, line: number, reason: "the same token appears twice")
             }
             tokens.append(token)

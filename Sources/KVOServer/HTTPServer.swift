@@ -1,8 +1,10 @@
 // A tiny HTTP/1.1 server on the same loop as the protocol, for kvod's side ports: the Prometheus metrics endpoint
 // (MetricsEndpoint.swift) and the web inspector's static files (WebServer.swift). It owns the sockets — keep-alive,
 // bounded request heads, a cap on connections, an idle timeout — and asks a responder for each request; HEAD gets the
-// GET response without its body. Request parsing is HTTPRequestParser.swift.
+// GET response without its body; with a TLS context, a connection whose first byte starts a TLS handshake is served
+// over it (https), and with `tlsOnly` one that does not is refused. Request parsing is HTTPRequestParser.swift.
 import Logging
+import TLS
 import UVLoop
 
 /// One response: status, the headers besides `Content-Length` and `Connection` (which the server writes), and body.
@@ -40,12 +42,17 @@ final class HTTPServer {
     private var listener: TCPListener?
     private var idleTimer: LoopTimer?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    /// The TLS context new connections get (replaced on reload); nil: plaintext only.
+    var tlsContext: TLSContext?
+    private let tlsOnly: Bool
 
     /// Listens on `host:port`; throws when it cannot.
     init(
-        loop: EventLoop, host: String, port: Int, name: String, logger: Logger,
-        respond: @escaping @MainActor (HTTPRequestHead) -> HTTPResponse
+        loop: EventLoop, host: String, port: Int, name: String, logger: Logger, tls: TLSContext? = nil,
+        tlsOnly: Bool = false, respond: @escaping @MainActor (HTTPRequestHead) -> HTTPResponse
     ) throws(UVError) {
+        self.tlsContext = tls
+        self.tlsOnly = tlsOnly && tls != nil
         self.loop = loop
         self.logger = logger
         self.name = name
@@ -84,13 +91,57 @@ final class HTTPServer {
         let connection = HTTPConnection(stream: stream, now: self.loop.nowMilliseconds)
         let key = ObjectIdentifier(connection)
         self.connections[key] = connection
-        stream.onRead = { [unowned self] bytes in self.received(bytes, on: connection) }
+        if self.tlsContext != nil {
+            stream.onRead = { [unowned self] bytes in self.receivedFirst(bytes, on: connection) }
+        } else {
+            stream.onRead = { [unowned self] bytes in self.received(bytes, on: connection) }
+        }
         stream.onEnd = { _ in stream.close() }
         stream.onClose = { [weak self] in self?.connections.removeValue(forKey: key) }
         do {
             try stream.startReading()
         } catch {
             stream.close()
+        }
+    }
+
+    /// The first bytes of a connection while TLS is configured: a handshake record starts TLS, anything else is
+    /// plaintext HTTP (refused with `tlsOnly`).
+    private func receivedFirst(_ bytes: UnsafeRawBufferPointer, on connection: HTTPConnection) {
+        let stream = connection.stream
+        guard bytes.first == TLSLayer.handshakeRecordByte, let context = self.tlsContext else {
+            if self.tlsOnly {
+                connection.send(
+                    .text(400, "Bad Request", "this port takes TLS only: use https://\n"), keepAlive: false, head: false)
+                return
+            }
+            stream.onRead = { [unowned self] bytes in self.received(bytes, on: connection) }
+            return self.received(bytes, on: connection)
+        }
+        do {
+            connection.tls = try TLSLayer(context: context, stream: stream)
+        } catch {
+            stream.close()
+            return
+        }
+        stream.onRead = { [unowned self] bytes in self.receivedCiphertext(bytes, on: connection) }
+        self.receivedCiphertext(bytes, on: connection)
+    }
+
+    private func receivedCiphertext(_ bytes: UnsafeRawBufferPointer, on connection: HTTPConnection) {
+        guard let layer = connection.tls else { return }
+        connection.lastActivity = self.loop.nowMilliseconds
+        let failure = layer.receive(bytes) { plaintext in
+            guard !connection.isClosing else { return }
+            self.received(plaintext, on: connection)
+        }
+        if let failure {
+            self.logger.debug(
+                "\(self.name) TLS handshake failed",
+                metadata: ["connection.remote": "\(connection.stream.remoteAddress)", "error": "\(failure)"])
+            connection.stream.shutdownWrites { [stream = connection.stream] in stream.close() }
+        } else if layer.session.peerClosed {
+            connection.stream.close()
         }
     }
 
@@ -125,6 +176,8 @@ private final class HTTPConnection {
     let stream: TCPStream
     var parser = HTTPRequestParser()
     var lastActivity: UInt64
+    /// The connection's TLS, when it started with a handshake.
+    var tls: TLSLayer?
     /// Set once a response said `Connection: close`; nothing more is answered.
     private(set) var isClosing = false
 
@@ -143,10 +196,11 @@ private final class HTTPConnection {
         text += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
         var bytes = Array(text.utf8)
         if !head { bytes += response.body }
-        self.stream.write(bytes)
+        if let tls = self.tls { tls.write(bytes) } else { self.stream.write(bytes) }
         if !keepAlive {
             self.isClosing = true
             self.stream.stopReading()
+            self.tls?.close()
             self.stream.shutdownWrites { [stream = self.stream] in stream.close() }
         }
     }

@@ -22,7 +22,8 @@ extension Server {
     func startMetrics() throws(UVError) {
         guard let port = self.configuration.metricsPort else { return }
         self.metricsServer = try HTTPServer(
-            loop: self.loop, host: self.configuration.metricsHost, port: port, name: "metrics", logger: self.logger
+            loop: self.loop, host: self.configuration.metricsHost, port: port, name: "metrics", logger: self.logger,
+            tls: self.tlsContext, tlsOnly: self.configuration.tlsOnly
         ) { [unowned self] head in
             MetricsEndpoint.response(to: head) { self.statsSnapshot().prometheusText + self.clusterPrometheusText() }
         }
@@ -52,15 +53,21 @@ extension Server {
             files: web.files, kvodAddress: kvodAddress, kvodPort: kvodPort,
             accessControlled: self.configuration.accessControl.isEnabled)
         let server = try HTTPServer(
-            loop: self.loop, host: self.configuration.host, port: web.port, name: "inspector", logger: self.logger
+            loop: self.loop, host: self.configuration.host, port: web.port, name: "inspector", logger: self.logger,
+            tls: self.tlsContext, tlsOnly: self.configuration.tlsOnly
         ) { head in
             site.response(to: head)
         }
         self.webServer = server
         if !self.webSocketOrigins.isEmpty {
-            self.webSocketOrigins.append("http://\(server.localAddress)")
-            if server.localAddress.hasPrefix("127.") || server.localAddress.hasPrefix("[::1]:") {
-                self.webSocketOrigins.append("http://localhost:\(server.localPort)")
+            // Served over https when TLS is on (and over http too unless --tls-only).
+            var schemes = self.tlsContext == nil ? ["http"] : ["https"]
+            if self.tlsContext != nil && !self.configuration.tlsOnly { schemes.append("http") }
+            for scheme in schemes {
+                self.webSocketOrigins.append("\(scheme)://\(server.localAddress)")
+                if server.localAddress.hasPrefix("127.") || server.localAddress.hasPrefix("[::1]:") {
+                    self.webSocketOrigins.append("\(scheme)://localhost:\(server.localPort)")
+                }
             }
         }
     }

@@ -3,6 +3,8 @@
 // polls, as redis's beforeSleep), the timer that drives progress notifications and housekeeping, and the stop.
 public import Logging
 public import ObjectGraph
+public import Persistence
+public import TLS
 public import UVLoop
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +34,12 @@ public struct ServerConfiguration: Sendable {
     /// Microseconds the loop keeps polling without blocking after each read (`--busy-poll`, UVLoop's BusyPoll); 0:
     /// it blocks as soon as nothing is ready.
     public var busyPollMicroseconds = 0
+    /// TLS for clients (Protocol/README.md#tls): a connection whose first byte starts a handshake gets it, on
+    /// kvod's port, the WebSocket port, the metrics port and the inspector's; nil: plaintext only. Replaced on
+    /// reload (`Server.replaceTLSContext`) for the connections that follow.
+    public var tls: TLSContext?
+    /// With `tls`: refuse plaintext on every port (`--tls-only`).
+    public var tlsOnly = false
 
     public init(host: String = "127.0.0.1", port: Int = 7070, limits: Limits = Limits(), historyCapacity: Int = 10_000) {
         self.host = host
@@ -84,6 +92,8 @@ public final class Server {
     var webServer: HTTPServer?
     /// `configuration.webSocketOrigins`, plus the inspector's origin once it listens.
     var webSocketOrigins: [String]
+    /// The TLS context new connections get (`configuration.tls`, then what `replaceTLSContext` put there).
+    public private(set) var tlsContext: TLSContext?
 
     /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, graph: Graph, loop: EventLoop, logger: Logger) {
@@ -93,6 +103,7 @@ public final class Server {
         self.loop = loop
         self.logger = logger
         self.webSocketOrigins = configuration.webSocketOrigins
+        self.tlsContext = configuration.tls
         let context = SessionContext(
             graph: graph, limits: configuration.limits, accessControl: configuration.accessControl,
             historyCapacity: configuration.historyCapacity, clock: loop, logger: logger)
@@ -145,6 +156,43 @@ public final class Server {
                 "connections": "\(registrations.count)", "failed": "\(failed)", "seq.before": "\(seq)",
                 "seq": "\(self.graph.seq)",
             ])
+    }
+
+    /// Before `start()` and before anything mutates: keeps the subscription history in `directory`'s `history.log`
+    /// from now on, after restoring what it holds (the recorders, observing again, and their newest changes), so
+    /// that `since` reaches back across a restart (docs/DURABILITY.md#the-history-on-disk). Returns how many changes
+    /// were restored, and why the file was not usable when it was damaged (the history then starts empty).
+    public func keepHistory(
+        inDirectory directory: String, policy: FsyncPolicy
+    ) throws(PersistenceError) -> (restored: Int, recorders: Int, damaged: String?) {
+        let history = self.core.context.subscriptions.history
+        guard history.isEnabled else { return (0, 0, nil) }
+        let (log, contents, damaged) = try HistoryLog.open(directory: directory, policy: policy)
+        history.onLogFailure = { [logger = self.logger] error in
+            logger.error(
+                "the subscription history cannot be written: it goes on in memory only", metadata: ["error": "\(error)"])
+        }
+        let restored = history.restore(from: log, contents: contents)
+        return (restored, history.recordedPaths.count, damaged)
+    }
+
+    /// Deletes the history's log and stops writing it (before a member restarts on its leader's snapshot: the next
+    /// start begins with an empty history, and `since` from before it gets 1010).
+    public func discardHistory() throws(PersistenceError) {
+        try self.core.context.subscriptions.history.discardLog()
+    }
+
+    /// Writes the history's log whole (at shutdown, after the last flush; fsynced), ready for the next start.
+    public func finishHistory() {
+        self.core.context.subscriptions.history.finishLog()
+    }
+
+    /// Hands `context` (certificates reloaded on SIGHUP) to the connections that arrive from now on, on every port;
+    /// open connections keep the context they started with, so none is dropped.
+    public func replaceTLSContext(_ context: TLSContext) {
+        self.tlsContext = context
+        self.metricsServer?.tlsContext = context
+        self.webServer?.tlsContext = context
     }
 
     /// The port actually bound (after `start()`).
@@ -201,7 +249,8 @@ public final class Server {
 
     private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {
         let settings = SocketTransportSettings(
-            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.webSocketOrigins)
+            maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.webSocketOrigins, tls: self.tlsContext,
+            tlsOnly: self.configuration.tlsOnly && self.tlsContext != nil)
         let transport = SocketTransport(stream: stream, loop: self.loop, settings: settings, webSocketOnly: webSocketOnly)
         let session = self.core.open(transport)
         guard session.closeReason == nil else { return }  // over the connection limit: closing already

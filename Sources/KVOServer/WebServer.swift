@@ -95,10 +95,12 @@ struct WebServer {
         // connect-src: kvod as the page is told to reach it, and kvod's port on the host the page came from (the
         // same machine and bind address: "localhost" for "127.0.0.1"). A `?kvod=` elsewhere is refused by the
         // browser, so a link cannot send a token typed into this page to another server.
+        // Each over wss too: a page served over https connects with TLS (Protocol/README.md#tls).
         var sources = ["ws://\(self.address(for: head))"]
         if let host = Self.requestHost(head), !sources.contains("ws://\(host):\(self.kvodPort)") {
             sources.append("ws://\(host):\(self.kvodPort)")
         }
+        sources += sources.map { "wss" + $0.dropFirst(2) }
         let policy = [
             "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
             "connect-src \(sources.joined(separator: " "))", "base-uri 'none'", "form-action 'none'",

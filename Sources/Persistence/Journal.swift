@@ -101,22 +101,103 @@ public final class Journal {
 
     /// Buffers one record; `write()` puts it in the file.
     public func append(seq: UInt64, method: String, params: JSONValue?) {
-        var json: [UInt8] = []
-        json.append(contentsOf: #"{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &json)
-        json.append(contentsOf: #","method":"#.utf8)
-        JSONWriter.appendString(method, to: &json)
-        if let params {
-            json.append(contentsOf: #","params":"#.utf8)
-            JSONWriter.append(params, to: &json)
-        }
-        json.append(UInt8(ascii: "}"))
-        Self.appendHex(CRC32.checksum(json), to: &self.pending)
-        self.pending.append(UInt8(ascii: " "))
-        self.pending.append(contentsOf: json)
-        self.pending.append(UInt8(ascii: "\n"))
+        Self.appendLine(seq: seq, method: method, params: params, to: &self.pending)
         self.recordCount += 1
     }
+
+    /// Buffers one record whose params are already JSON text (`params`, an object), written as they are.
+    public func append(seq: UInt64, method: String, encodedParams params: [UInt8]) {
+        Self.appendLine(seq: seq, method: method, encodedParams: params, to: &self.pending)
+        self.recordCount += 1
+    }
+
+    /// Replaces the file at `path` with `records` (a temporary file, fsynced, renamed over it, the directory fsynced:
+    /// a crash leaves the old file or the new one) and opens it. For files in the journal's format that are compacted
+    /// by rewriting them whole (the subscription history's log).
+    public static func replace(
+        path: String, directory: String, with records: [JournalRecord]
+    ) throws(PersistenceError) -> (Journal, JournalScan) {
+        var bytes: [UInt8] = []
+        for record in records { Self.appendLine(seq: record.seq, method: record.method, params: record.params, to: &bytes) }
+        let journal = try Self.replace(path: path, directory: directory, withLines: bytes, count: records.count)
+        return (journal, JournalScan(records: records, tornBytes: 0))
+    }
+
+    /// Replaces the file at `path` with `count` records already encoded as lines (`Journal.encodeLine`), as
+    /// `replace(path:directory:with:)` does, and opens it.
+    public static func replace(
+        path: String, directory: String, withLines bytes: [UInt8], count: Int
+    ) throws(PersistenceError) -> Journal {
+        try Files.replaceAtomically(path, with: [bytes], directory: directory)
+        // What was just written need not be read back.
+        let file = try FileHandle(path: path, flags: O_WRONLY | O_CREAT)
+        try file.truncate(to: bytes.count)  // (and the write position after the records)
+        let journal = Journal(file: file, recordCount: count, size: bytes.count)
+        journal.allocateAhead(of: journal.size)
+        return journal
+    }
+
+    /// Deletes the file at `path` (if there is one) and fsyncs `directory`.
+    public static func remove(path: String, directory: String) throws(PersistenceError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw PersistenceError.posix("unlink", path) }
+        try Files.syncDirectory(directory)
+    }
+
+    /// Appends one record's line, its params already JSON text, to `buffer` (for `replace(path:directory:withLines:)`).
+    public static func encodeLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
+        Self.appendLine(seq: seq, method: method, encodedParams: params, to: &buffer)
+    }
+
+    private static func appendLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
+        Self.appendLine(seq: seq, method: method, to: &buffer) { buffer in
+            buffer.append(contentsOf: #","params":"#.utf8)
+            buffer.append(contentsOf: params)
+        }
+    }
+
+    /// Buffers one record whose params `writeParams` writes as JSON text (an object) straight into the buffer.
+    public func append(seq: UInt64, method: String, writingParams writeParams: (inout [UInt8]) -> Void) {
+        Self.appendLine(seq: seq, method: method, to: &self.pending) { buffer in
+            buffer.append(contentsOf: #","params":"#.utf8)
+            writeParams(&buffer)
+        }
+        self.recordCount += 1
+    }
+
+    /// Appends one record's line: `<crc32 hex> <json>\n`.
+    private static func appendLine(seq: UInt64, method: String, params: JSONValue?, to buffer: inout [UInt8]) {
+        Self.appendLine(seq: seq, method: method, to: &buffer) { buffer in
+            guard let params else { return }
+            buffer.append(contentsOf: #","params":"#.utf8)
+            JSONWriter.append(params, to: &buffer)
+        }
+    }
+
+    /// Appends a record's line to `buffer` in place: room for the CRC, the JSON (`{"seq":…,"method":…` then what
+    /// `writeRest` adds: `,"params":…` or nothing), then the CRC of the JSON written into its room. No temporary
+    /// array: this runs for every journaled mutation.
+    private static func appendLine(
+        seq: UInt64, method: String, to buffer: inout [UInt8], writeRest: (inout [UInt8]) -> Void
+    ) {
+        let start = buffer.count
+        buffer.append(contentsOf: "00000000 ".utf8)  // the CRC's room
+        let jsonStart = buffer.count
+        buffer.append(contentsOf: #"{"seq":"#.utf8)
+        JSONWriter.appendInt(Int64(seq), to: &buffer)
+        buffer.append(contentsOf: #","method":"#.utf8)
+        JSONWriter.appendString(method, to: &buffer)
+        writeRest(&buffer)
+        buffer.append(UInt8(ascii: "}"))
+        buffer.withUnsafeMutableBytes { bytes in
+            let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[jsonStart...]))
+            for index in 0..<8 {
+                let digit = UInt8(truncatingIfNeeded: crc >> UInt32(28 - 4 * index)) & 0xF
+                bytes[start + index] = digit < 10 ? 0x30 + digit : 0x57 + digit  // 0-9, a-f
+            }
+        }
+        buffer.append(UInt8(ascii: "\n"))
+    }
+
 
     /// True when records are buffered but not yet written.
     public var hasPending: Bool { !self.pending.isEmpty }
@@ -207,8 +288,4 @@ public final class Journal {
         return JournalRecord(seq: UInt64(seq), method: method, params: value["params"])
     }
 
-    private static func appendHex(_ value: UInt32, to buffer: inout [UInt8]) {
-        let digits = Array("0123456789abcdef".utf8)
-        for shift in stride(from: 28, through: 0, by: -4) { buffer.append(digits[Int((value >> UInt32(shift)) & 0xF)]) }
-    }
 }

@@ -8,6 +8,7 @@ import Glibc
 import KVOServer
 import Logging
 import Persistence
+import TLS
 import WireProtocol
 
 /// How log lines are written.
@@ -47,8 +48,18 @@ struct Configuration {
     var wsOrigins: [String] = []
     // The web inspector.
     var webPort: Int?
+    // TLS (Protocol/README.md#tls).
+    var tlsCert: String?
+    var tlsKey: String?
+    var tlsCA: String?
+    var tlsClientAuth = TLSClientAuth.none
+    var tlsMinVersion = TLSVersion.v1_2
+    var tlsOnly = false
     // The cluster (docs/SCALING.md).
     var clusterEtcd: [EtcdEndpoint] = []
+    var clusterEtcdCA: String?
+    var clusterEtcdCert: String?
+    var clusterEtcdKey: String?
     var cluster: String?
     var advertise: String?
     var clusterLeaseSeconds = 5
@@ -68,12 +79,39 @@ struct Configuration {
         cluster.backlogRecords = self.replicationBacklog
         cluster.syncReplicas = self.syncReplicas
         // A follower presents a read-write, unrestricted token to its leader (members share their tokens).
-        cluster.token = self.accessControl.tokens.first { $0.access == .readWrite && $0.paths == nil }
+        cluster.token = self.accessControl.tokens.first {
+            $0.access == .readWrite && $0.paths == nil && $0.certificateName == nil
+        }
             .map { String(decoding: $0.secret, as: UTF8.self) }
         return cluster
     }
 
-    /// What the server needs.
+    /// The server's TLS files and choices; nil without `tls-cert`.
+    var tlsSettings: TLSServerSettings? {
+        guard let certificate = self.tlsCert, let key = self.tlsKey else { return nil }
+        return TLSServerSettings(
+            certificatePath: certificate, keyPath: key, caPath: self.tlsCA, clientAuth: self.tlsClientAuth,
+            minimumVersion: self.tlsMinVersion)
+    }
+
+    /// The client context of a follower's replication link: with `tls-cert`, the leader's certificate is checked
+    /// against `tls-ca` (else the system's CAs) and this member presents its own certificate. nil: plaintext.
+    func peerTLSContext() throws(TLSError) -> TLSContext? {
+        guard let certificate = self.tlsCert, let key = self.tlsKey else { return nil }
+        return try TLSContext.client(
+            TLSClientSettings(
+                caPath: self.tlsCA, certificatePath: certificate, keyPath: key, minimumVersion: self.tlsMinVersion))
+    }
+
+    /// The client context for `https://` etcd endpoints; nil when none is https.
+    func etcdTLSContext() throws(TLSError) -> TLSContext? {
+        guard self.clusterEtcd.contains(where: \.isTLS) else { return nil }
+        return try TLSContext.client(
+            TLSClientSettings(
+                caPath: self.clusterEtcdCA, certificatePath: self.clusterEtcdCert, keyPath: self.clusterEtcdKey))
+    }
+
+    /// What the server needs (without its TLS context, which the daemon makes from `tlsSettings`).
     var server: ServerConfiguration {
         var server = ServerConfiguration(
             host: self.host, port: self.port, limits: self.limits, historyCapacity: self.history)
@@ -85,6 +123,7 @@ struct Configuration {
         server.web = self.webPort.map { WebConfiguration(port: $0, files: Inspector.files) }
         server.snapshotCPUs = self.snapshotCPUs
         server.busyPollMicroseconds = self.busyPollMicroseconds
+        server.tlsOnly = self.tlsOnly
         return server
     }
 
@@ -117,6 +156,22 @@ struct Configuration {
             if configuration.advertise == nil {
                 throw ConfigurationError(message: "cluster-etcd needs advertise (HOST:PORT)")
             }
+        }
+        if (configuration.tlsCert == nil) != (configuration.tlsKey == nil) {
+            throw ConfigurationError(message: "tls-cert and tls-key go together: give both")
+        }
+        if configuration.tlsCert == nil {
+            if configuration.tlsOnly { throw ConfigurationError(message: "tls-only needs tls-cert and tls-key") }
+            if configuration.tlsClientAuth != .none {
+                throw ConfigurationError(message: "tls-client-auth needs tls-cert and tls-key")
+            }
+        }
+        if configuration.tlsClientAuth != .none && configuration.tlsCA == nil {
+            throw ConfigurationError(
+                message: "tls-client-auth \(configuration.tlsClientAuth.rawValue) needs tls-ca (the CA client certificates chain to)")
+        }
+        if (configuration.clusterEtcdCert == nil) != (configuration.clusterEtcdKey == nil) {
+            throw ConfigurationError(message: "cluster-etcd-cert and cluster-etcd-key go together: give both")
         }
         if configuration.empty, let model = configuration.model {
             throw ConfigurationError(message: "empty and model exclude each other (model: \(model))")
@@ -181,7 +236,7 @@ struct Configuration {
         try SettingParser.string(raw).split(separator: ",").map { text throws(SettingError) in
             let trimmed = String(text.filter { $0 != " " })
             guard let endpoint = EtcdEndpoint(parsing: trimmed) else {
-                throw SettingError(message: "'\(trimmed)' is not an etcd client URL: write http://IP:PORT")
+                throw SettingError(message: "'\(trimmed)' is not an etcd client URL: write http://IP:PORT or https://IP:PORT")
             }
             return endpoint
         }

@@ -8,6 +8,7 @@ import KVOServer
 import Logging
 import ObjectGraph
 import Persistence
+import TLS
 import UVLoop
 
 extension Daemon {
@@ -15,8 +16,26 @@ extension Daemon {
     @MainActor
     static func serve(_ configuration: Configuration, model: Model, modelName: String) -> Int32 {
         let logger = Logger(label: "kvod")
-        let serverConfiguration = configuration.server
+        var serverConfiguration = configuration.server
         Self.warnOfRefusedSnapshotCPUs(configuration.snapshotCPUs, logger: logger)
+        if let settings = configuration.tlsSettings {
+            // A missing, unreadable, expired or mismatched certificate or key stops kvod here, named.
+            do {
+                serverConfiguration.tls = try TLSContext.server(settings)
+            } catch {
+                Self.fail("TLS: \(error)")
+                return 1
+            }
+        }
+        // A cluster member's own connections: its replication link (its TLS), etcd (https:// URLs).
+        var clusterConfiguration = configuration.clusterConfiguration
+        do {
+            clusterConfiguration?.peerTLS = try configuration.peerTLSContext()
+            clusterConfiguration?.etcdTLS = try configuration.etcdTLSContext()
+        } catch {
+            Self.fail("TLS for the cluster: \(error)")
+            return 1
+        }
         do {
             let loop = try EventLoop()
             var graph = Graph(model: model)
@@ -49,6 +68,18 @@ extension Daemon {
             }
             FreedMemory.release()  // the decoded snapshot and journal are gone: give their pages back
             let server = Server(configuration: serverConfiguration, graph: graph, loop: loop, logger: logger)
+            if let path = configuration.dataDirectory {
+                // Before anything mutates (the onDisconnect ops below): the history is recorded from here on.
+                let kept = try server.keepHistory(inDirectory: path, policy: configuration.fsync)
+                if let damaged = kept.damaged {
+                    logger.warning(
+                        "the subscription history on disk is damaged: it starts empty (resumes from before now get 1010)",
+                        metadata: ["error": "\(damaged)"])
+                }
+                logger.info(
+                    "subscription history loaded",
+                    metadata: ["history.changes": "\(kept.restored)", "history.paths": "\(kept.recorders)"])
+            }
             var failedDurably = false
             if let directory {
                 let durability = Durability(
@@ -71,6 +102,9 @@ extension Daemon {
                             metadata: ["onDisconnect.pending": "\(lostRegistrations.count)"])
                     }
                     server.onSnapshotReceived = { bytes in
+                        // The leader's history replaces this member's: its own may describe writes the leader
+                        // never had (a divergent tail), which no `since` may replay.
+                        try server.discardHistory()
                         try durability.installSnapshot(bytes)
                         logger.notice("snapshot from the leader installed: restarting on it")
                         let error = POSIX.restartSelf()
@@ -101,7 +135,7 @@ extension Daemon {
                 Self.fail("cannot listen \(server.port != 0 ? "for " : "on ")\(host):\(port): \(error)")
                 return 1
             }
-            if let cluster = configuration.clusterConfiguration {
+            if let cluster = clusterConfiguration {
                 try server.joinCluster(
                     cluster, recovered: recovered.records, baseSeq: recovered.snapshotSeq,
                     leftovers: lostRegistrations)
@@ -112,6 +146,12 @@ extension Daemon {
                         "lease.seconds": "\(cluster.leaseSeconds)"])
             }
             var signals: [SignalWatcher] = []
+            if let settings = configuration.tlsSettings {
+                signals.append(
+                    try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
+                        Self.reloadTLS(settings, server: server, logger: logger)
+                    })
+            }
             for signal in [SIGTERM, SIGINT] {
                 signals.append(
                     try SignalWatcher(loop: loop, signal: signal) { number in
@@ -124,9 +164,12 @@ extension Daemon {
             // Tests and scripts read the other ports from these lines; they come before the listening line, the last.
             if let metrics = server.metricsAddress { Self.announce("kvod metrics on \(metrics)\n") }
             if let webSocket = server.webSocketAddress { Self.announce("kvod websocket on \(webSocket)\n") }
-            if let web = server.webAddress { Self.announce("kvod inspector on http://\(web)/\n") }
+            if let web = server.webAddress {
+                Self.announce("kvod inspector on \(configuration.tlsOnly ? "https" : "http")://\(web)/\n")
+            }
             Self.announce("kvod listening on \(address)\n")
             withExtendedLifetime(server) { loop.run() }
+            server.finishHistory()
             server.durability?.finish()
             for watcher in signals { watcher.close() }
             let clean = loop.shutdown()
@@ -135,6 +178,22 @@ extension Daemon {
         } catch {
             Self.fail("\(error)")
             return 1
+        }
+    }
+
+    /// SIGHUP: the certificate, key and CA files read again into a new context for the connections that follow;
+    /// open connections keep theirs. A file that fails the checks of a start leaves the current context in use.
+    @MainActor
+    private static func reloadTLS(_ settings: TLSServerSettings, server: Server, logger: Logger) {
+        do {
+            let context = try TLSContext.server(settings)
+            server.replaceTLSContext(context)
+            logger.notice(
+                "TLS certificates reloaded for new connections",
+                metadata: ["tls.certificate": "\(context.certificateSummary ?? "")"])
+        } catch {
+            logger.error(
+                "TLS reload failed: new connections keep the previous certificates", metadata: ["error": "\(error)"])
         }
     }
 
@@ -151,6 +210,7 @@ extension Daemon {
             "seq": "\(seq)",
             "access": "\(tokens.isEmpty ? "open (no tokens)" : "\(tokens.count) tokens (\(readOnly) read-only)")",
             "metrics": "\(metrics ?? "off")", "inspector": "\(web.map { "http://\($0)/" } ?? "off")",
+            "tls": "\(configuration.tlsCert == nil ? "off" : configuration.tlsOnly ? "only" : "on (plaintext too)")",
         ]
         // Durability: where the graph is kept and how often the journal reaches the disk.
         if let directory = configuration.dataDirectory {
@@ -160,7 +220,7 @@ extension Daemon {
             metadata["storage"] = "in memory (no data directory)"
         }
         logger.info("kvod started", metadata: metadata)
-        if tokens.isEmpty && !Self.isLoopback(configuration.host) {
+        if tokens.isEmpty && !Self.isLoopback(configuration.host) && configuration.tlsClientAuth != .require {
             logger.warning(
                 "listening beyond this machine without tokens: anyone who reaches the port can read and write",
                 metadata: ["address": "\(address)"])

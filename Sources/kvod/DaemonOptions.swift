@@ -15,6 +15,7 @@
 import KVOServer
 import Logging
 import Persistence
+import TLS
 
 /// One option of kvod.
 struct DaemonOption {
@@ -171,7 +172,8 @@ enum DaemonOptions {
                 default: "those kvod runs on", show: Configuration.showCPUList, parse: Configuration.parseCPUList),
             .setting(
                 "history", \.history, valueName: "count",
-                "Changes kept so that a subscription can resume with 'since' (0: no resuming).",
+                "Changes kept so that a subscription can resume with 'since' (0: no resuming); with --data-dir "
+                    + "also on disk (history.log), across restarts.",
                 parse: SettingParser.integer(in: 0...10_000_000)),
 
             // MARK: Access control and limits
@@ -233,6 +235,34 @@ enum DaemonOptions {
                 default: "any origin", show: { $0.isEmpty ? "any" : $0.joined(separator: ",") },
                 parse: Configuration.parseOrigins),
 
+            // MARK: TLS
+
+            .path(
+                "tls-cert", \.tlsCert, valueName: "file",
+                "Speak TLS with this certificate chain (PEM) to clients that start a handshake, on every port "
+                    + "(kvods://, wss://, https://); plaintext stays allowed unless --tls-only. SIGHUP reloads it.",
+                default: "none (plaintext only)"),
+            .path(
+                "tls-key", \.tlsKey, valueName: "file", "The private key of the TLS certificate, in PEM.",
+                default: "none"),
+            .path(
+                "tls-ca", \.tlsCA, valueName: "file",
+                "CA certificates (PEM) client certificates must chain to (with --tls-client-auth).", default: "none"),
+            .setting(
+                "tls-client-auth", \.tlsClientAuth, valueName: "mode",
+                "Client certificates: none, request (verified when presented) or require. A certificate whose name "
+                    + "is a 'tls:NAME' line of the token file authenticates as that token.", show: \.rawValue
+            ) { raw throws(SettingError) in
+                TLSClientAuth(rawValue: try SettingParser.choice(TLSClientAuth.allCases.map(\.rawValue))(raw)) ?? .none
+            },
+            .setting(
+                "tls-min-version", \.tlsMinVersion, valueName: "version", "The oldest TLS version accepted: 1.2 or 1.3.",
+                show: \.rawValue
+            ) { raw throws(SettingError) in
+                TLSVersion(rawValue: try SettingParser.choice(TLSVersion.allCases.map(\.rawValue))(raw)) ?? .v1_2
+            },
+            .toggle("tls-only", \.tlsOnly, "Refuse connections that do not start a TLS handshake, on every port."),
+
             // MARK: Web inspector
 
             .optional(
@@ -244,10 +274,22 @@ enum DaemonOptions {
 
             .setting(
                 "cluster-etcd", \.clusterEtcd, valueName: "urls",
-                "Join a cluster coordinated by etcd at these comma-separated client URLs (http://IP:PORT); needs "
-                    + "--data-dir, --cluster and --advertise.", default: "none (a single kvod)",
+                "Join a cluster coordinated by etcd at these comma-separated client URLs (http://IP:PORT, or "
+                    + "https:// for TLS); needs --data-dir, --cluster and --advertise. With --tls-cert, members "
+                    + "replicate over TLS too.", default: "none (a single kvod)",
                 show: { $0.isEmpty ? "none" : $0.map(\.description).joined(separator: ",") },
                 parse: Configuration.parseEtcdEndpoints),
+            .path(
+                "cluster-etcd-ca", \.clusterEtcdCA, valueName: "file",
+                "CA certificates (PEM) etcd's certificate must chain to, for https:// etcd URLs.",
+                default: "the system's CAs"),
+            .path(
+                "cluster-etcd-cert", \.clusterEtcdCert, valueName: "file",
+                "A client certificate (PEM) to present to etcd over https, for an etcd that asks for one.",
+                default: "none"),
+            .path(
+                "cluster-etcd-key", \.clusterEtcdKey, valueName: "file", "The private key of the etcd client "
+                    + "certificate, in PEM.", default: "none"),
             .optional(
                 "cluster", \.cluster, valueName: "name", "The cluster's name (its etcd keys live under /kvod/NAME/).",
                 default: "none", parse: Configuration.parseClusterName),

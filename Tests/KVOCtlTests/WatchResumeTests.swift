@@ -1,4 +1,5 @@
-// `kvoctl watch --since`: replay of what was missed, then live; and the resume hint printed when interrupted.
+// `kvoctl watch --since`: replay of what was missed, then live; the resume hint printed when interrupted; and a
+// watch that waits for a restarting kvod (SIGTERM, then SIGKILL) and resumes with nothing missed or repeated.
 
 import Foundation
 import TestSupport
@@ -34,5 +35,33 @@ struct WatchResumeTests {
             #expect(tooOld.status == 2)
             #expect(tooOld.stderr.contains("1010"))
         }
+    }
+
+    @Test func waitsForARestartingKVODAndResumes() throws {
+        let directory = NSTemporaryDirectory() + "kvod-watch-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let arguments = ["--data-dir", directory, "--fsync", "always"]
+        var server = try KVODProcess.start(arguments)
+        let listen = ["--host", "127.0.0.1", "--port", String(server.port)]  // the same port after each restart
+        let watch = try CLI.start(["watch", "x", "--failover-wait", "20", "--count", "6"], on: server)
+        try waitForSubscription(on: server, path: "x")
+        #expect(try CLI.run(["set", "x", "1"], on: server).status == 0)
+        #expect(watch.stdout.wait(timeout: .seconds(10)) { $0.contains("\"seq\":1") })
+        for (signal, values) in [(SIGTERM, [2, 3]), (SIGKILL, [4, 5, 6])] {
+            server.command.send(signal: signal)
+            _ = server.command.waitForExitStatus(timeout: .seconds(10))
+            // Written while the watch is away: the history on disk replays it.
+            server = try KVODProcess.start(arguments, listenArguments: listen)
+            for value in values { #expect(try CLI.run(["set", "x", "\(value)"], on: server).status == 0) }
+        }
+        let result = try watch.waitForExit(timeout: .seconds(30))
+        #expect(result.status == 0, "\(result)")
+        let lines = try result.stdoutLines.map { try parseJSON($0) }
+        #expect(lines.map { $0["new"] } == [1, 2, 3, 4, 5, 6], "\(result)")
+        #expect(lines.map { $0["seq"] } == [1, 2, 3, 4, 5, 6])
+        #expect(result.stderr.contains("waiting up to 20 s for kvod to come back"), "\(result.stderr)")
+        #expect(result.stderr.contains("resuming after seq 1"), "\(result.stderr)")
+        #expect(result.stderr.contains("resuming after seq 3"), "\(result.stderr)")
+        server.stop()
     }
 }

@@ -51,9 +51,12 @@ private func optionsInHelp(_ help: String) -> [String] {
             "--snapshot-cpus": "0",
         ]
         let notSettings: Set = ["--help", "--version", "--print-config", "--config", "--dump-snapshot", "--empty",
-            "--no-empty"]
-        // cluster-etcd needs data-dir, cluster and advertise; the token file is read at start.
-        let needMore: Set = ["--cluster-etcd", "--token-file"]
+            "--no-empty", "--tls-only", "--no-tls-only"]
+        // cluster-etcd needs data-dir, cluster and advertise; the token file is read at start; tls-cert and tls-key
+        // go together (TLSTests).
+        let needMore: Set = [
+            "--cluster-etcd", "--token-file", "--tls-cert", "--tls-key", "--cluster-etcd-cert", "--cluster-etcd-key",
+        ]
         var checked = 0
         for option in optionsInHelp(help) where !notSettings.contains(option) && !needMore.contains(option) {
             let name = String(option.dropFirst(2))
@@ -128,7 +131,7 @@ private func optionsInHelp(_ help: String) -> [String] {
             (["--cluster", "a b"], "kvod: --cluster: 'a b': a cluster name is letters"),
             (["--advertise", "nowhere"], "kvod: --advertise: 'nowhere' is not HOST:PORT\n"),
             (["--ws-origins", "example.com"], "kvod: --ws-origins: 'example.com' is not an origin"),
-            (["--cluster-etcd", "https://etcd:2379"], "kvod: --cluster-etcd: 'https://etcd:2379' is not an etcd client URL"),
+            (["--cluster-etcd", "https://etcd"], "kvod: --cluster-etcd: 'https://etcd' is not an etcd client URL"),
         ] as [([String], String)])
     func badValues(arguments: [String], message: String) throws {
         let result = try runKVOD(arguments)

@@ -82,7 +82,7 @@ import WireProtocol
             {
                 Thread.sleep(forTimeInterval: 0.02)
             }
-            #expect(files().sorted() == ["journal.log", "kvod.lock", "snapshot.kvs"])
+            #expect(files().sorted() == ["history.log", "journal.log", "kvod.lock", "snapshot.kvs"])
             #expect(server.waitForLog("snapshot written"))
             let journal = try String(contentsOfFile: directory + "/journal.log", encoding: .utf8)
             #expect(journal.contains(#""method":"onDisconnect""#))

@@ -47,7 +47,7 @@ struct WebServerTests {
             #expect(policy.contains("default-src 'none'"))
             #expect(policy.contains("script-src 'self'"))
             #expect(policy.contains("style-src 'self'"))
-            #expect(policy.contains("connect-src ws://127.0.0.1:7070;"), "\(policy)")
+            #expect(policy.contains("connect-src ws://127.0.0.1:7070 wss://127.0.0.1:7070;"), "\(policy)")
         }
     }
 
@@ -63,7 +63,9 @@ struct WebServerTests {
     @Test func aPageReachedByAnotherNameMayConnectToKvodByThatName() {
         let response = self.site.response(to: Self.request("/", host: "localhost:8080"))
         let policy = Self.header(response, "Content-Security-Policy") ?? ""
-        #expect(policy.contains("connect-src ws://127.0.0.1:7070 ws://localhost:7070;"), "\(policy)")
+        #expect(
+            policy.contains("connect-src ws://127.0.0.1:7070 ws://localhost:7070 wss://127.0.0.1:7070 wss://localhost:7070;"),
+            "\(policy)")
         #expect(String(decoding: response.body, as: UTF8.self).contains(#"content="127.0.0.1:7070""#))
     }
 
@@ -84,6 +86,6 @@ struct WebServerTests {
         #expect(WebServer.requestHost(Self.request("/", host: host)) == nil)
         let site = WebServer(files: Self.files, kvodAddress: "0.0.0.0:7070", kvodPort: 7070, accessControlled: false)
         let policy = Self.header(site.response(to: Self.request("/", host: host)), "Content-Security-Policy") ?? ""
-        #expect(policy.contains("connect-src ws://0.0.0.0:7070;"), "\(policy)")
+        #expect(policy.contains("connect-src ws://0.0.0.0:7070 wss://0.0.0.0:7070;"), "\(policy)")
     }
 }

@@ -11,6 +11,8 @@ public enum TestSupportError: Error, CustomStringConvertible {
     case kvodNotReady(reason: String, stdout: String, stderr: String)
     /// A command did not finish in time and was killed; the output is what it printed until then.
     case commandTimedOut(command: String, seconds: Double, stdout: String, stderr: String)
+    /// A helper command (openssl) failed; the text says which and why.
+    case commandFailed(String)
 
     /// A multi-line explanation including captured output.
     public var description: String {
@@ -25,6 +27,8 @@ public enum TestSupportError: Error, CustomStringConvertible {
         case .commandTimedOut(let command, let seconds, let stdout, let stderr):
             "\(command) did not finish within \(seconds) s and was killed\n--- stdout ---\n\(stdout)\n"
                 + "--- stderr ---\n\(stderr)"
+        case .commandFailed(let what):
+            what
         }
     }
 }

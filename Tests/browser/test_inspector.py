@@ -5,6 +5,8 @@ TypeScript client. The tests open the page, subscribe from it, change the watche
 the new value and the notification (old -> new, seq) from the page; set an invalid value from the page and read the
 error inline; follow a `$ref`; and find the page's subscription under observers. With tokens, the page asks for one.
 The HTTP side (headers, CSP, 404, kvod.js = the TypeScript client's dist/index.js) is checked with plain urllib.
+With `--tls-only` the page is served over https and connects over wss:// (certificates made by openssl; Chromium
+trusts the server's key by its SPKI hash).
 Every wait is bounded; kvod is stopped at the end. KVOD_SCREENSHOT=1 saves docs/inspector.png.
 """
 
@@ -89,7 +91,7 @@ def start_kvod(tmp_path, *arguments, env=None):
             data += chunk
     text = data.decode()
     port = int(re.search(r"kvod listening on 127\.0\.0\.1:(\d+)", text).group(1))
-    web_url = re.search(r"kvod inspector on (http://127\.0\.0\.1:\d+/)", text).group(1)
+    web_url = re.search(r"kvod inspector on (https?://127\.0\.0\.1:\d+/)", text).group(1)
     return Daemon(process, port, web_url, log_path, text)
 
 
@@ -351,4 +353,52 @@ def test_with_an_origin_list_the_inspector_may_still_connect(tmp_path, browser):
     try:
         open_inspector(browser, daemon)
     finally:
+        daemon.stop()
+
+
+# MARK: - TLS
+
+
+def openssl(*arguments, **options):
+    return subprocess.run(["openssl", *arguments], check=True, capture_output=True, timeout=30, **options).stdout
+
+
+def test_over_https_the_page_connects_with_wss(tmp_path):
+    def path(name):
+        return str(tmp_path / name)
+
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+            path("ca.key"), "-out", path("ca.pem"), "-days", "2", "-subj", "/CN=kvod test ca")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("server.key"),
+            "-out", path("server.csr"), "-subj", "/CN=localhost")
+    (tmp_path / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("server.ext"))
+    public_key = openssl("x509", "-in", path("server.pem"), "-pubkey", "-noout")
+    der = openssl("pkey", "-pubin", "-outform", "der", input=public_key)
+    spki = openssl("dgst", "-sha256", "-binary", input=der)
+
+    daemon = start_kvod(tmp_path, "--tls-cert", path("server.pem"), "--tls-key", path("server.key"), "--tls-only")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    import base64
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
+                     f"--user-data-dir={tmp_path / 'profile'}",
+                     f"--ignore-certificate-errors-spki-list={base64.b64encode(spki).decode()}"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        assert daemon.web_url.startswith("https://"), daemon.stdout
+        open_inspector(driver, daemon)
+        assert f"wss://127.0.0.1:{daemon.port}/" in driver.find_element(By.ID, "status").text
+        result = subprocess.run(
+            [str(KVOCTL), "get", "--host", f"kvods://127.0.0.1:{daemon.port}", "--cacert", path("ca.pem"),
+             "person"], capture_output=True, text=True, timeout=15)
+        assert result.returncode == 0, result.stderr
+        assert "TLS handshake failed" not in daemon.log()
+    finally:
+        driver.quit()
         daemon.stop()

@@ -10,7 +10,9 @@ later replays the first path from before it joined (it records the leader's path
 here 0). A subscriber on the
 leader, more writes after it left, the leader SIGKILLed: on the new leader (which recorded the path only as a
 follower) and on the other survivors, a `since` resubscription replays every missed change, those of the old leader
-and the new one's, then live ones. Standard library only; exits 0 when every check passed.
+and the new one's, then live ones; the killed leader, restarted on its data directory, replays them all too (from
+the history it kept on disk before the kill and what it recorded following the new leader). Standard library only;
+exits 0 when every check passed.
 """
 import os, signal, sys, time
 
@@ -145,6 +147,19 @@ def scenario(cluster, root):
         check(notifications(client, 1) == live and nothing_more(client),
               f"failover: {name} then delivers the live change {live}, and nothing twice")
         client.close()
+
+    # The killed leader restarts on its data directory and follows: its history on disk (docs/DURABILITY.md#the-
+    # history-on-disk) covers what it recorded before the kill, and it records what it replicates after, so a
+    # `since` from before the kill replays every change of both leaders there too.
+    cluster.start_kvod(leader)
+    wait_for(f"{leader} back and at seq {live[-1][1]}", lambda: applied(cluster, [leader], live[-1][1]), 15)
+    back = Client(port[leader])
+    answer = back.call("subscribe", {"path": path, "options": ["new"], "since": since})
+    check("result" in answer, f"restart: subscribe on the restarted {leader} with since {since} succeeds ({answer})")
+    replayed = notifications(back, 5)
+    check(replayed == missed + live and nothing_more(back),
+          f"restart: the restarted {leader} replays {missed + live} from its history on disk ({replayed})")
+    back.close()
 
 
 def main():

@@ -104,7 +104,8 @@ extension KVOCtl {
         private func ask(_ address: MemberAddress) -> Member {
             do {
                 let client = try KVOClient(
-                    host: address.host, port: address.port, timeout: .seconds(self.connection.resolvedTimeout))
+                    host: address.host, port: address.port, timeout: .seconds(self.connection.resolvedTimeout),
+                    tls: try self.connection.tlsContext())
                 defer { client.close() }
                 var params: JSONObject = ["client": "kvoctl"]
                 if let token = self.connection.resolvedToken { params["token"] = .string(token) }

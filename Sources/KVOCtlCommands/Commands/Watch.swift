@@ -15,7 +15,10 @@ extension KVOCtl {
                 it arrives. Without any of --new, --old, --initial, --prior, watch behaves as if --new was given. \
                 It runs until interrupted, or until --count notifications (the initial one included) were printed, \
                 then exits 0. It waits for notifications forever unless --timeout is given, in which case going \
-                that long without a notification exits with status 4.
+                that long without a notification exits with status 4. When the connection drops (kvod restarting, \
+                or a member failing), watch says so on stderr, reconnects for up to --failover-wait seconds (to \
+                the next member, or the same kvod again) and resumes after the last seq it printed: nothing is \
+                missed or printed twice when kvod keeps its history (a --data-dir, docs/DURABILITY.md).
 
                 EXAMPLES:
                   kvoctl watch person.address.city --initial --old --new
@@ -114,12 +117,11 @@ extension KVOCtl {
             }
         }
 
-        /// Subscribes and prints notifications until --count. With several addresses, a lost connection moves to
-        /// another member, which is asked to resume after the last seq seen.
+        /// Subscribes and prints notifications until --count. A lost connection moves to another member (with one
+        /// address: waits for the same kvod to come back), which is asked to resume after the last seq seen.
         private func watch(on client: MemberClient) throws {
             // Explicit --timeout bounds the wait between notifications; by default a watch waits forever.
             let notificationTimeout: Duration? = self.connection.timeout.map { .seconds($0) }
-            let canMove = self.connection.addresses.count > 1
             var (subscription, resumeSeq) = try self.subscribe(on: client, since: self.since.map(Int64.init))
             ResumeHint.install(seq: resumeSeq)
             var printed = 0
@@ -128,11 +130,8 @@ extension KVOCtl {
                 do {
                     notification = try client.client.nextNotification(timeout: .some(notificationTimeout))
                 } catch {
-                    guard canMove, error.isLostConnection else { throw error }
-                    let lost = client.address
-                    try client.moveToAnotherMember()
-                    Output.error("connection to \(lost) lost; resuming after seq \(resumeSeq) on \(client.address)")
-                    subscription = try self.subscribe(on: client, since: resumeSeq).subscription
+                    guard error.isLostConnection else { throw error }
+                    subscription = try self.resubscribe(on: client, since: resumeSeq)
                     continue
                 }
                 guard notification.params["subscription"] == .int(subscription) else { continue }
@@ -154,6 +153,23 @@ extension KVOCtl {
                     try self.format.printJSON(notification.params)
                 }
                 printed += 1
+            }
+        }
+
+        /// After a lost connection: connects again (to another member, or the same kvod back from a restart) and
+        /// resubscribes after `since`. A connection lost again before the subscription is in place (a kvod that
+        /// accepted while it was dying) is one more loss, retried the same way until `--failover-wait` has passed.
+        private func resubscribe(on client: MemberClient, since: Int64) throws(KVOClientError) -> Int64 {
+            let deadline = ContinuousClock.now.advanced(by: .seconds(self.connection.resolvedFailoverWait))
+            while true {
+                let lost = client.address
+                try client.moveToAnotherMember()
+                Output.error("connection to \(lost) lost; resuming after seq \(since) on \(client.address)")
+                do {
+                    return try self.subscribe(on: client, since: since).subscription
+                } catch where error.isLostConnection && ContinuousClock.now < deadline {
+                    continue
+                }
             }
         }
 

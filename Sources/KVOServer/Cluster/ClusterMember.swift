@@ -53,7 +53,7 @@ final class ClusterMember {
         self.leaseMilliseconds = UInt64(configuration.leaseSeconds) * 1000
         self.etcd = EtcdClient(
             endpoints: configuration.endpoints, loop: server.loop,
-            timeoutMilliseconds: min(1000, max(200, UInt64(configuration.leaseSeconds) * 250)))
+            timeoutMilliseconds: min(1000, max(200, UInt64(configuration.leaseSeconds) * 250)), tls: configuration.etcdTLS)
     }
 
     func start() throws(UVError) {
@@ -401,7 +401,8 @@ final class ClusterMember {
         let seq = self.server.graph.seq
         let link = ReplicationLink(
             loop: self.loop, address: leader, term: self.status.term, fromSeq: seq,
-            lastTerm: self.server.clusterLog?.terms.term(at: seq) ?? 0, token: self.configuration.token)
+            lastTerm: self.server.clusterLog?.terms.term(at: seq) ?? 0, token: self.configuration.token,
+            tls: self.configuration.peerTLS)
         link.onLine = { [unowned self] line in
             self.ackDue = true
             try self.server.handleReplicationLine(line, status: self.status)

@@ -1,5 +1,6 @@
 // What a cluster member knows about its role, shared by the election (ClusterMember), the replication link and the
 // dispatcher, which refuses mutations with 1012 whenever this member cannot accept them (docs/SCALING.md).
+public import TLS
 import WireProtocol
 
 /// How a member joins its cluster.
@@ -18,6 +19,11 @@ public struct ClusterConfiguration: Sendable {
     public var token: String?
     /// Followers that must have a mutation in their journal before the leader answers it (0: asynchronous).
     public var syncReplicas = 0
+    /// The client context of a follower's replication link to its leader (the member's TLS: it checks the leader's
+    /// certificate and presents its own); nil: plaintext.
+    public var peerTLS: TLSContext?
+    /// The client context for `https://` etcd endpoints.
+    public var etcdTLS: TLSContext?
 
     public init(endpoints: [EtcdEndpoint], name: String, advertise: String, leaseSeconds: Int = 5) {
         self.endpoints = endpoints

@@ -1,19 +1,25 @@
 // etcd v3 through its JSON gateway (etcd 3.4: POST /v3/lease/grant, /v3/lease/keepalive, /v3/kv/txn, /v3/kv/range,
 // /v3/lease/revoke, /v3/kv/put; keys and values in base64, 64-bit numbers as strings). Each call tries the
 // endpoints in turn, starting with the last one that answered, until one answers or all have failed. Only what the
-// election and the members' positions need.
+// election and the members' positions need. `https://` endpoints are reached over TLS.
+import TLS
 import UVLoop
 import WireProtocol
 
-/// An etcd endpoint: `http://HOST:PORT` (an IP literal or localhost).
+/// An etcd endpoint: `http://HOST:PORT` or `https://HOST:PORT` (an IP literal or localhost).
 public struct EtcdEndpoint: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var port: Int
+    /// An `https://` endpoint: reached over TLS (`ClusterConfiguration.etcdTLS`).
+    public var isTLS = false
 
-    /// Parses `http://127.0.0.1:2379` (the scheme is optional; https is refused).
+    /// Parses `http://127.0.0.1:2379` or `https://…` (the scheme is optional: http).
     public init?(parsing text: String) {
         var rest = Substring(text)
-        if rest.hasPrefix("https://") { return nil }
+        if rest.hasPrefix("https://") {
+            rest = rest.dropFirst("https://".count)
+            self.isTLS = true
+        }
         if rest.hasPrefix("http://") { rest = rest.dropFirst("http://".count) }
         while rest.hasSuffix("/") { rest = rest.dropLast() }
         guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]),
@@ -25,7 +31,7 @@ public struct EtcdEndpoint: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
-    public var description: String { "http://\(self.host):\(self.port)" }
+    public var description: String { "\(self.isTLS ? "https" : "http")://\(self.host):\(self.port)" }
 }
 
 /// The leader key as etcd holds it.
@@ -47,13 +53,16 @@ struct EtcdError: Error, CustomStringConvertible {
 @MainActor
 final class EtcdClient {
     let endpoints: [EtcdEndpoint]
+    /// The client context for `https://` endpoints.
+    private let tls: TLSContext?
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
     /// The endpoint tried first: the last one that answered.
     private var current = 0
     private var inFlight: [HTTPRequest] = []
 
-    init(endpoints: [EtcdEndpoint], loop: EventLoop, timeoutMilliseconds: UInt64) {
+    init(endpoints: [EtcdEndpoint], loop: EventLoop, timeoutMilliseconds: UInt64, tls: TLSContext? = nil) {
+        self.tls = tls
         precondition(!endpoints.isEmpty, "an etcd client needs an endpoint")
         self.endpoints = endpoints
         self.loop = loop
@@ -190,7 +199,7 @@ final class EtcdClient {
         var request: HTTPRequest?
         request = HTTPRequest.post(
             loop: self.loop, host: endpoint.host, port: endpoint.port, path: path, body: bytes,
-            timeoutMilliseconds: self.timeoutMilliseconds
+            timeoutMilliseconds: self.timeoutMilliseconds, tls: endpoint.isTLS ? self.tls : nil
         ) { [weak self] result in
             guard let self else { return }
             self.inFlight.removeAll { $0 === request }

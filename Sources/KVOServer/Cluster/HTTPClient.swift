@@ -1,6 +1,8 @@
 // A small non-blocking HTTP/1.1 client on the loop, enough for etcd's JSON gateway: one POST per connection
 // (`Connection: close`), a deadline per request, a response read whole (Content-Length, chunked, or up to EOF).
-// No keep-alive, no TLS, no redirects: etcd on a private network answers small JSON documents.
+// No keep-alive, no redirects: etcd answers small JSON documents. Over TLS (https:// endpoints) with a client context
+// (ClientStream.swift).
+import TLS
 import UVLoop
 
 /// An HTTP response: the status and the body (chunks joined).
@@ -18,7 +20,7 @@ struct HTTPClientError: Error, CustomStringConvertible {
 @MainActor
 final class HTTPRequest {
     private let completion: (Result<EtcdHTTPResponse, HTTPClientError>) -> Void
-    private var stream: TCPStream?
+    private var stream: (any ClientStream)?
     private var timer: LoopTimer?
     private var received: [UInt8] = []
     private var isDone = false
@@ -29,7 +31,7 @@ final class HTTPRequest {
     @discardableResult
     static func post(
         loop: EventLoop, host: String, port: Int, path: String, body: [UInt8], timeoutMilliseconds: UInt64,
-        completion: @escaping @MainActor (Result<EtcdHTTPResponse, HTTPClientError>) -> Void
+        tls: TLSContext? = nil, completion: @escaping @MainActor (Result<EtcdHTTPResponse, HTTPClientError>) -> Void
     ) -> HTTPRequest {
         let request = HTTPRequest(completion: completion)
         var head = "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
@@ -41,9 +43,9 @@ final class HTTPRequest {
             try timer.start(afterMilliseconds: timeoutMilliseconds) { [weak request] in
                 request?.finish(.failure(HTTPClientError(description: "timed out after \(timeoutMilliseconds) ms")))
             }
-            try TCPStream.connect(loop: loop, host: host, port: port) { [weak request] stream, error in
+            try openClientStream(loop: loop, host: host, port: port, tls: tls) { [weak request] stream, error in
                 guard let stream else {
-                    request?.finish(.failure(HTTPClientError(description: "connect: \(error.map { "\($0)" } ?? "?")")))
+                    request?.finish(.failure(HTTPClientError(description: "connect: \(error ?? "?")")))
                     return
                 }
                 guard let request, !request.isDone else {
@@ -72,14 +74,14 @@ final class HTTPRequest {
         self.cleanUp()
     }
 
-    private func started(_ stream: TCPStream, sending bytes: [UInt8]) {
+    private func started(_ stream: any ClientStream, sending bytes: [UInt8]) {
         self.stream = stream
         stream.onRead = { [weak self] chunk in
             guard let self else { return }
             self.received.append(contentsOf: chunk)
             if let response = Self.parse(self.received, atEOF: false) { self.finish(response) }
         }
-        stream.onEnd = { [weak self] error in
+        stream.whenEnded { [weak self] error in
             guard let self else { return }
             if let error, self.received.isEmpty {
                 self.finish(.failure(HTTPClientError(description: "\(error)")))

@@ -2,7 +2,8 @@
 // cluster token when access control is on) and `replicate {fromSeq, term, lastTerm}`, then the lines the leader
 // streams (ReplicationSource.swift), each handed to the member, which acknowledges what it journaled (`ack`). The
 // link ends on any error, on EOF, or when the member closes it (no heartbeat for a while, a new leader); the member
-// opens a new one.
+// opens a new one. Over TLS when the member has a client context for its peers (ClientStream.swift).
+import TLS
 import UVLoop
 import WireProtocol
 
@@ -20,13 +21,16 @@ final class ReplicationLink {
     /// Called once when the link ends (not after `close()`), with why.
     var onEnd: ((String) -> Void)?
     private let loop: EventLoop
-    private var stream: TCPStream?
+    private var stream: (any ClientStream)?
     private var framer = LineFramer(maxLineBytes: 1 << 30)
     private var isClosed = false
 
     /// Connects to `address` (`host:port`) and asks for the records after `fromSeq`, whose term is `lastTerm`
     /// (the leader checks it against its history: TermHistory).
-    init(loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, lastTerm: UInt64, token: String?) {
+    init(
+        loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, lastTerm: UInt64, token: String?,
+        tls: TLSContext? = nil
+    ) {
         self.loop = loop
         self.address = address
         self.term = term
@@ -53,9 +57,9 @@ final class ReplicationLink {
         JSONWriter.append(replicate, to: &request)
         request.append(UInt8(ascii: "\n"))
         do {
-            try TCPStream.connect(loop: loop, host: host, port: port) { [weak self] stream, error in
+            try openClientStream(loop: loop, host: host, port: port, tls: tls) { [weak self] stream, error in
                 guard let stream else {
-                    self?.end("connect to \(address): \(error.map { "\($0)" } ?? "?")")
+                    self?.end("connect to \(address): \(error ?? "?")")
                     return
                 }
                 guard let self, !self.isClosed else {
@@ -109,11 +113,11 @@ final class ReplicationLink {
         self.onEnd = nil
     }
 
-    private func started(_ stream: TCPStream, sending request: [UInt8]) {
+    private func started(_ stream: any ClientStream, sending request: [UInt8]) {
         self.stream = stream
         stream.setNoDelay(true)
         stream.onRead = { [weak self] chunk in self?.received(chunk) }
-        stream.onEnd = { [weak self] error in
+        stream.whenEnded { [weak self] error in
             self?.end(error.map { "link: \($0)" } ?? "the leader closed the link")
         }
         stream.write(request)

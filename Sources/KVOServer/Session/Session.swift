@@ -3,6 +3,7 @@
 // close. It knows nothing of sockets (Transport.swift); what a request means lives in Dispatcher.swift.
 import Logging
 import ObjectGraph
+import TLS
 import WireProtocol
 
 /// One client session and what the server remembers about it. Loop-owned.
@@ -443,5 +444,23 @@ extension Session: TransportEvents {
 
     func transportClosed() {
         self.context.sessions.remove(self)
+    }
+
+    /// A verified client certificate whose name is a token's in the token file authenticates the session as that
+    /// token, as a `hello` with it would (Protocol/README.md#mutual-tls).
+    func transportEstablishedTLS(_ tls: TLSSession) {
+        var metadata = self.logMetadata
+        metadata["tls.version"] = "\(tls.protocolVersion)"
+        metadata["tls.cipher"] = "\(tls.cipher)"
+        if let subject = tls.peerSubject { metadata["tls.peer"] = "\(subject)" }
+        let control = self.context.accessControl
+        if control.isEnabled, let token = control.token(forCertificateNames: tls.peerIdentities) {
+            self.access = token.access
+            self.allowedPaths = token.paths
+            metadata["tls.token"] = "\(AccessToken.certificatePrefix)\(token.certificateName ?? "")"
+            self.context.logger.info("client certificate accepted as a token", metadata: metadata)
+        } else {
+            self.context.logger.debug("TLS established", metadata: metadata)
+        }
     }
 }

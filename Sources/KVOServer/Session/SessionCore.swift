@@ -48,6 +48,8 @@ final class SessionCore {
     /// Before the loop polls: the turn's journal records first (the group commit), then every session's output; then a
     /// slice of the housekeeping left by closes (subscriptions of closed sessions, idle history recorders).
     func flush() {
+        // The history's records first: on disk no later than the mutations they describe (HistoryLog.swift).
+        self.context.subscriptions.history.persist()
         self.context.mutationLog?.beforeOutput()
         self.context.sessions.flushAll()
         if self.subscriptions.hasRetired || self.history.hasExcessIdleRecorders { self.endLeftovers() }

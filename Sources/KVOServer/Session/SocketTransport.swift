@@ -1,12 +1,15 @@
 // The socket transport: a libuv TCP stream carrying either newline-delimited JSON-RPC or, after an HTTP upgrade,
 // WebSocket (RFC 6455) text frames with one JSON-RPC message or batch each (Protocol/README.md#websocket). On kvod's
 // own port the first byte decides (a JSON-RPC line starts with `{`, `[` or whitespace; an upgrade with `GET`); on
-// `--ws-port` only the upgrade is accepted. The frames are the pure WebSocket module's; this type owns the socket's
+// `--ws-port` only the upgrade is accepted. With TLS configured, a first byte 0x16 (a ClientHello) puts a TLSLayer
+// under either: the same detection then runs on the plaintext (Protocol/README.md#tls); with `--tls-only` anything
+// else is refused. The frames are the pure WebSocket module's; this type owns the socket's
 // ending: the half-close after the last output, the lingering close after a server-initiated one, the deadline for a
 // client that never reads, and for WebSocket the close frame, pings to idle peers and the handshake's HTTP errors.
 #if canImport(Glibc)
 import Glibc
 #endif
+import TLS
 import UVLoop
 import WebSocket
 import WireProtocol
@@ -19,6 +22,11 @@ struct SocketTransportSettings {
     var webSocketOrigins: [String] = []
     /// How long a WebSocket peer may stay silent before it is pinged; twice as long and it is gone.
     var webSocketPingMilliseconds: UInt64 = 30_000
+    /// The TLS context for connections that start a handshake (the one current when the connection arrived); nil:
+    /// no TLS.
+    var tls: TLSContext?
+    /// Refuse connections that do not start with a TLS handshake (`--tls-only`).
+    var tlsOnly = false
 }
 
 /// One client socket. Loop-owned; owned by its session.
@@ -44,7 +52,7 @@ final class SocketTransport: Transport {
     @exclusivity(unchecked) unowned(unsafe) var events: (any TransportEvents)?
     private let stream: TCPStream
     private let loop: EventLoop
-    private let settings: SocketTransportSettings
+    private var settings: SocketTransportSettings
     @exclusivity(unchecked) private(set) var mode: Mode
     @exclusivity(unchecked) private var framer: LineFramer?
     /// What only a WebSocket needs, made when a connection turns out to be one (a TCP connection pays a pointer).
@@ -55,9 +63,15 @@ final class SocketTransport: Transport {
         self.webSocketState = state
         return state
     }
+    /// The connection's TLS, when its first byte started a handshake.
+    private(set) var tls: TLSLayer?
+    /// A TLS connection's handshake must finish within `handshakeMilliseconds` of its first byte.
+    private var tlsHandshakeTimer: LoopTimer?
     let remoteAddress: String
     /// A connection that asked for an upgrade is a WebSocket one, also after its handshake was refused (logs).
     var kind: String { self.webSocketState == nil ? "tcp" : "websocket" }
+    /// Whether the connection speaks TLS (for logs and `observers`).
+    var isTLS: Bool { self.tls != nil }
     private var lingerTimer: LoopTimer?
     /// An upgrade request must be complete within this long after its first byte (else 408).
     static let handshakeMilliseconds: UInt64 = 10_000
@@ -79,6 +93,8 @@ final class SocketTransport: Transport {
         self.stream.onRead = { [unowned(unsafe) self] bytes in self.received(bytes) }
         self.stream.onEnd = { [unowned self] error in self.events?.transportEnded(error: error != nil) }
         self.stream.onClose = { [unowned self] in
+            self.tlsHandshakeTimer?.close()
+            self.tlsHandshakeTimer = nil
             self.lingerTimer?.close()
             self.lingerTimer = nil
             self.webSocketState?.pingTimer?.close()
@@ -96,12 +112,20 @@ final class SocketTransport: Transport {
     private func received(_ bytes: UnsafeRawBufferPointer) {
         guard let events = self.events else { return }
         events.transportRead(byteCount: bytes.count)
+        self.receivedPlaintext(bytes, events)
+    }
+
+    /// Bytes of the protocol the connection speaks: as read, or as decrypted by its TLS layer.
+    private func receivedPlaintext(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
         switch self.mode {
         case .lines:
             self.receiveLines(bytes, events)
         case .webSocket:
             self.receiveFrames(bytes, events)
         case .detecting:
+            if self.tls == nil && (self.settings.tls != nil || self.settings.tlsOnly) {
+                return self.startTLS(bytes, events)
+            }
             if bytes.first == UInt8(ascii: "G") {
                 self.mode = .handshake
                 self.webSocket.handshake = WebSocketHandshake()
@@ -112,10 +136,95 @@ final class SocketTransport: Transport {
                 self.receiveLines(bytes, events)
             }
         case .handshake:
+            if self.tls == nil && !self.webSocket.handshakeStarted
+                && (self.settings.tls != nil || self.settings.tlsOnly)
+            {
+                return self.startTLS(bytes, events)
+            }
             self.receiveHandshake(bytes, events)
         case .done:
             return
         }
+    }
+
+    // MARK: - TLS
+
+    /// The first bytes of a connection on a port with TLS: a handshake record starts TLS under the connection;
+    /// anything else is plaintext, refused with `--tls-only`.
+    private func startTLS(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
+        guard bytes.first == TLSLayer.handshakeRecordByte, let context = self.settings.tls else {
+            if self.settings.tlsOnly { return self.refusePlaintext(bytes, events) }
+            // Plaintext on a port that also takes TLS: detected as before.
+            self.settings.tls = nil
+            return self.receivedPlaintext(bytes, events)
+        }
+        let layer: TLSLayer
+        do {
+            layer = try TLSLayer(context: context, stream: self.stream)
+        } catch {
+            self.mode = .done
+            events.transportFailed(.protocolError, detail: "\(error)")
+            return
+        }
+        self.tls = layer
+        layer.onEstablished = { [unowned self] in
+            self.tlsHandshakeTimer?.close()
+            self.tlsHandshakeTimer = nil
+            self.events?.transportEstablishedTLS(layer.session)
+        }
+        if let timer = try? LoopTimer(loop: self.loop) {
+            try? timer.start(afterMilliseconds: Self.handshakeMilliseconds) { [unowned self] in
+                guard let layer = self.tls, !layer.isEstablished, self.mode != .done, let events = self.events else {
+                    return
+                }
+                self.mode = .done
+                events.transportFailed(.protocolError, detail: "TLS handshake not complete in time")
+            }
+            self.tlsHandshakeTimer = timer
+        }
+        // unowned(unsafe), as in start(): the stream drops its callbacks when it closes.
+        self.stream.onRead = { [unowned(unsafe) self] bytes in self.receivedCiphertext(bytes) }
+        self.receivedCiphertext(bytes)
+    }
+
+    /// Ciphertext read from a TLS connection: counted as read, decrypted, and its plaintext handled as a
+    /// plaintext connection's bytes are.
+    private func receivedCiphertext(_ bytes: UnsafeRawBufferPointer) {
+        guard let events = self.events, let layer = self.tls else { return }
+        events.transportRead(byteCount: bytes.count)
+        let failure = layer.receive(bytes) { plaintext in
+            guard self.mode != .done else { return }
+            self.receivedPlaintext(plaintext, events)
+        }
+        if let failure, self.mode != .done {
+            self.mode = .done
+            events.transportFailed(.protocolError, detail: failure.message)
+        } else if layer.session.peerClosed, self.mode != .done {
+            events.transportEnded(error: false)
+        }
+    }
+
+    /// Plaintext sent to a `--tls-only` port: told so in its own protocol (a JSON-RPC error, or HTTP 400 for an
+    /// upgrade), then closed.
+    private func refusePlaintext(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
+        self.mode = .done
+        let message = "this port takes TLS only: connect with TLS (kvods://, wss://)"
+        if WebSocketHandshake.looksLikeHTTP(bytes) {
+            self.stream.write(WebSocketHandshake.errorResponse(status: 400, reason: message))
+        } else {
+            self.stream.write(Array(
+                #"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"\#(message)"}}"#.utf8 + [0x0A]))
+        }
+        events.transportFailed(.protocolError, detail: "plaintext on a TLS-only port")
+    }
+
+    /// Sends bytes: through the TLS layer when there is one, else straight to the stream.
+    private func send(_ bytes: UnsafeRawBufferPointer) {
+        if let tls = self.tls { tls.write(bytes) } else { _ = self.stream.write(bytes) }
+    }
+
+    private func send(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.send($0) }
     }
 
     private func receiveLines(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
@@ -155,7 +264,7 @@ final class SocketTransport: Transport {
                 self.refuse(status: 403, reason: "origin not allowed: \(request.origin ?? "")", headers: [], events)
                 return
             }
-            self.stream.write(WebSocketHandshake.acceptResponse(key: request.key))
+            self.send(WebSocketHandshake.acceptResponse(key: request.key))
             self.mode = .webSocket
             self.webSocket.isWebSocket = true
             self.webSocket.decoder = WebSocketFrameDecoder(maxMessageBytes: self.settings.maxMessageBytes)
@@ -176,7 +285,7 @@ final class SocketTransport: Transport {
     ) {
         self.mode = .done
         self.webSocket.heldOutput = []
-        self.stream.write(WebSocketHandshake.errorResponse(status: status, reason: reason, extraHeaders: headers))
+        self.send(WebSocketHandshake.errorResponse(status: status, reason: reason, extraHeaders: headers))
         events.transportFailed(.protocolError, detail: "\(status) \(reason)")
     }
 
@@ -190,7 +299,7 @@ final class SocketTransport: Transport {
                 case .ping(let payload):
                     var frame: [UInt8] = []
                     WebSocketFrameEncoder.appendPong(payload, to: &frame)
-                    if !self.webSocket.sentCloseFrame { self.stream.write(frame) }
+                    if !self.webSocket.sentCloseFrame { self.send(frame) }
                 case .pong:
                     break
                 case .close(let code, _):
@@ -214,7 +323,7 @@ final class SocketTransport: Transport {
     func write(_ messages: UnsafeRawBufferPointer) {
         switch self.mode {
         case .detecting, .lines:
-            _ = self.stream.write(messages)
+            self.send(messages)
         case .handshake:
             self.webSocket.heldOutput.append(contentsOf: messages)
         case .webSocket, .done:
@@ -233,7 +342,7 @@ final class SocketTransport: Transport {
                 state.frames.appendTextFrame(UnsafeRawBufferPointer(start: base + start, count: end - start))
                 start = end + 1
             }
-            state.frames.withBytes { _ = self.stream.write($0) }
+            state.frames.withBytes { self.send($0) }
         }
     }
 
@@ -270,6 +379,7 @@ final class SocketTransport: Transport {
             if self.stream.pendingWriteBytes == 0 {
                 notice.withUnsafeBytes { self.write($0) }
                 self.sendCloseFrame(for: reason)
+                self.tls?.close()
             }
             self.stream.close()
         case .graceful(let reason, let peerClosed):
@@ -277,9 +387,10 @@ final class SocketTransport: Transport {
                 // Closed before the upgrade was answered (too many connections, shutdown): an HTTP answer.
                 self.mode = .done
                 self.webSocket.heldOutput = []
-                self.stream.write(WebSocketHandshake.errorResponse(status: 503, reason: reason.rawValue))
+                self.send(WebSocketHandshake.errorResponse(status: 503, reason: reason.rawValue))
             }
             self.sendCloseFrame(for: reason)
+            self.tls?.close()
             self.armCloseDeadline()
             if peerClosed {
                 // The client sent EOF (or its close frame), so nothing unread is left: close once the output is out.
@@ -299,7 +410,7 @@ final class SocketTransport: Transport {
         WebSocketFrameEncoder.appendClose(
             code: code.isAllowedOnWire ? code : .normal, reason: reason == .clientClosed ? "" : reason.rawValue,
             to: &frame)
-        self.stream.write(frame)
+        self.send(frame)
     }
 
     /// The WebSocket close code for a close reason (Protocol/README.md#websocket).
@@ -326,7 +437,7 @@ final class SocketTransport: Transport {
                 } else if silent >= interval && !self.webSocket.sentCloseFrame {
                     var frame: [UInt8] = []
                     WebSocketFrameEncoder.appendPing(Array("kvod".utf8), to: &frame)
-                    self.stream.write(frame)
+                    self.send(frame)
                 }
             }
             self.webSocket.pingTimer = timer

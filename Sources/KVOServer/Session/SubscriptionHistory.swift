@@ -8,7 +8,11 @@
 // In a cluster recorders are cluster-wide (Cluster/RecordedPaths.swift): a recorder started by a subscription here is
 // announced (`onRecorderStarted`), and the members start one for each path announced to them (`record`), so a client
 // can resume on any member. Such recorders have no subscriber: they count as idle, which bounds them.
+// With a data directory the history is also on disk (HistoryLog.swift): recorders and changes are appended as they
+// happen and written before the journal at each flush; a start restores the recorders (observing again before any
+// mutation) and the ring, so `since` reaches back across a restart (docs/DURABILITY.md#the-history-on-disk).
 import ObjectGraph
+import Persistence
 
 /// Loop-owned.
 @MainActor
@@ -16,6 +20,9 @@ final class SubscriptionHistory {
     /// One recorded key path.
     final class Recorder {
         let keyPath: KeyPath
+        /// The path as written in the history's log, and its log records' `{"path":"…"` (HistoryLog.swift).
+        let pathText: String
+        let pathMember: [UInt8]
         var observer: Observer?
         /// Entries after this seq are complete for this path.
         var recordingSince: UInt64
@@ -32,6 +39,8 @@ final class SubscriptionHistory {
 
         init(keyPath: KeyPath, since: UInt64) {
             self.keyPath = keyPath
+            self.pathText = keyPath.description
+            self.pathMember = HistoryLog.pathMember(self.pathText)
             self.recordingSince = since
         }
 
@@ -122,6 +131,11 @@ final class SubscriptionHistory {
 
     /// Called when a subscription here started a recorder (not for `record`): a cluster member announces the path.
     var onRecorderStarted: ((KeyPath) -> Void)?
+    /// The history on disk, with a data directory (`restore(from:contents:)`); nil: in memory only.
+    private(set) var log: HistoryLog?
+    /// Called once when the log cannot be written: the history goes on in memory only (a restart then resumes no
+    /// further back than its own seq).
+    var onLogFailure: ((PersistenceError) -> Void)?
 
     init(capacity: Int, graph: Graph) {
         self.capacity = capacity
@@ -210,6 +224,7 @@ final class SubscriptionHistory {
         // The path was validated by the subscribe that asked for it, so adding the observation cannot fail.
         recorder.observer = try? self.graph.addObservation(keyPath, options: [.new, .old], sink: RecorderSink(self, recorder)).observer
         self.recorders[keyPath] = recorder
+        self.log?.recorder(path: recorder.pathText, since: recorder.recordingSince, evicted: 0)
         return recorder
     }
 
@@ -228,6 +243,7 @@ final class SubscriptionHistory {
 
         func observe(_ change: Change, options: ObservationOptions) {
             self.history.ring.append(change, of: self.recorder)
+            self.history.log?.change(pathMember: self.recorder.pathMember, change)
         }
     }
 
@@ -286,5 +302,103 @@ final class SubscriptionHistory {
             recorder.idleNext = nil
             self.count -= 1
         }
+    }
+}
+
+// MARK: - On disk
+
+extension SubscriptionHistory {
+    /// At a start, before any mutation: takes the history `contents` read from `log` as far as it can be trusted
+    /// with the graph at its recovered seq, restarts its recorders (each observing again from now), fills the ring
+    /// with their newest changes, and rewrites the log to match. From then on the history is written to `log`.
+    /// Returns how many changes were restored.
+    @discardableResult
+    func restore(from log: HistoryLog, contents: HistoryLog.Contents) -> Int {
+        guard self.isEnabled else { return 0 }
+        let seq = self.graph.seq
+        // Changes of mutations the journal does not have (it lost its last turn) are dropped with them; mutations
+        // the history does not cover (its last turn was lost) may have changed any recorded path: none of those
+        // paths can resume from before them.
+        let unknownThrough = contents.through < seq ? seq : 0
+        for state in contents.recorders {
+            guard let keyPath = try? KeyPath(parsing: state.path), self.recorders[keyPath] == nil,
+                (try? self.graph.checkObservable(keyPath)) != nil
+            else { continue }
+            let recorder = Recorder(keyPath: keyPath, since: min(state.since, seq))
+            recorder.evictedThrough = max(state.evicted, unknownThrough)
+            recorder.observer = try? self.graph.addObservation(
+                keyPath, options: [.new, .old], sink: RecorderSink(self, recorder)).observer
+            guard recorder.observer != nil else { continue }
+            self.recorders[keyPath] = recorder
+            self.touch(recorder)
+        }
+        var byPath: [String: Recorder] = [:]
+        for recorder in self.recorders.values { byPath[recorder.pathText] = recorder }
+        var restored = 0
+        for (path, change) in contents.changes where change.seq <= seq {
+            guard let recorder = byPath[path], change.seq > recorder.recordingSince else { continue }
+            self.ring.append(change, of: recorder)
+            restored += 1
+        }
+        self.dropIdleRecorders()
+        self.log = log
+        // A file written whole at a clean stop, and restored whole, is left as it is; anything else is rewritten.
+        let isCompact =
+            contents.through == seq && contents.tornBytes == 0 && restored == contents.changes.count
+            && self.recorders.count == contents.recorders.count
+            && contents.recordCount == contents.recorders.count + contents.changes.count + 1
+        if !isCompact { self.rewriteLog() }
+        return restored
+    }
+
+    /// At each flush, before the journal's write: the turn's history records, `through` the graph's seq, written
+    /// (fsynced under `always`); the log is rewritten from the ring when it holds more than twice as much.
+    func persist() {
+        // Nothing recorded (no recorder, nothing buffered): no `through` either, and no write.
+        guard let log = self.log, !self.recorders.isEmpty || log.hasPending else { return }
+        do throws(PersistenceError) {
+            try log.flush(through: self.graph.seq)
+            if log.recordCount > 2 * (self.ring.count + self.recorders.count) + 1024 { self.rewriteLog() }
+        } catch {
+            self.logFailed(error)
+        }
+    }
+
+    /// Deletes the log's file and keeps the history in memory only from now on.
+    func discardLog() throws(PersistenceError) {
+        guard let log = self.log else { return }
+        self.log = nil
+        try log.remove()
+    }
+
+    /// At a clean stop: the log rewritten whole (fsynced), so the next start reads it as it is.
+    func finishLog() {
+        self.rewriteLog()
+    }
+
+    /// Rewrites the log as the live recorders, the ring's changes of live recorders and `through` the graph's seq.
+    private func rewriteLog() {
+        guard let log = self.log else { return }
+        let live = self.recorders.values.sorted { $0.lastUsed < $1.lastUsed }
+        let states = live.map {
+            HistoryLog.Contents.RecorderState(path: $0.pathText, since: $0.recordingSince, evicted: $0.evictedThrough)
+        }
+        var changes: [(path: String, change: Change)] = []
+        changes.reserveCapacity(self.ring.count)
+        for offset in 0..<self.ring.count {
+            let entry = self.ring.entry(offset).pointee
+            guard self.recorders[entry.recorder.keyPath] === entry.recorder else { continue }
+            changes.append((entry.recorder.pathText, entry.change))
+        }
+        do throws(PersistenceError) {
+            try log.rewrite(recorders: states, changes: changes, through: self.graph.seq)
+        } catch {
+            self.logFailed(error)
+        }
+    }
+
+    private func logFailed(_ error: PersistenceError) {
+        self.log = nil
+        self.onLogFailure?(error)
     }
 }

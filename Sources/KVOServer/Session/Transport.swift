@@ -2,6 +2,7 @@
 // transport cuts its input into messages (TCP: lines; WebSocket: text frames) and hands each to its session; it
 // takes the session's output, which is always whole newline-terminated JSON messages, and frames it for the wire.
 // The session core above it knows nothing of sockets, so it runs in tests on a RecordingTransport and a ManualClock.
+import TLS
 
 /// A session's connection to its peer. Loop-owned.
 @MainActor
@@ -60,6 +61,9 @@ protocol TransportEvents: AnyObject {
     func transportEnded(error: Bool)
     /// The connection is gone; no more events follow.
     func transportClosed()
+    /// The connection's TLS handshake finished (before its first message): a client certificate may stand for a
+    /// token (Protocol/README.md#mutual-tls).
+    func transportEstablishedTLS(_ tls: TLSSession)
 }
 
 /// A loop's clock as a session sees it (ManualClock in tests).

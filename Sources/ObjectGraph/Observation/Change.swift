@@ -45,6 +45,13 @@ public struct Change: Sendable {
 }
 
 extension Change {
+    /// A change as recorded elsewhere (the subscription history's log): an after notification of `kind` at `seq`.
+    public init(kind: ChangeKind, seq: UInt64, new: Value?, old: Value?, indexes: [Int]?) {
+        self.init(
+            observation: 0, kind: kind, isPrior: false, isInitial: false, new: new, old: old, indexes: indexes,
+            seq: seq, payloadID: 0)
+    }
+
     /// Which fields the change carries, as bits: 1 `new`, 2 `old`, 4 `prior`, 8 `initial`. (A cheap test for
     /// encoders: comparing the optional values with nil outside this module copies them.)
     public var fieldBits: UInt8 {

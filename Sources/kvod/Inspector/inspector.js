@@ -73,25 +73,31 @@ function kvodAddress() {
   return meta && !meta.includes("{{") ? meta : `${location.hostname}:7070`;
 }
 
+/** The page's scheme for kvod too: a page served over https may only open wss:// (Protocol/README.md#tls). */
+function kvodURL(address) {
+  return `${location.protocol === "https:" ? "wss" : "ws"}://${address}/`;
+}
+
 async function connect(token) {
   const address = kvodAddress();
-  setStatus(`Connecting to ws://${address}/ …`);
+  const url = kvodURL(address);
+  setStatus(`Connecting to ${url} …`);
   try {
-    client = await kvod.connect(address, { token, transport: "websocket", clientName: "kvod-inspector" });
+    client = await kvod.connect(url, { token, transport: "websocket", clientName: "kvod-inspector" });
   } catch (error) {
     client = null;
     if (error instanceof kvod.Unauthorized) {
       showTokenForm(token ? "wrong token" : "kvod wants a token");
       setStatus(`kvod at ${address} refused: ${error.message}`, "error");
     } else {
-      setStatus(`Cannot connect to kvod at ws://${address}/: ${error.message}`, "error");
+      setStatus(`Cannot connect to kvod at ${url}: ${error.message}`, "error");
     }
     return;
   }
   $("token-form").hidden = true;
   const hello = await client.hello().catch(() => ({}));
   const access = hello.access ? `, ${hello.access}` : "";
-  setStatus(`Connected to kvod ${hello.version ?? ""} at ws://${address}/${access}`, "connected");
+  setStatus(`Connected to kvod ${hello.version ?? ""} at ${url}${access}`, "connected");
   document.body.dataset.connected = "true";
   await Promise.allSettled([browse(""), refreshObservers(), refreshStats()]);
 }

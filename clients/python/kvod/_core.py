@@ -23,26 +23,36 @@ logger = logging.getLogger("kvod")
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One address to connect to: `url` is set (ws:// or wss://) for the websocket transport only."""
+    """One address to connect to: `url` is set (ws:// or wss://) for the websocket transport only; `tls` when the
+    address asked for TLS (`kvods://`, `wss://`)."""
 
     host: str
     port: int
     url: Optional[str] = None
+    tls: bool = False
 
     def __str__(self) -> str:
         return self.url or f"{self.host}:{self.port}"
 
 
-def parse_addresses(addresses: Union[Address, Sequence[Address]], transport: str = "tcp") -> List[Endpoint]:
-    """`"host:port"`, `(host, port)`, or a list of them (tried in turn when connecting); with the websocket transport
-    also `ws://host:port/path` or `wss://...` URLs (a plain address becomes `ws://host:port/`)."""
+def parse_addresses(addresses: Union[Address, Sequence[Address]], transport: str = "tcp",
+                    tls: bool = False) -> List[Endpoint]:
+    """`"host:port"`, `(host, port)`, `kvods://host:port` (TLS) or `kvod://host:port`, or a list of them (tried in
+    turn when connecting); with the websocket transport also `ws://host:port/path` or `wss://...` URLs (a plain
+    address becomes `ws://host:port/`, or `wss://` with `tls`)."""
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown transport {transport!r}; kvod's transports are {', '.join(TRANSPORTS)}")
     if isinstance(addresses, (str, tuple)):
         addresses = [addresses]
     parsed = []
     for address in addresses:
-        if isinstance(address, str) and "://" in address:
+        address_tls = tls
+        if isinstance(address, str) and address.startswith(("kvods://", "kvod://")):
+            if transport == "websocket":
+                raise ValueError(f"{address!r} is a JSON-lines address: give ws:// or wss:// URLs for WebSocket")
+            address_tls = tls or address.startswith("kvods://")
+            address = address.split("://", 1)[1].rstrip("/")
+        elif isinstance(address, str) and "://" in address:
             parsed.append(_websocket_url(address, transport))
             continue
         if isinstance(address, tuple):
@@ -54,21 +64,22 @@ def parse_addresses(addresses: Union[Address, Sequence[Address]], transport: str
             host, port = host.strip("[]"), int(digits)
         url = None
         if transport == "websocket":
-            url = f"ws://[{host}]:{port}/" if ":" in host else f"ws://{host}:{port}/"
-        parsed.append(Endpoint(host, port, url))
+            scheme = "wss" if address_tls else "ws"
+            url = f"{scheme}://[{host}]:{port}/" if ":" in host else f"{scheme}://{host}:{port}/"
+        parsed.append(Endpoint(host, port, url, address_tls))
     if not parsed:
         raise ValueError("no address given")
     return parsed
 
 
-def leader_endpoint(error: KvodError, transport: str) -> Optional[Endpoint]:
+def leader_endpoint(error: KvodError, transport: str, tls: bool = False) -> Optional[Endpoint]:
     """The leader a 1012 "not the leader" error names in `data.leader` (its advertised `host:port`, docs/SCALING.md),
     as an Endpoint for `transport` (kvod serves WebSocket on the same port), or None when it names none."""
     leader = (error.data or {}).get("leader") if isinstance(error.data, dict) else None
     if not isinstance(leader, str):
         return None
     try:
-        return parse_addresses(leader, transport)[0]
+        return parse_addresses(leader, transport, tls)[0]
     except ValueError:
         return None
 
@@ -96,7 +107,7 @@ def _websocket_url(address: str, transport: str) -> Endpoint:
         raise ValueError(f"not a valid port in {address!r}") from None
     if not url.hostname:
         raise ValueError(f"no host in {address!r}")
-    return Endpoint(url.hostname, port, address)
+    return Endpoint(url.hostname, port, address, url.scheme == "wss")
 
 
 @dataclass(frozen=True)
@@ -549,8 +560,12 @@ class ClientBase:
     client adds its own connection, reader and calls."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]], token: Optional[str], client_name: str,
-                 timeout: float, reconnect: bool, max_backoff: float, transport: str, leader_wait: float):
-        self._addresses = parse_addresses(addresses, transport)
+                 timeout: float, reconnect: bool, max_backoff: float, transport: str, leader_wait: float,
+                 tls: Any = None):
+        self._addresses = parse_addresses(addresses, transport, tls is not None and tls is not False)
+        # TLS (an ssl.SSLContext) for every connection, leaders a 1012 names included: the one given, or the
+        # default context (the system's CAs, host names checked) when an address asked for TLS; None: plaintext.
+        self.ssl_context = tls_context(tls, any(endpoint.tls for endpoint in self._addresses))
         self.leader_wait = leader_wait
         self.endpoint: Optional[Endpoint] = None  # the address of the current (or last) connection
         self._preferred: Optional[Endpoint] = None  # the leader a 1012 named: tried first on the next connect
@@ -611,11 +626,25 @@ class ClientBase:
     def _leader_to_follow(self, refusal: KvodError, tried: set) -> Optional[Endpoint]:
         """After a 1012: the leader it names, when the connection should move there (not this member, nor one this
         call already moved to: a dead leader is named until its lease expires); None when the caller should wait."""
-        leader = leader_endpoint(refusal, self.transport)
+        leader = leader_endpoint(refusal, self.transport, self.ssl_context is not None)
         if leader is None or leader == self.endpoint or leader in tried:
             return None
         tried.add(leader)
         return leader
+
+
+def tls_context(tls: Any, asked: bool) -> Any:
+    """The client's TLS: `tls` as given (an `ssl.SSLContext`), a default context for `tls=True` or when an address
+    asked for TLS (`kvods://`, `wss://`), else None."""
+    import ssl
+
+    if isinstance(tls, ssl.SSLContext):
+        return tls
+    if tls is True or asked:
+        return ssl.create_default_context()
+    if tls not in (None, False):
+        raise ValueError(f"tls must be an ssl.SSLContext, True or None, not {tls!r}")
+    return None
 
 
 class _Unset:

@@ -4,10 +4,14 @@ has ended), close. TCP frames a message as a line; WebSocket as one text frame (
 through the optional `websockets` package, imported only when that transport is chosen. Everything else (ids,
 routing, reconnecting, resubscribing) is the clients' and the sans-IO core's, the same for every transport.
 
-Every failure to connect or send is an OSError (ConnectionError for WebSocket ones), which the clients already treat
-as a lost connection."""
+Over TLS (`ssl_context`, an `ssl.SSLContext`; Protocol/README.md#tls) the TCP transports wrap their socket (the
+server's name checked as the context says) and the WebSocket ones connect to a `wss://` URL.
+
+Every failure to connect or send is an OSError (ConnectionError for WebSocket ones; ssl.SSLError is an OSError),
+which the clients already treat as a lost connection."""
 
 import asyncio
+import functools
 import socket
 from typing import Any, Awaitable, Callable, Optional, Union
 
@@ -36,9 +40,15 @@ def _websockets(module: str) -> Any:
 class LineTransport:
     """TCP: one message per line. `receive` blocks in the client's reader thread; `close` from any thread ends it."""
 
-    def __init__(self, endpoint: Endpoint, timeout: float):
+    def __init__(self, endpoint: Endpoint, timeout: float, ssl_context: Any = None):
         self._socket = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            try:
+                self._socket = ssl_context.wrap_socket(self._socket, server_hostname=endpoint.host)
+            except BaseException:
+                self._socket.close()
+                raise
         self._socket.settimeout(None)
         self._reader = self._socket.makefile("rb")
 
@@ -65,13 +75,15 @@ class FrameTransport:
     """WebSocket: one message per text frame, with `websockets.sync.client`. Its own keepalive pings run in the
     background; kvod answers them (and pings a silent client itself)."""
 
-    def __init__(self, endpoint: Endpoint, timeout: float):
+    def __init__(self, endpoint: Endpoint, timeout: float, ssl_context: Any = None):
         client = _websockets("websockets.sync.client")
         self._closed = _websockets("websockets.exceptions").ConnectionClosed
         handshake_failed = _websockets("websockets.exceptions").WebSocketException
         try:
             # No size limit, as on TCP: kvod's answers (a large value, describe) are as long as they need to be.
-            self._connection = client.connect(endpoint.url, open_timeout=timeout, max_size=None, compression=None)
+            self._connection = client.connect(
+                _websocket_url(endpoint, ssl_context), open_timeout=timeout, max_size=None, compression=None,
+                **({"ssl": ssl_context} if ssl_context is not None else {}))
         except handshake_failed as error:  # an HTTP error status, a bad upgrade: as good as refused
             raise ConnectionError(f"WebSocket handshake failed: {error}") from error
 
@@ -94,12 +106,19 @@ class FrameTransport:
 BlockingTransport = Union[LineTransport, FrameTransport]
 
 
-def blocking_transport(transport: str) -> Callable[[Endpoint, float], BlockingTransport]:
-    """The opener for `transport` ("tcp" or "websocket"); raises MissingExtra at once when its package is missing."""
+def _websocket_url(endpoint: Endpoint, ssl_context: Any) -> str:
+    """The endpoint's URL, `wss://` when the client speaks TLS."""
+    url = endpoint.url or f"ws://{endpoint.host}:{endpoint.port}/"
+    return "wss://" + url[len("ws://"):] if ssl_context is not None and url.startswith("ws://") else url
+
+
+def blocking_transport(transport: str, ssl_context: Any = None) -> Callable[[Endpoint, float], BlockingTransport]:
+    """The opener for `transport` ("tcp" or "websocket"), over TLS with `ssl_context`; raises MissingExtra at once
+    when its package is missing."""
     if transport == "websocket":
         _websockets("websockets.sync.client")
-        return FrameTransport
-    return LineTransport
+        return functools.partial(FrameTransport, ssl_context=ssl_context)
+    return functools.partial(LineTransport, ssl_context=ssl_context)
 
 
 # MARK: - asyncio transports
@@ -112,8 +131,10 @@ class AsyncLineTransport:
         self._reader, self._writer = reader, writer
 
     @classmethod
-    async def open(cls, endpoint: Endpoint, timeout: float) -> "AsyncLineTransport":
-        opening = asyncio.open_connection(endpoint.host, endpoint.port, limit=MAX_ASYNC_LINE_BYTES)
+    async def open(cls, endpoint: Endpoint, timeout: float, ssl_context: Any = None) -> "AsyncLineTransport":
+        opening = asyncio.open_connection(
+            endpoint.host, endpoint.port, limit=MAX_ASYNC_LINE_BYTES, ssl=ssl_context,
+            server_hostname=endpoint.host if ssl_context is not None else None)
         return cls(*await asyncio.wait_for(opening, timeout))
 
     async def send(self, message: bytes) -> None:
@@ -143,11 +164,13 @@ class AsyncFrameTransport:
         self._open_state = _websockets("websockets.protocol").State.OPEN
 
     @classmethod
-    async def open(cls, endpoint: Endpoint, timeout: float) -> "AsyncFrameTransport":
+    async def open(cls, endpoint: Endpoint, timeout: float, ssl_context: Any = None) -> "AsyncFrameTransport":
         client = _websockets("websockets.asyncio.client")
         handshake_failed = _websockets("websockets.exceptions").WebSocketException
         try:
-            connection = await client.connect(endpoint.url, open_timeout=timeout, max_size=None, compression=None)
+            connection = await client.connect(
+                _websocket_url(endpoint, ssl_context), open_timeout=timeout, max_size=None, compression=None,
+                **({"ssl": ssl_context} if ssl_context is not None else {}))
         except handshake_failed as error:
             raise ConnectionError(f"WebSocket handshake failed: {error}") from error
         return cls(connection)
@@ -174,9 +197,10 @@ class AsyncFrameTransport:
 AsyncTransport = Union[AsyncLineTransport, AsyncFrameTransport]
 
 
-def async_transport(transport: str) -> Callable[[Endpoint, float], Awaitable[AsyncTransport]]:
-    """The asyncio opener for `transport`; raises MissingExtra at once when its package is missing."""
+def async_transport(transport: str, ssl_context: Any = None) -> Callable[[Endpoint, float], Awaitable[AsyncTransport]]:
+    """The asyncio opener for `transport`, over TLS with `ssl_context`; raises MissingExtra at once when its package
+    is missing."""
     if transport == "websocket":
         _websockets("websockets.asyncio.client")
-        return AsyncFrameTransport.open
-    return AsyncLineTransport.open
+        return functools.partial(AsyncFrameTransport.open, ssl_context=ssl_context)
+    return functools.partial(AsyncLineTransport.open, ssl_context=ssl_context)

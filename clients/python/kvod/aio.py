@@ -61,13 +61,13 @@ async def connect(addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070
 
 class AsyncClient(ClientBase):
     """An asyncio kvod client; create it with `await kvod.aio.connect(...)`. Options as the blocking Client's,
-    `transport="websocket"` and `leader_wait` included."""
+    `transport="websocket"`, `leader_wait` and `tls` included."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
-                 max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0):
-        super().__init__(addresses, token, client_name, timeout, reconnect, max_backoff, transport, leader_wait)
-        self._open_transport = async_transport(transport)
+                 max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0, tls: Any = None):
+        super().__init__(addresses, token, client_name, timeout, reconnect, max_backoff, transport, leader_wait, tls)
+        self._open_transport = async_transport(transport, self.ssl_context)
         self._futures: Dict[int, "asyncio.Future[Any]"] = {}
         # The current connection (a closed one until the reader has reconnected); None until connected.
         self._transport: Optional[AsyncTransport] = None

@@ -58,13 +58,15 @@ class Client(ClientBase):
     leader" moves the connection to the leader it names (or, during an election, waits) and is sent again, for up to
     `leader_wait` seconds; then NotLeader is raised.
     `transport="websocket"` speaks WebSocket (addresses may then be `ws://` or `wss://` URLs) and needs the
-    `websocket` extra: without it, MissingExtra (an ImportError) at once."""
+    `websocket` extra: without it, MissingExtra (an ImportError) at once. `tls` (an `ssl.SSLContext`, or True for
+    the default context) speaks TLS to every address; a `kvods://host:port` or `wss://` address turns it on with the
+    default context (Protocol/README.md#tls)."""
 
     def __init__(self, addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", *, token: Optional[str] = None,
                  client_name: str = "kvod-python", timeout: float = 10.0, reconnect: bool = True,
-                 max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0):
-        super().__init__(addresses, token, client_name, timeout, reconnect, max_backoff, transport, leader_wait)
-        self._open_transport = blocking_transport(transport)
+                 max_backoff: float = 2.0, transport: str = "tcp", leader_wait: float = 10.0, tls: Any = None):
+        super().__init__(addresses, token, client_name, timeout, reconnect, max_backoff, transport, leader_wait, tls)
+        self._open_transport = blocking_transport(transport, self.ssl_context)
         self._lock = threading.RLock()
         self._connected = threading.Condition(self._lock)
         self._waiters: Dict[int, "queue.Queue[Any]"] = {}

@@ -1,7 +1,8 @@
 """Reconnection and resuming, with the blocking and the asyncio client, over TCP and over WebSocket: kvod SIGKILLed
 and restarted on the same data directory in the middle of a subscription (the iterator goes on with no gap and no
-duplicate); a connection cut while kvod lives (the missed changes are replayed); and a gap kvod's history cannot
-cover (a Resync item, then live)."""
+duplicate); kvod restarted while the subscriber was away and written to before it was back (the history on disk
+replays the changes, no Resync); a connection cut while kvod lives (the missed changes are replayed); and a gap
+kvod's history cannot cover (a Resync item, then live)."""
 
 import asyncio
 import time
@@ -32,8 +33,8 @@ def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod, transport):
         assert values(subscription, 5) == [1, 2, 3, 4, 5]
         server.kill()
         server.restart()
-        # kvod's history starts empty after a restart: the subscriber resumes without a gap when it is back before
-        # the next write (a later return gets a Resync, as the next test shows for a gap).
+        # The history is on disk: the subscriber resumes without a gap whenever it is back (the next test returns
+        # after writes made while it was away).
         # The writer waits for its own reconnection too: a request sent before it noticed the drop is ConnectionLost.
         wait_for(lambda: watcher.connections == 2 and writer.connections == 2)
         for value in range(6, 11):
@@ -43,6 +44,32 @@ def test_kill_and_restart_mid_subscription_loses_nothing(make_kvod, transport):
             subscription.next(timeout=0.3)
         assert watcher.connections == 2 and writer.connections == 2
         assert watcher.get("counter") == 10
+
+
+def test_a_restart_while_away_replays_from_the_history_on_disk(make_kvod, make_proxy, transport):
+    """kvod restarted (SIGKILL, `--fsync always`) while the watcher is cut off, and written to before the watcher is
+    back: the history on disk (docs/DURABILITY.md#the-history-on-disk) replays what it missed, no Resync."""
+    server = make_kvod("--fsync", "always", data_dir=True)
+    proxy = make_proxy(server.port)
+    with kvod.Client(proxy.address, timeout=20, transport=transport) as watcher:
+        subscription = watcher.subscribe("counter", ["new"])
+        with kvod.Client(server.address, transport=transport) as writer:
+            for value in range(1, 4):
+                writer.set("counter", value)
+        assert values(subscription, 3) == [1, 2, 3]
+        proxy.refuse()
+        proxy.cut()
+        server.kill()
+        server.restart()
+        with kvod.Client(server.address, transport=transport) as writer:
+            seqs = [writer.set("counter", value) for value in range(4, 7)]
+        proxy.accept()
+        changes = [subscription.next(timeout=10) for _ in range(3)]
+        assert not any(isinstance(change, kvod.Resync) for change in changes), changes
+        assert [change.new for change in changes] == [4, 5, 6]
+        assert [change.seq for change in changes] == seqs
+        with pytest.raises(kvod.Timeout):
+            subscription.next(timeout=0.3)
 
 
 def test_a_cut_connection_replays_what_it_missed(kvod_server, make_proxy, transport):

@@ -77,6 +77,16 @@ export interface Transport {
     send(message: string): void;
     close(): void;
 }
+/** TLS for the tcp transport in Node (`node:tls`, Protocol/README.md#tls): the CA kvod's certificate must chain to
+ * (default: Node's), a client certificate and key for mutual TLS (PEM text). Browsers and Node's WebSocket use
+ * `wss://` addresses and their own trust store instead (Node: NODE_EXTRA_CA_CERTS). */
+export interface TLSOptions {
+    ca?: string;
+    cert?: string;
+    key?: string;
+    /** The name kvod's certificate must carry; default: the address's host. */
+    servername?: string;
+}
 /** The addresses to try when (re)connecting: `preferred` (the leader a 1012 named) first, then those after `last` (the
  * one just lost) in turn, `last` itself at the end. */
 export declare function connectionOrder(addresses: string[], preferred: string | undefined, last: string | undefined): string[];
@@ -169,6 +179,8 @@ export interface ClientOptions {
     /** Milliseconds to keep retrying a request refused with 1012 "not the leader" (moving to the leader it names, or
      * waiting while a leader is elected) before rejecting with NotLeader. Default 10000. */
     leaderWait?: number;
+    /** TLS for the tcp transport (Node): options, or true for Node's defaults; a `kvods://` address turns it on too. */
+    tls?: TLSOptions | boolean;
 }
 /** One op of `transaction` and `onDisconnect`. */
 export interface Op {

@@ -69,16 +69,30 @@ function errorFromWire(error) {
     const ErrorType = ERRORS[error.code] ?? KvodError;
     return new ErrorType(error.message, error.code, error.data);
 }
-async function connectTCP(address, events) {
-    const { host, port } = parseAddress(address);
-    const net = await import("node:net");
-    const socket = net.createConnection({ host, port });
+async function connectTCP(address, events, tls) {
+    const { host, port, secure } = parseAddress(address);
+    let socket;
+    if (secure || tls) {
+        const options = typeof tls === "object" ? tls : {};
+        const nodeTLS = await import("node:tls");
+        // An IP address is checked as one (SNI carries names only).
+        const servername = options.servername ?? (/^[\d.]+$|:/.test(host) ? undefined : host);
+        socket = nodeTLS.connect({ host, port, ca: options.ca, cert: options.cert, key: options.key, servername });
+        await new Promise((resolve, reject) => {
+            socket.once("secureConnect", resolve);
+            socket.once("error", reject);
+        });
+    }
+    else {
+        const net = await import("node:net");
+        socket = net.createConnection({ host, port });
+        await new Promise((resolve, reject) => {
+            socket.once("connect", resolve);
+            socket.once("error", reject);
+        });
+    }
     socket.setEncoding("utf8");
     socket.setNoDelay(true);
-    await new Promise((resolve, reject) => {
-        socket.once("connect", resolve);
-        socket.once("error", reject);
-    });
     let buffered = "";
     let closed = false;
     const close = () => {
@@ -116,12 +130,15 @@ async function connectWebSocket(address, events) {
     socket.onerror = () => socket.close();
     return { send: (message) => socket.send(message), close: () => socket.close() };
 }
-function parseAddress(address) {
+/** `host:port`, or `kvods://host:port` (TLS) or `kvod://host:port`. */
+function parseAddress(written) {
+    const secure = written.startsWith("kvods://");
+    const address = written.replace(/^kvods?:\/\//, "").replace(/\/$/, "");
     const colon = address.lastIndexOf(":");
     const port = Number(address.slice(colon + 1));
     if (colon <= 0 || !Number.isInteger(port))
-        throw new TypeError(`not a host:port address: ${address}`);
-    return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port };
+        throw new TypeError(`not a host:port address: ${written}`);
+    return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port, secure };
 }
 /** The addresses to try when (re)connecting: `preferred` (the leader a 1012 named) first, then those after `last` (the
  * one just lost) in turn, `last` itself at the end. */
@@ -262,7 +279,8 @@ export class Client {
             parseAddress(address); });
         const isNode = typeof globalThis.process === "object";
         const kind = options.transport ?? (isNode ? "tcp" : "websocket");
-        this.connector = kind === "tcp" ? connectTCP : connectWebSocket;
+        const tls = options.tls ?? (addresses.some((address) => address.startsWith("kvods://")) ? true : undefined);
+        this.connector = kind === "tcp" ? (address, events) => connectTCP(address, events, tls) : connectWebSocket;
         this.timeout = options.timeout ?? 10000;
     }
     /** @internal Opens the first connection. */

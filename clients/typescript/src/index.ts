@@ -101,16 +101,40 @@ interface TransportEvents {
 
 type Connector = (address: string, events: TransportEvents) => Promise<Transport>;
 
-async function connectTCP(address: string, events: TransportEvents): Promise<Transport> {
-  const { host, port } = parseAddress(address);
-  const net = await import("node:net");
-  const socket = net.createConnection({ host, port });
+/** TLS for the tcp transport in Node (`node:tls`, Protocol/README.md#tls): the CA kvod's certificate must chain to
+ * (default: Node's), a client certificate and key for mutual TLS (PEM text). Browsers and Node's WebSocket use
+ * `wss://` addresses and their own trust store instead (Node: NODE_EXTRA_CA_CERTS). */
+export interface TLSOptions {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  /** The name kvod's certificate must carry; default: the address's host. */
+  servername?: string;
+}
+
+async function connectTCP(address: string, events: TransportEvents, tls?: TLSOptions | boolean): Promise<Transport> {
+  const { host, port, secure } = parseAddress(address);
+  let socket: import("node:net").Socket;
+  if (secure || tls) {
+    const options = typeof tls === "object" ? tls : {};
+    const nodeTLS = await import("node:tls");
+    // An IP address is checked as one (SNI carries names only).
+    const servername = options.servername ?? (/^[\d.]+$|:/.test(host) ? undefined : host);
+    socket = nodeTLS.connect({ host, port, ca: options.ca, cert: options.cert, key: options.key, servername });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", resolve);
+      socket.once("error", reject);
+    });
+  } else {
+    const net = await import("node:net");
+    socket = net.createConnection({ host, port });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("connect", resolve);
+      socket.once("error", reject);
+    });
+  }
   socket.setEncoding("utf8");
   socket.setNoDelay(true);
-  await new Promise<void>((resolve, reject) => {
-    socket.once("connect", resolve);
-    socket.once("error", reject);
-  });
   let buffered = "";
   let closed = false;
   const close = () => {
@@ -148,11 +172,14 @@ async function connectWebSocket(address: string, events: TransportEvents): Promi
   return { send: (message) => socket.send(message), close: () => socket.close() };
 }
 
-function parseAddress(address: string): { host: string; port: number } {
+/** `host:port`, or `kvods://host:port` (TLS) or `kvod://host:port`. */
+function parseAddress(written: string): { host: string; port: number; secure: boolean } {
+  const secure = written.startsWith("kvods://");
+  const address = written.replace(/^kvods?:\/\//, "").replace(/\/$/, "");
   const colon = address.lastIndexOf(":");
   const port = Number(address.slice(colon + 1));
-  if (colon <= 0 || !Number.isInteger(port)) throw new TypeError(`not a host:port address: ${address}`);
-  return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port };
+  if (colon <= 0 || !Number.isInteger(port)) throw new TypeError(`not a host:port address: ${written}`);
+  return { host: address.slice(0, colon).replace(/^\[|\]$/g, ""), port, secure };
 }
 
 /** The addresses to try when (re)connecting: `preferred` (the leader a 1012 named) first, then those after `last` (the
@@ -319,6 +346,8 @@ export interface ClientOptions {
   /** Milliseconds to keep retrying a request refused with 1012 "not the leader" (moving to the leader it names, or
    * waiting while a leader is elected) before rejecting with NotLeader. Default 10000. */
   leaderWait?: number;
+  /** TLS for the tcp transport (Node): options, or true for Node's defaults; a `kvods://` address turns it on too. */
+  tls?: TLSOptions | boolean;
 }
 
 interface Pending {
@@ -402,7 +431,8 @@ export class Client {
     addresses.forEach((address) => { if (!/^wss?:\/\//.test(address)) parseAddress(address); });
     const isNode = typeof (globalThis as { process?: unknown }).process === "object";
     const kind = options.transport ?? (isNode ? "tcp" : "websocket");
-    this.connector = kind === "tcp" ? connectTCP : connectWebSocket;
+    const tls = options.tls ?? (addresses.some((address) => address.startsWith("kvods://")) ? true : undefined);
+    this.connector = kind === "tcp" ? (address, events) => connectTCP(address, events, tls) : connectWebSocket;
     this.timeout = options.timeout ?? 10_000;
   }
 

@@ -4,7 +4,8 @@
 // reconnecting. A refusal that may pass (1012 from a stand-in follower during an election that does not end) is
 // retried on new connections for `leaderWait`, then ends the subscription the same way. A token kvod no longer accepts
 // is said once (a warning, and the Timeout of a call waiting for the connection) while the client reconnects. `resumeRefused`, the one
-// place that decides per code, is checked on its own too.
+// place that decides per code, is checked on its own too. And kvod restarted while the client was away and written to
+// before it was back: the history on disk replays what it missed, no Resync.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -198,4 +199,37 @@ test("resumeRefused decides per code", async () => {
       assert.equal(kvod.resumeRefused({ path: "p", lastSeq: 1 }, error, "h:1", 5000, 0).action, "end");
     }
   });
+});
+
+test("kvod restarted while the client was away: the history on disk replays what it missed", { timeout: 60000 }, async () => {
+  // SIGKILL under --fsync always, writes after the restart and before the client is back: no Resync, no gap
+  // (docs/DURABILITY.md#the-history-on-disk).
+  const server = await new Kvod([], { dataDir: true }).start();
+  const relay = await proxy(server.port);
+  const watcher = await kvod.connect(relay.address, { timeout: 20000 });
+  try {
+    const subscription = await watcher.subscribe("counter", { options: ["new"] });
+    const writer = await kvod.connect(server.address);
+    for (let value = 1; value <= 3; value++) await writer.set("counter", value);
+    writer.close();
+    const seen = [];
+    for (let i = 0; i < 3; i++) seen.push((await subscription.next(10000)).new);
+    relay.refuse();
+    relay.cut();
+    await server.restart();
+    const again = await kvod.connect(server.address);
+    const seqs = [];
+    for (let value = 4; value <= 6; value++) seqs.push(await again.set("counter", value));
+    again.close();
+    relay.accept();
+    const replayed = [];
+    for (let i = 0; i < 3; i++) replayed.push(await subscription.next(10000));
+    assert.ok(replayed.every((item) => item.type !== "resync"), JSON.stringify(replayed));
+    assert.deepEqual([...seen, ...replayed.map((change) => change.new)], [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(replayed.map((change) => change.seq), seqs);
+  } finally {
+    watcher.close();
+    await relay.close();
+    await server.stop();
+  }
 });

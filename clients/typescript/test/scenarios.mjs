@@ -15,8 +15,8 @@ export async function killAndRestart(watcherOptions) {
     for (let value = 1; value <= 5; value++) await writer.set("counter", value);
     for (let i = 0; i < 5; i++) seen.push((await subscription.next(10000)).new);
     await server.restart();
-    // kvod's history starts empty after a restart: resume before the next write for a gapless replay. The writer
-    // waits for its own reconnection too: a request sent before it noticed the drop fails with ConnectionLost.
+    // The history is on disk (resume.test.mjs returns after writes made while away). The writer waits for its own
+    // reconnection too: a request sent before it noticed the drop fails with ConnectionLost.
     for (let i = 0; i < 1000 && (watcher.connections < 2 || writer.connections < 2); i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

@@ -1,0 +1,114 @@
+// OpenSSL 3 (Debian libssl-dev, pkg-config "openssl"), imported only by the TLS module. The inline functions below
+// stand in for OpenSSL's function-like macros, which Swift cannot call, and read a certificate's names in one place.
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <openssl/bio.h>
+#include <stdio.h>
+#include <string.h>
+
+static inline int kvod_ssl_ctx_set_min_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+
+static inline long kvod_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+
+/// Refuses renegotiation (a denial-of-service lever kvod has no use for).
+static inline void kvod_ssl_ctx_refuse_renegotiation(SSL_CTX *ctx) { SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION); }
+
+/// A name as one RFC 2253 line ("CN=kvod,O=example") into `bio`.
+static inline int kvod_x509_name_print(BIO *bio, X509_NAME *name) {
+    return X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
+}
+
+static inline long kvod_ssl_ctx_disable_session_cache(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+}
+
+static inline int kvod_ssl_set_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
+/// The bytes a memory BIO holds, without copying them (`BIO_get_mem_data`); *data is valid until the next write or
+/// reset.
+static inline long kvod_bio_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+
+/// Empties a writable memory BIO (its buffer is kept for the next writes).
+static inline int kvod_bio_reset(BIO *bio) { return (int)BIO_reset(bio); }
+
+/// Makes a memory BIO answer "retry" instead of end-of-file when it is empty, so SSL_read says SSL_ERROR_WANT_READ.
+static inline void kvod_bio_set_retry_when_empty(BIO *bio) { BIO_set_mem_eof_return(bio, -1); }
+
+static inline int kvod_x509_not_after_passed(X509 *cert) {
+    return X509_cmp_current_time(X509_get0_notAfter(cert)) < 0;
+}
+
+static inline int kvod_x509_not_before_ahead(X509 *cert) {
+    return X509_cmp_current_time(X509_get0_notBefore(cert)) > 0;
+}
+
+/// Appends `text` (of `length` bytes) and a newline to out[*used..capacity], if it fits.
+static inline void kvod_append_line(char *out, size_t capacity, size_t *used, const char *prefix, const char *text,
+                                    size_t length) {
+    size_t prefixLength = strlen(prefix);
+    if (*used + prefixLength + length + 1 > capacity) return;
+    memcpy(out + *used, prefix, prefixLength);
+    memcpy(out + *used + prefixLength, text, length);
+    *used += prefixLength + length;
+    out[(*used)++] = '\n';
+}
+
+/// The names a certificate stands for, one per line: `CN=<common name>`, then each subject alternative name as
+/// `DNS:<name>`, `URI:<uri>`, `email:<address>` or `IP:<address>`. Names with a NUL byte are skipped. Returns the
+/// bytes written (names that do not fit are left out).
+static inline size_t kvod_x509_identities(X509 *cert, char *out, size_t capacity) {
+    size_t used = 0;
+    X509_NAME *subject = X509_get_subject_name(cert);
+    int index = -1;
+    while (subject && (index = X509_NAME_get_index_by_NID(subject, NID_commonName, index)) >= 0) {
+        ASN1_STRING *data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, index));
+        unsigned char *utf8 = NULL;
+        int length = ASN1_STRING_to_UTF8(&utf8, data);
+        if (length >= 0 && memchr(utf8, 0, (size_t)length) == NULL) {
+            kvod_append_line(out, capacity, &used, "CN=", (const char *)utf8, (size_t)length);
+        }
+        OPENSSL_free(utf8);
+    }
+    GENERAL_NAMES *names = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    for (int i = 0; names && i < sk_GENERAL_NAME_num(names); i++) {
+        GENERAL_NAME *name = sk_GENERAL_NAME_value(names, i);
+        const char *prefix = NULL;
+        ASN1_STRING *text = NULL;
+        switch (name->type) {
+        case GEN_DNS: prefix = "DNS:"; text = name->d.dNSName; break;
+        case GEN_URI: prefix = "URI:"; text = name->d.uniformResourceIdentifier; break;
+        case GEN_EMAIL: prefix = "email:"; text = name->d.rfc822Name; break;
+        case GEN_IPADD: {
+            char address[64];
+            const unsigned char *bytes = ASN1_STRING_get0_data(name->d.iPAddress);
+            int length = ASN1_STRING_length(name->d.iPAddress);
+            if (length == 4) {
+                int n = snprintf(address, sizeof address, "%u.%u.%u.%u", bytes[0], bytes[1], bytes[2], bytes[3]);
+                kvod_append_line(out, capacity, &used, "IP:", address, (size_t)n);
+            } else if (length == 16) {
+                int n = 0;
+                for (int k = 0; k < 16; k += 2) {
+                    n += snprintf(address + n, sizeof address - (size_t)n, k ? ":%x" : "%x", bytes[k] << 8 | bytes[k + 1]);
+                }
+                kvod_append_line(out, capacity, &used, "IP:", address, (size_t)n);
+            }
+            break;
+        }
+        default: break;
+        }
+        if (prefix && text) {
+            const unsigned char *bytes = ASN1_STRING_get0_data(text);
+            int length = ASN1_STRING_length(text);
+            if (length >= 0 && memchr(bytes, 0, (size_t)length) == NULL) {
+                kvod_append_line(out, capacity, &used, prefix, (const char *)bytes, (size_t)length);
+            }
+        }
+    }
+    GENERAL_NAMES_free(names);
+    return used;
+}

@@ -1,0 +1,219 @@
+// One TLS connection's state (OpenSSL's SSL) over two memory BIOs: its owner reads ciphertext from the network and
+// feeds it in, takes plaintext out, hands plaintext in to be sent and writes the ciphertext that comes out. No socket
+// and no thread of its own, so the same code serves kvod's event loop (where libuv does the reading and writing, on
+// the loop's one thread) and kvoctl's blocking sockets.
+//
+// Memory: OpenSSL's record buffers are released while a connection is idle (SSL_MODE_RELEASE_BUFFERS), and input and
+// output pass through the BIOs a record (16 KiB) at a time, so each BIO's buffer stays near one record however
+// large a read or a write is; the plaintext and ciphertext land in scratch space the caller lends.
+internal import COpenSSL
+
+/// A TLS connection's state machine. Not thread-safe: one owner at a time.
+public final class TLSSession {
+    private let ssl: OpaquePointer
+    /// Ciphertext from the network, waiting for OpenSSL (owned by `ssl`).
+    private let input: OpaquePointer
+    /// Ciphertext OpenSSL produced, waiting to be sent (owned by `ssl`).
+    private let output: OpaquePointer
+    /// The context the connection started with (a reload makes a new one for new connections).
+    public let context: TLSContext
+    /// True once the handshake finished; plaintext flows from then on.
+    public private(set) var isEstablished = false
+    /// True once the peer sent its close_notify: it sends nothing more.
+    public private(set) var peerClosed = false
+    /// True once `close()` queued our close_notify: nothing more is sent.
+    public private(set) var isClosed = false
+
+    /// The most bytes handed to OpenSSL at once (one TLS record's payload), so the BIOs' buffers stay small.
+    static let chunkBytes = 16 * 1024
+
+    /// A server-side session, or a client-side one when `context` is a client context. `serverName` (client side)
+    /// is sent as SNI and, when the context verifies the server, checked against the server's certificate.
+    public init(context: TLSContext, serverName: String? = nil, isServer: Bool) throws(TLSError) {
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.raw) else { throw TLSError.openSSL("cannot make a TLS session") }
+        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw TLSError.openSSL("cannot make a TLS session's buffers")
+        }
+        kvod_bio_set_retry_when_empty(input)
+        kvod_bio_set_retry_when_empty(output)
+        SSL_set_bio(ssl, input, output)  // the session owns both from here on
+        self.ssl = ssl
+        self.input = input
+        self.output = output
+        self.context = context
+        if isServer {
+            SSL_set_accept_state(ssl)
+        } else {
+            SSL_set_connect_state(ssl)
+            if let serverName {
+                // SNI carries names only; an IP address is checked as one.
+                let isAddress = serverName.contains(":") || serverName.allSatisfy { $0.isNumber || $0 == "." }
+                if !isAddress { _ = kvod_ssl_set_host_name(ssl, serverName) }
+                if context.verifiesServer {
+                    let set = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
+                                        : SSL_set1_host(ssl, serverName)
+                    guard set == 1 else {
+                        SSL_free(ssl)
+                        throw TLSError.openSSL("cannot check the server's name \(serverName)")
+                    }
+                }
+            }
+        }
+    }
+
+    deinit {
+        SSL_free(self.ssl)
+    }
+
+    // MARK: - Handshake
+
+    /// Moves the handshake on with what was fed in; a client calls it once first, to produce its ClientHello.
+    /// Throws when the peer refused or broke the handshake (the alert telling it so waits in the output).
+    public func handshake() throws(TLSError) {
+        guard !self.isEstablished else { return }
+        ERR_clear_error()
+        let status = SSL_do_handshake(self.ssl)
+        if status == 1 {
+            self.isEstablished = true
+            return
+        }
+        switch SSL_get_error(self.ssl, status) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            return
+        default:
+            throw self.failure("TLS handshake failed")
+        }
+    }
+
+    /// The error of a failed call, with the certificate check's reason when that is what failed.
+    private func failure(_ context: String) -> TLSError {
+        let verify = SSL_get_verify_result(self.ssl)
+        if verify != X509_V_OK {
+            ERR_clear_error()
+            return TLSError("\(context): certificate verify failed: \(String(cString: X509_verify_cert_error_string(verify)))")
+        }
+        return TLSError.openSSL(context)
+    }
+
+    // MARK: - Input
+
+    /// Feeds ciphertext read from the network and hands the plaintext it carries to `deliver` (in pieces of at most
+    /// `scratch.count` bytes, written in `scratch`), moving the handshake on first. Stops after the peer's
+    /// close_notify (`peerClosed`). Throws when the peer breaks TLS; what OpenSSL wants to answer (handshake
+    /// messages, an alert) waits in the output either way.
+    public func receive(
+        _ ciphertext: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer,
+        deliver: (UnsafeRawBufferPointer) -> Void
+    ) throws(TLSError) {
+        guard let base = ciphertext.baseAddress, let scratchBase = scratch.baseAddress else { return }
+        var offset = 0
+        while offset < ciphertext.count && !self.peerClosed {
+            let count = min(ciphertext.count - offset, Self.chunkBytes)
+            guard BIO_write(self.input, base + offset, Int32(count)) == Int32(count) else {
+                throw TLSError.openSSL("cannot buffer TLS input")
+            }
+            offset += count
+            if !self.isEstablished {
+                try self.handshake()
+                if !self.isEstablished { continue }
+            }
+            while !self.isClosed {
+                // (No ERR_clear_error per call: every failure path empties OpenSSL's error queue, so it is empty here,
+                // as SSL_get_error needs; clearing it costs each record ~30 instructions.)
+                let read = SSL_read(self.ssl, scratchBase, Int32(clamping: scratch.count))
+                if read > 0 {
+                    deliver(UnsafeRawBufferPointer(start: scratchBase, count: Int(read)))
+                    continue
+                }
+                switch SSL_get_error(self.ssl, read) {
+                case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                    break
+                case SSL_ERROR_ZERO_RETURN:
+                    self.peerClosed = true
+                default:
+                    throw self.failure("TLS input refused")
+                }
+                break
+            }
+        }
+    }
+
+    // MARK: - Output
+
+    /// Encrypts `plaintext` into the output (a record per 16 KiB), handing the ciphertext to `sink` a piece at a
+    /// time through `scratch`. Dropped after `close()` or before the handshake finished (the caller holds output
+    /// until then).
+    public func send(
+        _ plaintext: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer,
+        sink: (UnsafeRawBufferPointer) -> Void
+    ) throws(TLSError) {
+        guard self.isEstablished, !self.isClosed, let base = plaintext.baseAddress else { return }
+        var offset = 0
+        while offset < plaintext.count {
+            let count = min(plaintext.count - offset, Self.chunkBytes)
+            let written = SSL_write(self.ssl, base + offset, Int32(count))
+            guard written > 0 else { throw self.failure("TLS output refused") }
+            offset += Int(written)
+            self.drainOutput(scratch: scratch, sink: sink)
+        }
+    }
+
+    /// Whether ciphertext waits to be sent (handshake messages, alerts, close_notify).
+    public var hasOutput: Bool { BIO_ctrl_pending(self.output) > 0 }
+
+    /// Hands every waiting byte of ciphertext to `sink`, through `scratch`.
+    public func drainOutput(scratch: UnsafeMutableRawBufferPointer, sink: (UnsafeRawBufferPointer) -> Void) {
+        guard let scratchBase = scratch.baseAddress else { return }
+        while true {
+            // An empty memory BIO answers -1 ("retry"): the loop ends.
+            let read = BIO_read(self.output, scratchBase, Int32(clamping: scratch.count))
+            guard read > 0 else { return }
+            sink(UnsafeRawBufferPointer(start: scratchBase, count: Int(read)))
+            if read < Int32(clamping: scratch.count) { return }
+        }
+    }
+
+    /// Queues our close_notify (once); nothing more is sent after it.
+    public func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        if self.isEstablished {
+            ERR_clear_error()
+            _ = SSL_shutdown(self.ssl)
+            ERR_clear_error()
+        }
+    }
+
+    // MARK: - What was agreed
+
+    /// The names the peer's verified certificate stands for (`CN=…`, `DNS:…`, `URI:…`, `email:…`, `IP:…`); empty
+    /// without one.
+    public var peerIdentities: [String] {
+        guard self.isEstablished, SSL_get_verify_result(self.ssl) == X509_V_OK,
+            let certificate = SSL_get1_peer_certificate(self.ssl)
+        else { return [] }
+        defer { X509_free(certificate) }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let used = buffer.withUnsafeMutableBufferPointer { kvod_x509_identities(certificate, $0.baseAddress, $0.count) }
+        let text = buffer.withUnsafeBytes { String(decoding: $0[..<used], as: UTF8.self) }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// The peer certificate's subject ("CN=orders"), or nil without one.
+    public var peerSubject: String? {
+        guard self.isEstablished, let certificate = SSL_get1_peer_certificate(self.ssl) else { return nil }
+        defer { X509_free(certificate) }
+        return TLSContext.subject(of: certificate)
+    }
+
+    /// "TLSv1.3", once established.
+    public var protocolVersion: String { String(cString: SSL_get_version(self.ssl)) }
+
+    /// "TLS_AES_256_GCM_SHA384", once established.
+    public var cipher: String {
+        guard let cipher = SSL_get_current_cipher(self.ssl), let name = SSL_CIPHER_get_name(cipher) else { return "" }
+        return String(cString: name)
+    }
+}

@@ -1,0 +1,347 @@
+// TLS as a kvod process serves it (Protocol/README.md#tls), with certificates made by the openssl CLI for each test
+// (TestCertificates): JSON lines, WebSocket, metrics and the inspector over TLS beside plaintext on the same ports;
+// `--tls-only`; a wrong CA; the start's refusals (missing, expired, mismatched); a client certificate standing for a
+// restricted token; SIGHUP reloading the certificates under an open connection; the minimum version; and hostile
+// bytes before a handshake ends.
+import Foundation
+import KVOClient
+import TLS
+import TestSupport
+import Testing
+import WireProtocol
+
+/// `--tls-cert` and `--tls-key` with the test CA's server certificate.
+private func tlsArguments(_ certificates: TestCertificates, _ name: String = "server") -> [String] {
+    ["--tls-cert", certificates.path("\(name).pem"), "--tls-key", certificates.path("\(name).key")]
+}
+
+/// A client context trusting the test CA, presenting the client certificate `certificate` when given.
+private func clientContext(_ certificates: TestCertificates, certificate: String? = nil) throws -> TLSContext {
+    try TLSContext.client(
+        TLSClientSettings(
+            caPath: certificates.path("ca.pem"), certificatePath: certificate.map { certificates.path("\($0).pem") },
+            keyPath: certificate.map { certificates.path("\($0).key") }))
+}
+
+/// A JSON-RPC client to `server` over TLS.
+private func tlsClient(
+    _ server: KVODProcess, _ certificates: TestCertificates, host: String = "127.0.0.1", certificate: String? = nil
+) throws -> KVOClient {
+    try KVOClient(
+        host: host, port: server.port, timeout: .seconds(5),
+        tls: try clientContext(certificates, certificate: certificate))
+}
+
+/// One HTTP GET over TLS on `port`: the status line, then the rest of the response as text.
+private func httpsGet(_ path: String, port: Int, _ certificates: TestCertificates) throws -> (status: String, text: String) {
+    let connection = try LineConnection(
+        host: "127.0.0.1", port: port, timeout: .seconds(5), tls: try clientContext(certificates))
+    try connection.send(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8))
+    var lines: [String] = []
+    while let line = try? connection.readLine(timeout: .seconds(5)) {
+        lines.append(String(decoding: line, as: UTF8.self).trimmingCharacters(in: ["\r"]))
+    }
+    return (lines.first ?? "", lines.dropFirst().joined(separator: "\n"))
+}
+
+/// The port in the stdout line that starts with `marker` ("kvod metrics on 127.0.0.1:PORT").
+private func announcedPort(_ stdout: String, _ marker: String) -> Int? {
+    guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(marker) }) else { return nil }
+    let digits = line.reversed().drop { !$0.isNumber }.prefix { $0.isNumber }
+    return Int(String(digits.reversed()))
+}
+
+/// Reads until the server closes the connection (or `seconds` pass): true when it closed.
+private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        do {
+            _ = try connection.readLine(timeout: .seconds(1))
+        } catch .closed {
+            return true
+        } catch .timeout {
+            continue
+        } catch {
+            return true  // a reset
+        }
+    }
+    return false
+}
+
+@Suite(.serialized) struct TLSTests {
+    @Test func jsonLinesOverTLSBesidePlaintextOnTheSamePort() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates))
+        let secure = try tlsClient(server, certificates, host: "localhost")  // the name is checked too
+        let plain = try server.client()
+        _ = try secure.call("subscribe", ["path": "greeting", "options": ["new"]])
+        _ = try plain.call("subscribe", ["path": "greeting", "options": ["new"]])
+        #expect(try plain.call("set", ["path": "greeting", "value": "over plaintext"])["seq"] == 1)
+        #expect(try secure.nextNotification().params["new"] == "over plaintext")
+        #expect(try secure.call("set", ["path": "greeting", "value": "over TLS"])["seq"] == 2)
+        #expect(try plain.nextNotification().params["new"] == "over plaintext")
+        #expect(try plain.nextNotification().params["new"] == "over TLS")
+        #expect(try secure.call("get", ["path": "greeting"])["value"] == "over TLS")
+        // A long message crosses several TLS records both ways.
+        let long = String(repeating: "x", count: 100_000)
+        _ = try secure.call("set", ["path": "long", "value": .string(long)])
+        #expect(try secure.call("get", ["path": "long"])["value"] == .string(long))
+        #expect(secure.connection.tlsPeerSubject == "CN=localhost")
+    }
+
+    @Test("WebSocket over TLS, on kvod's port and on --ws-port", arguments: [false, true])
+    func webSocketOverTLS(onWebSocketPort: Bool) throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates) + ["--ws-port", "0"])
+        let port = onWebSocketPort
+            ? try #require(announcedPort(server.stdoutText, "kvod websocket on "), "\(server.stdoutText)") : server.port
+        let connection = try LineConnection(
+            host: "127.0.0.1", port: port, timeout: .seconds(5), tls: try clientContext(certificates))
+        try connection.send(
+            Array(
+                ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
+        #expect(String(decoding: try connection.readLine(timeout: .seconds(5)), as: UTF8.self) == "HTTP/1.1 101 Switching Protocols\r")
+        while try !connection.readLine(timeout: .seconds(5)).elementsEqual([13]) {}
+        // One masked text frame carrying a set; a plaintext client sees its effect.
+        let message = Array(#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"path":"via","value":"wss"}}"#.utf8)
+        let mask: [UInt8] = [1, 2, 3, 4]
+        var frame: [UInt8] = [0x81, 0x80 | UInt8(message.count)] + mask
+        frame += message.enumerated().map { $0.element ^ mask[$0.offset % 4] }
+        try connection.send(frame)
+        let plain = try server.client()
+        var value: JSONValue = .null
+        for _ in 0..<50 where value != "wss" {
+            value = try plain.call("get", ["path": "via"])["value"] ?? .null
+            if value != "wss" { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(value == "wss")
+    }
+
+    @Test func metricsAndTheInspectorOverHTTPS() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates) + ["--metrics-port", "0", "--web-port", "0"])
+        let metricsPort = try #require(server.metricsPort)
+        let metrics = try httpsGet("/metrics", port: metricsPort, certificates)
+        #expect(metrics.status == "HTTP/1.1 200 OK")
+        #expect(metrics.text.contains("kvod_closes_total"))
+        let webPort = try #require(announcedPort(server.stdoutText, "kvod inspector on "), "\(server.stdoutText)")
+        let page = try httpsGet("/", port: webPort, certificates)
+        #expect(page.status == "HTTP/1.1 200 OK")
+        #expect(page.text.contains("wss://127.0.0.1:\(server.port)"), "the page may connect over wss")
+        // Plaintext stays allowed without --tls-only.
+        let plain = try LineConnection(host: "127.0.0.1", port: metricsPort, timeout: .seconds(5))
+        try plain.send(Array("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+        #expect(String(decoding: try plain.readLine(timeout: .seconds(5)), as: UTF8.self) == "HTTP/1.1 200 OK\r")
+    }
+
+    @Test func aCertificateFromAnotherCAIsRefused() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates, "other-server"))
+        do {
+            _ = try tlsClient(server, certificates)
+            Issue.record("a certificate of another CA was accepted")
+        } catch let error as KVOClientError {
+            guard case .tls(let reason) = error else { throw error }
+            #expect(reason.contains("certificate verify failed"), "\(reason)")
+        }
+        #expect(server.waitForLog("TLS handshake failed"), "\(server.stderrText)")
+        #expect(try server.client().call("ping") == "pong", "kvod carries on")
+    }
+
+    @Test func theStartRefusesMissingExpiredAndMismatchedCertificates() throws {
+        let certificates = try TestCertificates()
+        try certificates.issue("expired", subject: "/CN=expired", san: "DNS:localhost", days: -1)
+        let cases: [(arguments: [String], says: String)] = [
+            (["--tls-cert", certificates.path("missing.pem"), "--tls-key", certificates.path("server.key")],
+             "cannot read the certificate \(certificates.path("missing.pem")): No such file or directory"),
+            (["--tls-cert", certificates.path("server.pem"), "--tls-key", certificates.path("missing.key")],
+             "cannot read the key \(certificates.path("missing.key")): No such file or directory"),
+            (tlsArguments(certificates, "expired"), "(CN=expired) expired on "),
+            (["--tls-cert", certificates.path("server.pem"), "--tls-key", certificates.path("client.key")],
+             "the key \(certificates.path("client.key")) does not match the certificate"),
+            (["--tls-cert", certificates.path("server.pem"), "--tls-key", certificates.path("server.pem")],
+             "holds no PEM private key"),
+            (["--tls-cert", certificates.path("ca.key"), "--tls-key", certificates.path("server.key")],
+             "holds no PEM certificate"),
+        ]
+        for (arguments, says) in cases {
+            let result = try runKVOD(["--port", "0"] + arguments)
+            #expect(result.status == 1, "\(arguments): \(result)")
+            #expect(result.stderr.contains("kvod: TLS: ") && result.stderr.contains(says), "\(arguments): \(result)")
+            #expect(!result.stdout.contains("listening"))
+        }
+        // Settings that need others are refused before anything is read (status 64).
+        let needs: [(arguments: [String], says: String)] = [
+            (["--tls-cert", certificates.path("server.pem")], "tls-cert and tls-key go together"),
+            (["--tls-only"], "tls-only needs tls-cert and tls-key"),
+            (tlsArguments(certificates) + ["--tls-client-auth", "require"], "needs tls-ca"),
+            (tlsArguments(certificates) + ["--tls-min-version", "1.1"], "1.1"),
+        ]
+        for (arguments, says) in needs {
+            let result = try runKVOD(["--port", "0"] + arguments)
+            #expect(result.status == 64, "\(arguments): \(result)")
+            #expect(result.stderr.contains(says), "\(arguments): \(result)")
+        }
+    }
+
+    @Test func plaintextOnATLSOnlyPortIsToldSoAndClosed() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates) + ["--tls-only", "--metrics-port", "0"])
+        let plain = try LineConnection(host: "127.0.0.1", port: server.port, timeout: .seconds(5))
+        try plain.sendLine(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        let answer = try JSONParser.parse(plain.readLine(timeout: .seconds(5)))
+        #expect(answer["error"]?["code"] == -32600)
+        #expect(answer["error"]?["message"]?.stringValue?.contains("TLS only") == true, "\(answer)")
+        #expect(serverCloses(plain))
+        let upgrade = try LineConnection(host: "127.0.0.1", port: server.port, timeout: .seconds(5))
+        try upgrade.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        #expect(String(decoding: try upgrade.readLine(timeout: .seconds(5)), as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        let metrics = try LineConnection(host: "127.0.0.1", port: try #require(server.metricsPort), timeout: .seconds(5))
+        try metrics.send(Array("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        #expect(String(decoding: try metrics.readLine(timeout: .seconds(5)), as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        #expect(try tlsClient(server, certificates).call("ping") == "pong")
+    }
+
+    @Test func aClientCertificateStandsForARestrictedToken() throws {
+        let certificates = try TestCertificates()
+        let tokens = try certificates.directory.write(
+            "tokens", "admin-secret read-write\ntls:CN=orders read-write orders.**\n")
+        let server = try KVODProcess.start(
+            tlsArguments(certificates) + [
+                "--token-file", tokens, "--tls-ca", certificates.path("ca.pem"), "--tls-client-auth", "request",
+            ])
+        let service = try tlsClient(server, certificates, certificate: "client")
+        // No hello: the certificate authenticated the connection as its token, restricted to orders.**.
+        #expect(try service.call("set", ["path": "orders", "value": ["count": 1]])["seq"] == 1)
+        #expect(try service.call("get", ["path": "orders.count"])["value"] == 1)
+        #expect(serverErrorCode { _ = try service.call("set", ["path": "secrets", "value": 1]) } == 1008)
+        let hello = try service.call("hello", [:])
+        #expect(hello["access"] == "read-write")
+        #expect(hello["paths"] == ["orders.**"])
+        #expect(server.waitForLog("client certificate accepted as a token"))
+        // Without a certificate (request, not require) a connection needs its hello.
+        let anonymous = try tlsClient(server, certificates)
+        #expect(serverErrorCode { _ = try anonymous.call("get", ["path": "orders"]) } == 1008)
+        // The name is no secret a hello could present.
+        #expect(serverErrorCode { _ = try anonymous.call("hello", ["token": "tls:CN=orders"]) } == 1008)
+    }
+
+    @Test func requireRefusesAClientWithoutCertificate() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(
+            tlsArguments(certificates) + ["--tls-ca", certificates.path("ca.pem"), "--tls-client-auth", "require"])
+        #expect(try tlsClient(server, certificates, certificate: "client").call("ping") == "pong")
+        // TLS 1.3 finishes the client's side of the handshake before the server checks its certificate: the refusal
+        // arrives as an alert on the first read.
+        do {
+            let client = try tlsClient(server, certificates)
+            _ = try client.call("ping")
+            Issue.record("a client without a certificate got in")
+        } catch {
+            #expect("\(error)".contains("certificate required") || "\(error)".contains("closed"), "\(error)")
+        }
+    }
+
+    @Test func sighupReloadsTheCertificatesWithoutDroppingConnections() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates))
+        let before = try tlsClient(server, certificates)
+        _ = try before.call("subscribe", ["path": "n", "options": ["new"]])
+        #expect(before.connection.tlsPeerSubject == "CN=localhost")
+
+        try certificates.issue("server", subject: "/CN=reloaded", san: "DNS:localhost,IP:127.0.0.1")
+        server.command.send(signal: SIGHUP)
+        #expect(server.waitForLog("TLS certificates reloaded"), "\(server.stderrText)")
+        #expect(try before.call("set", ["path": "n", "value": 1])["seq"] == 1, "the open connection carries on")
+        #expect(try before.nextNotification().params["new"] == 1)
+        let after = try tlsClient(server, certificates)
+        #expect(after.connection.tlsPeerSubject == "CN=reloaded")
+
+        // A reload that fails its checks keeps the certificates in use.
+        _ = try certificates.directory.write("server.key", "not a key\n")
+        server.command.send(signal: SIGHUP)
+        #expect(server.waitForLog("TLS reload failed"), "\(server.stderrText)")
+        #expect(try tlsClient(server, certificates).connection.tlsPeerSubject == "CN=reloaded")
+        #expect(try before.call("get", ["path": "n"])["value"] == 1)
+    }
+
+    @Test func aMinimumOfTLS13RefusesTLS12() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates) + ["--tls-min-version", "1.3"])
+        let old = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            ["s_client", "-connect", "127.0.0.1:\(server.port)", "-tls1_2", "-CAfile", certificates.path("ca.pem")],
+            stdin: "", timeout: .seconds(20))
+        #expect(old.status != 0, "\(old)")
+        #expect((old.stdout + old.stderr).contains("alert protocol version"), "\(old)")
+        #expect(try tlsClient(server, certificates).call("ping") == "pong")
+    }
+
+    /// What reaches kvod before a handshake ends, whatever it is, gets the connection closed (or left waiting for
+    /// the rest, bounded by the handshake timeout): never a crash, a hang of the loop, or a plaintext reply.
+    @Test func hostileBytesBeforeTheHandshakeEnds() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates))
+        // A real ClientHello, as our client's TLS session makes it, to mangle.
+        let hello = try clientHello(try clientContext(certificates))
+        var generator = SystemRandomNumberGenerator()
+        var cases: [[UInt8]] = [
+            [0x16],
+            [0x16, 0x03, 0x01, 0xFF, 0xFF],  // a record longer than TLS allows
+            [0x16, 0x03, 0x01, 0x00, 0x00],  // an empty record
+            [0x16, 0x03, 0x03, 0x00, 0x04, 0x01, 0xFF, 0xFF, 0xFF],  // a handshake message longer than its record
+            [0x16, 0x00, 0x00, 0x00, 0x01, 0x00],  // an impossible version
+            Array(hello.prefix(hello.count / 2)),
+            hello + [0x17, 0x03, 0x03, 0x00, 0x10] + Array(repeating: 0x41, count: 16),  // data before the handshake
+            hello + hello,  // a second ClientHello
+            [0x16] + Array("{\"jsonrpc\":\"2.0\"}\n".utf8),
+        ]
+        for _ in 0..<40 {
+            var mangled = hello
+            for _ in 0..<Int.random(in: 1...8, using: &generator) {
+                let index = Int.random(in: 1..<mangled.count, using: &generator)
+                mangled[index] = UInt8.random(in: 0...255, using: &generator)
+            }
+            cases.append(mangled)
+            cases.append([0x16] + (0..<Int.random(in: 1...600, using: &generator)).map { _ in UInt8.random(in: 0...255) })
+        }
+        for bytes in cases {
+            let connection = try LineConnection(host: "127.0.0.1", port: server.port, timeout: .seconds(5))
+            try? connection.send(bytes)
+            if let line = try? connection.readLineIfAvailable() {
+                #expect(!line.starts(with: Array("{".utf8)), "a plaintext reply to \(bytes.prefix(16))")
+            }
+            connection.close()
+        }
+        // The whole ClientHello a byte at a time still completes.
+        let slow = try LineConnection(host: "127.0.0.1", port: server.port, timeout: .seconds(5))
+        for byte in hello { try slow.send([byte]) }
+        #expect(!serverCloses(slow, seconds: 1), "a ClientHello cut into bytes is still a ClientHello")
+        #expect(server.isRunning)
+        #expect(try tlsClient(server, certificates).call("ping") == "pong")
+        #expect(try server.client().call("ping") == "pong")
+    }
+}
+
+/// The code of the JSON-RPC error `body` got, or nil when it got none.
+private func serverErrorCode(_ body: () throws -> Void) -> Int? {
+    do {
+        try body()
+        return nil
+    } catch {
+        guard let error = error as? KVOClientError, case .server(let rpcError) = error else { return nil }
+        return rpcError.code
+    }
+}
+
+/// The first flight of a client's handshake with `context`.
+private func clientHello(_ context: TLSContext) throws -> [UInt8] {
+    let session = try TLSSession(context: context, serverName: "localhost", isServer: false)
+    try session.handshake()
+    var bytes: [UInt8] = []
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
+    defer { scratch.deallocate() }
+    session.drainOutput(scratch: scratch) { bytes.append(contentsOf: $0) }
+    return bytes
+}
