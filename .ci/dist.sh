@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make dist`: a release tarball of kvod and kvoctl that runs on Debian 12 (glibc 2.36) or later with no Swift
-# toolchain and no libuv: the Swift runtime and standard library are linked in (--static-swift-stdlib), and so is
-# libuv (Debian libuv1-dev's libuv_a.a). What the binaries still load is the C and C++ runtime every Debian has:
+# toolchain and no libuv: the Swift runtime and standard library are linked in (--static-swift-stdlib), and so are
+# libuv (Debian libuv1-dev's libuv_a.a) and OpenSSL (libssl-dev's libssl.a and libcrypto.a; it reads its
+# configuration and CA certificates from Debian's /usr/lib/ssl as the shared one does). What the binaries still load
+# is the C and C++ runtime every Debian has:
 # libc, libm, libstdc++ and libgcc_s (the tarball's README says so; .ci/container-test.sh runs the tarball on a
 # Debian 12 minbase with libuv removed). The build has its own scratch folder, .build-dist, so the debug and release
 # builds keep their flags.
@@ -37,6 +39,21 @@ Version: $(pkg-config --modversion libuv)
 Libs: -L\${libdir} -luv -lpthread -ldl -lrt
 Cflags: -I\${includedir}
 PC
+# OpenSSL statically the same way: the COpenSSL module's `-lssl -lcrypto` find libssl.a and libcrypto.a in that folder.
+ssl_libdir=$(pkg-config --variable=libdir openssl)
+for library in libssl libcrypto; do
+    [ -f "$ssl_libdir/$library.a" ] || { echo "dist: $ssl_libdir/$library.a is missing (Debian's libssl-dev has it)" >&2; exit 1; }
+    ln -sf "$ssl_libdir/$library.a" "$static/$library.a"
+done
+cat >"$scratch/pkgconfig/openssl.pc" <<PC
+libdir=$static
+includedir=$(pkg-config --variable=includedir openssl)
+Name: OpenSSL
+Description: OpenSSL from libssl.a and libcrypto.a, linked statically (make dist)
+Version: $(pkg-config --modversion openssl)
+Libs: -L\${libdir} -lssl -lcrypto -lpthread -ldl
+Cflags: -I\${includedir}
+PC
 export PKG_CONFIG_PATH=$(pwd)/$scratch/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 
 # The flags of docker/Dockerfile: lld packs the relative relocations (DT_RELR, glibc 2.36+), no exported symbols.
@@ -53,7 +70,7 @@ root=$stage/$name
 install -d "$root/bin" "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" \
     "$root/share/fish/vendor_completions.d" "$root/docs"
 install -s -m 0755 "$bin/kvod" "$bin/kvoctl" "$root/bin/"
-if ldd "$root/bin/kvod" "$root/bin/kvoctl" | grep -E 'libuv|libswift|libFoundation|not found' >&2; then
+if ldd "$root/bin/kvod" "$root/bin/kvoctl" | grep -E 'libuv|libssl|libcrypto|libswift|libFoundation|not found' >&2; then
     echo "dist: the binaries load a library the tarball promises they do not need" >&2
     exit 1
 fi
