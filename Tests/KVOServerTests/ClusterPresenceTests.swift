@@ -138,6 +138,14 @@ import WireProtocol
         let server = leader.server
         let (replica, catchUp) = try self.link(server)
         #expect(catchUp.dropFirst().first?["registration"] == 0)  // the set after change 0: none yet
+        // Until the follower is in the sync set, mutations are refused (1012): its first ack names it, and with
+        // every acknowledged mutation (none yet) it joins the set the leader writes to etcd, quorum 1.
+        let (_, early) = server.connect()
+        #expect(try server.request(early, 1, "set", #"{"path":"a","value":0}"#)[0]["error"]?["code"] == 1012)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"127.0.0.1:2"}}"#)
+        server.flush()
+        #expect(leader.syncWrites.records.map(\.holders) == [["127.0.0.1:1", "127.0.0.1:2"]])
+        #expect(leader.syncWrites.records.first?.quorum == 1)
         let (_, ada) = server.connect()
         // Held: the change is on the link (number 1, after seq 0), the follower has not acknowledged it.
         #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
@@ -175,7 +183,7 @@ import WireProtocol
     }
 
     @Test func atTheSameSeqTheElectionPrefersTheMemberWithTheLaterRegistrationChange() throws {
-        typealias Position = ClusterMember.Position
+        typealias Position = MemberPosition
         let had = Position(seq: 7, term: 3, registration: (term: 5, number: 4))
         let lacked = Position(seq: 7, term: 3, registration: (term: 5, number: 3))
         #expect(had.isAhead(of: lacked, address: "z:1", otherAddress: "a:1"))
@@ -193,7 +201,9 @@ import WireProtocol
     @Test func withSyncReplicasARegistrationNoFollowerConfirmsTimesOutAsAMutation() throws {
         let leader = InProcessLeader(term: 3, syncReplicas: 1)
         let server = leader.server
-        let (_, _) = try self.link(server)
+        let (replica, _) = try self.link(server)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"127.0.0.1:2"}}"#)
+        server.flush()
         let (adaSession, ada) = server.connect()
         #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
         server.clock.advance(milliseconds: leader.status.configuration.syncTimeoutMilliseconds + 1)

@@ -272,5 +272,21 @@ struct InProcessLeader {
         self.server.context.replication = self.source
         // With sync replicas, responses of mutations after this seq wait for followers' acks (as joinCluster).
         if syncReplicas > 0 { self.server.context.sessions.release(upTo: self.server.graph.seq) }
+        self.source.becameLeader()
+        // The sync set is "written to etcd" at once (a ClusterNode writes it through its coordinator).
+        let written = self.syncWrites
+        self.source.writeSyncSet = { record, done in
+            written.records.append(record)
+            done(written.succeeds)
+        }
+    }
+
+    /// The sync sets written, and whether the next writes succeed.
+    let syncWrites = SyncWrites()
+
+    @MainActor
+    final class SyncWrites {
+        var records: [SyncRecord] = []
+        var succeeds = true
     }
 }

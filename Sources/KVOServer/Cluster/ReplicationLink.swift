@@ -23,13 +23,31 @@ final class ReplicationLink {
     private var stream: TCPStream?
     private var framer = LineFramer(maxLineBytes: 1 << 30)
     private var isClosed = false
+    /// This member's advertised address, sent with the first ack only.
+    private var member: String?
 
-    /// Connects to `address` (`host:port`) and asks for the records after `fromSeq`, whose term is `lastTerm`
-    /// (the leader checks it against its history: TermHistory).
-    init(loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, lastTerm: UInt64, token: String?) {
+    /// What a follower asks its leader for.
+    struct Request {
+        /// The leader's advertised address (`host:port`) and term.
+        var address: String
+        var term: UInt64
+        /// The follower's applied seq, and the term of its record there (the leader checks it: TermHistory).
+        var fromSeq: UInt64
+        var lastTerm: UInt64
+        /// The cluster token (when access control is on).
+        var token: String?
+        /// The follower's advertised address, sent in its first `ack` (the leader's sync set names members by it).
+        var member: String
+    }
+
+    /// Connects to the leader and asks for the records after `request.fromSeq`.
+    init(loop: EventLoop, request: Request) {
+        let (address, term, fromSeq, lastTerm, token) =
+            (request.address, request.term, request.fromSeq, request.lastTerm, request.token)
         self.loop = loop
         self.address = address
         self.term = term
+        self.member = request.member
         self.lastHeardAt = loop.nowMilliseconds
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
             self.endSoon("malformed leader address '\(address)'")
@@ -78,6 +96,12 @@ final class ReplicationLink {
         var line: [UInt8] = []
         line.append(contentsOf: #"{"jsonrpc":"2.0","method":"ack","params":{"seq":"#.utf8)
         JSONWriter.appendInt(Int64(seq), to: &line)
+        if let member = self.member {
+            // Once per link: a leader of an earlier version ignores it (ack reads only what it knows).
+            line.append(contentsOf: #","member":"#.utf8)
+            JSONWriter.appendString(member, to: &line)
+            self.member = nil
+        }
         if let registration {
             line.append(contentsOf: #","registration":"#.utf8)
             JSONWriter.appendInt(Int64(registration), to: &line)

@@ -98,7 +98,7 @@ final class SnapshotReceiver {
     }
 }
 
-extension Server {
+extension ClusterNode {
     /// One `{snapshotChunk, offset, total, seq, term}` line from the leader (its term already checked): offset 0
     /// starts a new file; the last chunk installs the snapshot and restarts kvod on it (`onSnapshotReceived`).
     func receiveSnapshotChunk(_ line: JSONObject, seq: UInt64) throws(ReplicationError) {
@@ -109,8 +109,8 @@ extension Server {
         guard let bytes = Base64.decode(encoded) else {
             throw ReplicationError(description: "a snapshot chunk that is not base64")
         }
-        guard let log = self.clusterLog, let directory = self.durability?.directory.path,
-            let install = self.onSnapshotReceived
+        let log = self.log
+        guard let directory = log.durability?.directory.path, let install = self.onSnapshotReceived
         else { throw ReplicationError(description: "the leader sent a snapshot, which this member cannot install") }
         let offset = Int(rawOffset)
         if offset == 0 {

@@ -47,9 +47,10 @@ extension Dispatcher {
         self.writeResult { JSONWriter.append(.object(result), to: &$0) }
     }
 
-    /// `ack {seq, registration}` (a notification, on a replication link only): the follower has every record up to
-    /// `seq` in its journal, and every `onDisconnect` registration change up to number `registration` (optional);
-    /// the leader releases the responses held for `--sync-replicas`.
+    /// `ack {seq, registration, member}` (a notification, on a replication link only): the follower has every record
+    /// up to `seq` in its journal, and every `onDisconnect` registration change up to number `registration`
+    /// (optional); `member` (its first ack) is its advertised address, which the sync set names it by; the leader
+    /// releases the responses held for `--sync-replicas`.
     func acknowledge(_ request: RPCRequest, on session: Session) throws {
         guard session.isReplica, let source = self.context.replication else {
             throw RPCError.badParams("ack: only on a replication link")
@@ -59,7 +60,9 @@ extension Dispatcher {
         }
         var registration: UInt64?
         if case .int(let number)? = params["registration"], number >= 0 { registration = UInt64(number) }
-        source.acknowledged(UInt64(seq), registration: registration, by: session)
+        var member: String?
+        if case .string(let address)? = params["member"], !address.isEmpty { member = address }
+        source.acknowledged(UInt64(seq), registration: registration, member: member, by: session)
     }
 
     /// `record {path}` (a notification, on a replication link only): the follower started recording `path`
@@ -83,7 +86,8 @@ extension Dispatcher {
         }
     }
 
-    /// `,"role":…,"term":…,"appliedSeq":…` (and `"leader"` when known) for `hello`.
+    /// `,"role":…,"term":…,"appliedSeq":…` (and `"leader"` when known, `"promotionWait"` when this member may not
+    /// lead: `--sync-replicas`) for `hello`.
     func appendClusterMembers(_ cluster: ClusterStatus, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: #","role":"#.utf8)
         JSONWriter.appendString(cluster.role.rawValue, to: &bytes)
@@ -102,5 +106,9 @@ extension Dispatcher {
         bytes.append(contentsOf: #","writable":"#.utf8)
         bytes.append(
             contentsOf: (cluster.acceptsWrites(now: self.context.clock.nowMilliseconds) ? "true" : "false").utf8)
+        if let wait = cluster.promotionWait, cluster.role != .leader {
+            bytes.append(contentsOf: #","promotionWait":"#.utf8)
+            JSONWriter.appendString(wait, to: &bytes)
+        }
     }
 }
