@@ -281,3 +281,58 @@ import WireProtocol
         #expect(throws: RPCError.self) { try OnDisconnectRegistrations(json: .json(#"[{"ops":[]}]"#)) }
     }
 }
+
+@MainActor
+@Suite struct SyncSetOverTheLinkTests {
+    /// A follower's link: `replicate` from seq 0, then its first ack naming it.
+    private func follower(_ server: InProcessServer, _ member: String) -> (Session, RecordingTransport) {
+        let (session, replica) = server.connect()
+        replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":0,"term":3}"#))
+        server.flush()
+        server.flush()
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"\#(member)"}}"#)
+        server.flush()
+        return (session, replica)
+    }
+
+    @Test func aGoneFollowerLeavesTheSyncSetOnceAnotherHasEveryAcknowledgedWrite() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (_, b) = self.follower(server, "b:1")
+        let (cSession, c) = self.follower(server, "c:1")
+        #expect(leader.syncWrites.records.map(\.holders) == [["127.0.0.1:1", "b:1"], ["127.0.0.1:1", "b:1", "c:1"]])
+        let (_, writer) = server.connect()
+        #expect(try server.request(writer, 1, "set", #"{"path":"a","value":1}"#).isEmpty)  // held
+        c.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":1}}"#)
+        server.flush()
+        #expect(try writer.takeMessages().map(\.["id"]) == [1])  // c's ack released it: b lacks seq 1
+        // c goes: it stays in the set while b lacks seq 1, and leaves once b has it.
+        cSession.transportEnded(error: false)
+        c.finishClosing()
+        server.flush()
+        leader.source.heartbeat()  // the node's 250 ms tick
+        #expect(leader.syncWrites.records.count == 2)
+        b.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":1}}"#)
+        server.flush()
+        leader.source.heartbeat()
+        #expect(leader.syncWrites.records.last?.holders == ["127.0.0.1:1", "b:1"])
+        #expect(leader.syncWrites.records.last?.quorum == 1)
+    }
+}
+
+extension SyncSetOverTheLinkTests {
+    @Test func aMemberThatMayNotLeadSaysWhyInHelloAndMetrics() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        leader.status.update(role: .candidate, term: 3, leader: nil)
+        leader.status.promotionWait = "not in the sync set (a:1, b:1): it may lack acknowledged writes"
+        let (_, client) = server.connect()
+        let hello = try server.request(client, 1, "hello")[0]["result"]
+        #expect(hello?["role"] == "candidate" && hello?["promotionWait"] == .string(leader.status.promotionWait ?? ""))
+        let metrics = leader.status.prometheusText(appliedSeq: 0, source: leader.source, now: 0)
+        #expect(metrics.contains("\nkvod_cluster_promotion_waiting 1\n"))
+        leader.status.promotionWait = nil
+        #expect(try server.request(client, 2, "hello")[0]["result"]?["promotionWait"] == nil)
+        #expect(leader.status.prometheusText(appliedSeq: 0, source: nil, now: 0).contains("\nkvod_cluster_promotion_waiting 0\n"))
+    }
+}

@@ -5,7 +5,8 @@
 # following the leader; bootstrap_test.py: snapshot bootstrap, metrics, role-change logs; resume_test.py: resuming
 # on another member; presence_test.py: onDisconnect across failovers; client_presence_test.py: the Python and the
 # TypeScript client registering their onDisconnect ops again on each new leader; lost_write_test.py: 1010 for a since
-# lost in a failover; sync_presence_test.py: onDisconnect responses held for --sync-replicas); each starts a 3-member
+# lost in a failover; sync_presence_test.py: onDisconnect responses held for --sync-replicas;
+# double_failure_test.py: the leader and the in-sync follower lost while the third is behind: it must not lead); each starts a 3-member
 # etcd and kvods on loopback in a temporary directory and kills them all at the end. KVOD_BIN (default
 # .build/debug/kvod). Bounded: each file is stopped after 240 s.
 set -uo pipefail

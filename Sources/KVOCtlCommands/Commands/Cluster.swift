@@ -15,8 +15,9 @@ extension KVOCtl {
                 line per member: ADDRESS, ROLE (leader, follower, candidate, standalone for a kvod without \
                 --cluster-etcd, or unreachable), TERM, APPLIED (the member's seq), LAG (for a follower: the \
                 leader's seq it last heard minus its own), LEADER (the address it follows) and WRITABLE (whether it \
-                accepts mutations now). With --format json, one JSON array of {address, role, term, appliedSeq, \
-                lag, leader, writable, error} objects. Exits 0 when some member accepts mutations (a writable \
+                accepts mutations now), then why a member may not lead while none does (--sync-replicas: it may \
+                lack acknowledged writes). With --format json, one JSON array of {address, role, term, \
+                appliedSeq, lag, leader, writable, error} objects, with promotionWait when a member says why. Exits 0 when some member accepts mutations (a writable \
                 leader, or a standalone kvod), 3 when none does (an election, etcd without quorum, every member \
                 unreachable).
 
@@ -61,6 +62,7 @@ extension KVOCtl {
                 object["leader"] = self.hello?["leader"] ?? .null
                 object["writable"] = .bool(self.writable)
                 object["error"] = self.error.map(JSONValue.string) ?? .null
+                if let wait = self.hello?["promotionWait"] { object["promotionWait"] = wait }
                 return .object(object)
             }
 
@@ -74,7 +76,8 @@ extension KVOCtl {
                 }
                 return [
                     self.address.description, self.role, text(self.hello?["term"]), text(self.hello?["appliedSeq"]),
-                    self.lag.map(String.init) ?? "-", text(self.hello?["leader"]), self.writable ? "yes" : "no", "",
+                    self.lag.map(String.init) ?? "-", text(self.hello?["leader"]), self.writable ? "yes" : "no",
+                    self.hello?["promotionWait"]?.stringValue.map { "may not lead: \($0)" } ?? "",
                 ]
             }
         }

@@ -87,7 +87,13 @@ final class ClusterMember {
             switch result {
             case .success(let written):
                 self?.etcdSucceeded()
-                if !written { self?.logger.warning("sync set not written: the leader key is not ours") }
+                if written {
+                    self?.logger.info(
+                        "sync set written",
+                        metadata: ["holders": "\(record.holders.joined(separator: ","))", "quorum": "\(record.quorum)"])
+                } else {
+                    self?.logger.warning("sync set not written: the leader key is not ours")
+                }
                 done(written)
             case .failure(let error):
                 self?.etcdFailed("sync set write", error)
