@@ -15,10 +15,14 @@ struct ReplicationError: Error, CustomStringConvertible {
 extension ClusterNode {
     /// Handles one line from the leader (ReplicationLink); a thrown error ends the link.
     func handleReplicationLine(_ line: JSONObject) throws {
+        let message = try ReplicationMessage(fromLeader: line)
         let status = self.status
-        if let id = line["id"] {
-            if let error = line["error"] { throw ReplicationError(description: "the leader refused \(id): \(error)") }
-            if id == "replicate", case .object(let result)? = line["result"] {
+        let term: UInt64
+        let seq: UInt64
+        switch message {
+        case .response(let id, let result, let error):
+            if let error { throw ReplicationError(description: "the leader refused \(id): \(error)") }
+            if id == "replicate", case .object(let result)? = result {
                 status.isLinked = true
                 self.terms.leaderEntries = Self.termEntries(result["terms"])
                 self.logger.info(
@@ -28,53 +32,52 @@ extension ClusterNode {
                 self.requestRecordingOfRecordedPaths()
             }
             return
+        case .record(let lineSeq, let lineTerm, _, _, _, _), .heartbeat(let lineTerm, let lineSeq),
+            .registrations(let lineTerm, let lineSeq, _, _), .recording(let lineTerm, let lineSeq, _),
+            .snapshotChunk(let lineTerm, let lineSeq, _, _, _):
+            (term, seq) = (lineTerm, lineSeq)
+        case .hello, .replicate, .ack, .recordRequest:
+            throw ReplicationError(description: "a follower's line from the leader")
         }
-        guard case .int(let rawTerm)? = line["term"], case .int(let rawSeq)? = line["seq"], rawTerm >= 0, rawSeq >= 0
-        else { throw ReplicationError(description: "a line without term and seq") }
-        let term = UInt64(rawTerm)
-        let seq = UInt64(rawSeq)
         guard term >= status.highestTerm else {
             throw ReplicationError(description: "fencing: a record of term \(term), but term \(status.highestTerm) was seen")
         }
         status.observe(term: term)
         status.leaderSeq = max(status.leaderSeq, seq)
-        if line["snapshotChunk"] != nil {
-            try self.receiveSnapshotChunk(line, seq: seq)  // SnapshotReceiver.swift
-            return
-        }
-        if case .string(let path)? = line["record"] { return try self.recordReplicated(path) }
-        if let items = line["registrations"] {
+        switch message {
+        case .snapshotChunk(_, _, let offset, let total, let base64):
+            try self.receiveSnapshotChunk(base64, offset: offset, total: total, seq: seq)  // SnapshotReceiver.swift
+        case .recording(_, _, let path):
+            try self.recordReplicated(path)
+        case .registrations(_, _, let items, let number):
             do {
                 self.log.replicated(all: try OnDisconnectRegistrations(json: items))
             } catch {
                 throw ReplicationError(description: "a registrations line: \(error.message)")
             }
-            self.noteRegistrationNumber(line, term: term)
-            return
+            self.noteRegistrationNumber(number, term: term)
+        case .record(_, _, let recordTerm, let method, let params, let number):
+            let change: OnDisconnectRecord?
+            do {
+                change = try OnDisconnectRecord(method: method, params: params)
+            } catch {
+                throw ReplicationError(description: "a \(method) record: \(error.message)")
+            }
+            if let change {
+                self.log.replicated(change)  // takes no seq: where it comes in the stream is what counts
+                self.noteRegistrationNumber(number, term: term)
+                return
+            }
+            try self.applyReplicated(seq: seq, method: method, params: params, term: recordTerm)
+        case .heartbeat, .response, .hello, .replicate, .ack, .recordRequest:
+            break
         }
-        guard case .string(let method)? = line["method"] else { return }  // a heartbeat
-        let change: OnDisconnectRecord?
-        do {
-            change = try OnDisconnectRecord(method: method, params: line["params"])
-        } catch {
-            throw ReplicationError(description: "a \(method) record: \(error.message)")
-        }
-        if let change {
-            self.log.replicated(change)  // takes no seq: where it comes in the stream is what counts
-            self.noteRegistrationNumber(line, term: term)
-            return
-        }
-        var recordTerm = term
-        if case .int(let raw)? = line["recordTerm"], raw >= 0, raw <= rawTerm { recordTerm = UInt64(raw) }
-        try self.applyReplicated(seq: seq, method: method, params: line["params"], term: recordTerm)
     }
 
     /// The number of the leader's registration change a line carries (`registration`), acknowledged once journaled
     /// (`--sync-replicas` holds the `onDisconnect` response until then).
-    private func noteRegistrationNumber(_ line: JSONObject, term: UInt64) {
-        if case .int(let number)? = line["registration"], number >= 0 {
-            self.log.leaderRegistration = (term, UInt64(number))
-        }
+    private func noteRegistrationNumber(_ number: UInt64?, term: UInt64) {
+        if let number { self.log.leaderRegistration = (term, number) }
     }
 
     /// Before a snapshot bootstrap: the leader's term history (from the `replicate` result), cut at the snapshot's

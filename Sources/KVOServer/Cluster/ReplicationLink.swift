@@ -56,20 +56,8 @@ final class ReplicationLink {
         var host = String(address[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var request: [UInt8] = []
-        if let token {
-            let hello: JSONValue = [
-                "jsonrpc": "2.0", "id": "hello", "method": "hello",
-                "params": ["client": "kvod-follower", "token": .string(token)],
-            ]
-            JSONWriter.append(hello, to: &request)
-            request.append(UInt8(ascii: "\n"))
-        }
-        let replicate: JSONValue = [
-            "jsonrpc": "2.0", "id": "replicate", "method": "replicate",
-            "params": ["fromSeq": .int(Int64(fromSeq)), "term": .int(Int64(term)), "lastTerm": .int(Int64(lastTerm))],
-        ]
-        JSONWriter.append(replicate, to: &request)
-        request.append(UInt8(ascii: "\n"))
+        if let token { ReplicationMessage.hello(token: token).encode(to: &request) }
+        ReplicationMessage.replicate(fromSeq: fromSeq, term: term, lastTerm: lastTerm).encode(to: &request)
         do {
             try TCPStream.connect(loop: loop, host: host, port: port) { [weak self] stream, error in
                 guard let stream else {
@@ -94,19 +82,9 @@ final class ReplicationLink {
     func acknowledge(_ seq: UInt64, registration: UInt64?) {
         guard let stream = self.stream, !self.isClosed else { return }
         var line: [UInt8] = []
-        line.append(contentsOf: #"{"jsonrpc":"2.0","method":"ack","params":{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &line)
-        if let member = self.member {
-            // Once per link: a leader of an earlier version ignores it (ack reads only what it knows).
-            line.append(contentsOf: #","member":"#.utf8)
-            JSONWriter.appendString(member, to: &line)
-            self.member = nil
-        }
-        if let registration {
-            line.append(contentsOf: #","registration":"#.utf8)
-            JSONWriter.appendInt(Int64(registration), to: &line)
-        }
-        line.append(contentsOf: "}}\n".utf8)
+        // The member's address once per link: a leader of an earlier version ignores it.
+        ReplicationMessage.ack(seq: seq, registration: registration, member: self.member).encode(to: &line)
+        self.member = nil
         stream.write(line)
     }
 
@@ -116,11 +94,7 @@ final class ReplicationLink {
     func requestRecording(_ paths: [String]) {
         guard let stream = self.stream, !self.isClosed, !paths.isEmpty else { return }
         var lines: [UInt8] = []
-        for path in paths {
-            lines.append(contentsOf: #"{"jsonrpc":"2.0","method":"record","params":{"path":"#.utf8)
-            JSONWriter.appendString(path, to: &lines)
-            lines.append(contentsOf: "}}\n".utf8)
-        }
+        for path in paths { ReplicationMessage.recordRequest(path: path).encode(to: &lines) }
         stream.write(lines)
     }
 

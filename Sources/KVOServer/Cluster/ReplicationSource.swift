@@ -204,28 +204,6 @@ final class ReplicationSource {
         if excess > self.capacity / 4 { self.ended.removeFirst(excess) }
     }
 
-    /// `{"term":T,"seq":N`: how every leader line that is not a record begins (a heartbeat is just this and `}`).
-    static func appendOpening(term: UInt64, seq: UInt64, to line: inout [UInt8]) {
-        line.append(contentsOf: #"{"term":"#.utf8)
-        JSONWriter.appendInt(Int64(term), to: &line)
-        line.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &line)
-    }
-
-    /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...],"registration":R}` and a newline: the leader's
-    /// whole set after its change number R, which replaces the follower's (an earlier version reads it as a
-    /// heartbeat).
-    static func appendRegistrations(
-        _ registrations: OnDisconnectRegistrations, number: UInt64, seq: UInt64, term: UInt64, to line: inout [UInt8]
-    ) {
-        Self.appendOpening(term: term, seq: seq, to: &line)
-        line.append(contentsOf: #","registrations":"#.utf8)
-        JSONWriter.append(registrations.json, to: &line)
-        line.append(contentsOf: #","registration":"#.utf8)
-        JSONWriter.appendInt(Int64(number), to: &line)
-        line.append(contentsOf: "}\n".utf8)
-    }
-
     // MARK: - Recorded paths
 
     /// Announces on every link that this member started recording `keyPath` now: the followers start too, at this
@@ -233,23 +211,15 @@ final class ReplicationSource {
     func announceRecording(_ keyPath: KeyPath) {
         guard !self.followers.isEmpty else { return }
         var line: [UInt8] = []
-        Self.appendRecord(keyPath, seq: self.graph.seq, term: self.status.term, to: &line)
+        ReplicationMessage.appendRecording(keyPath.description, term: self.status.term, seq: self.graph.seq, to: &line)
         self.send(line)
     }
 
     /// A catch-up's first lines: a record line at `seq` (where the follower is then) for every recorded path.
     private func appendRecordedPaths(at seq: UInt64, to output: inout [UInt8]) {
         for keyPath in self.recordedPaths() {
-            Self.appendRecord(keyPath, seq: seq, term: self.status.term, to: &output)
+            ReplicationMessage.appendRecording(keyPath.description, term: self.status.term, seq: seq, to: &output)
         }
-    }
-
-    /// `{"term":T,"seq":N,"record":PATH}` and a newline: start recording PATH after applying seq N.
-    static func appendRecord(_ keyPath: KeyPath, seq: UInt64, term: UInt64, to line: inout [UInt8]) {
-        Self.appendOpening(term: term, seq: seq, to: &line)
-        line.append(contentsOf: #","record":"#.utf8)
-        JSONWriter.appendString(keyPath.description, to: &line)
-        line.append(contentsOf: "}\n".utf8)
     }
 
     // MARK: - Sync replicas
@@ -389,8 +359,9 @@ final class ReplicationSource {
         let endedAfter = self.ended.drop(while: { $0.seq < seq })
         var registrations = self.registrations()
         for end in endedAfter { registrations.apply(.registered(connection: end.connection, ops: end.ops)) }
-        Self.appendRegistrations(
-            registrations, number: self.registrationNumber, seq: seq, term: self.status.term, to: &output)
+        ReplicationMessage.registrations(
+            term: self.status.term, seq: seq, registrations: registrations.json, number: self.registrationNumber
+        ).encode(to: &output)
         self.appendRecordedPaths(at: seq, to: &output)
         var ends = endedAfter[...]
         func appendEnds(upTo position: UInt64) {
@@ -430,8 +401,7 @@ final class ReplicationSource {
         }
         guard !self.followers.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
         var line: [UInt8] = []
-        Self.appendOpening(term: self.status.term, seq: self.graph.seq, to: &line)
-        line.append(contentsOf: "}\n".utf8)
+        ReplicationMessage.appendHeartbeat(term: self.status.term, seq: self.graph.seq, to: &line)
         for follower in self.followers { follower.session.enqueue(bytes: line) }
         self.shipper?.heartbeat(line)
     }
@@ -462,28 +432,12 @@ final class ReplicationSource {
         self.ended.removeAll { $0.seq < self.baseSeq }
     }
 
-    /// `{"seq":N,"term":T,"recordTerm":R,"method":M,"params":P}` and a newline: `term` is the leader's (fencing),
-    /// `recordTerm` the term that wrote the record (the follower's term history); a registration change (method
-    /// `onDisconnect` or `disconnected`) ends with `"registration":R`, its number.
-    static func append(
+    /// A backlog record as its line (ReplicationMessage.appendRecord).
+    private static func append(
         _ record: JournalRecord, recordTerm: UInt64, term: UInt64, registration: UInt64? = nil, to line: inout [UInt8]
     ) {
-        line.append(contentsOf: #"{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(record.seq), to: &line)
-        line.append(contentsOf: #","term":"#.utf8)
-        JSONWriter.appendInt(Int64(term), to: &line)
-        line.append(contentsOf: #","recordTerm":"#.utf8)
-        JSONWriter.appendInt(Int64(recordTerm), to: &line)
-        line.append(contentsOf: #","method":"#.utf8)
-        JSONWriter.appendString(record.method, to: &line)
-        if let params = record.params {
-            line.append(contentsOf: #","params":"#.utf8)
-            JSONWriter.append(params, to: &line)
-        }
-        if let registration {
-            line.append(contentsOf: #","registration":"#.utf8)
-            JSONWriter.appendInt(Int64(registration), to: &line)
-        }
-        line.append(contentsOf: "}\n".utf8)
+        ReplicationMessage.appendRecord(
+            seq: record.seq, term: term, recordTerm: recordTerm, method: record.method, params: record.params,
+            registration: registration, to: &line)
     }
 }

@@ -101,11 +101,12 @@ final class SnapshotReceiver {
 extension ClusterNode {
     /// One `{snapshotChunk, offset, total, seq, term}` line from the leader (its term already checked): offset 0
     /// starts a new file; the last chunk installs the snapshot and restarts kvod on it (`onSnapshotReceived`).
-    func receiveSnapshotChunk(_ line: JSONObject, seq: UInt64) throws(ReplicationError) {
-        guard case .string(let encoded)? = line["snapshotChunk"], case .int(let rawOffset)? = line["offset"],
-            case .int(let rawTotal)? = line["total"], rawOffset >= 0, rawTotal > 0,
-            rawTotal <= SnapshotReceiver.maxTotalBytes
-        else { throw ReplicationError(description: "a snapshot chunk without a valid offset and total") }
+    func receiveSnapshotChunk(_ encoded: String, offset rawOffset: Int64, total rawTotal: Int64, seq: UInt64)
+        throws(ReplicationError)
+    {
+        guard rawOffset >= 0, rawTotal > 0, rawTotal <= SnapshotReceiver.maxTotalBytes else {
+            throw ReplicationError(description: "a snapshot chunk without a valid offset and total")
+        }
         guard let bytes = Base64.decode(encoded) else {
             throw ReplicationError(description: "a snapshot chunk that is not base64")
         }

@@ -251,16 +251,9 @@ final class SnapshotShipper {
     /// Reads the next chunk into its line and queues the line.
     private func sendChunk(of shipment: Shipment) throws(PersistenceError) {
         let length = min(Self.chunkCharacters, shipment.total - shipment.offset)
-        let prefix: [UInt8] = Array(#"{"snapshotChunk":""#.utf8)
-        var suffix: [UInt8] = Array(#"","offset":"#.utf8)
-        JSONWriter.appendInt(Int64(shipment.offset / 4 * 3), to: &suffix)
-        suffix.append(contentsOf: #","total":"#.utf8)
-        JSONWriter.appendInt(Int64(shipment.snapshotBytes), to: &suffix)
-        suffix.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(shipment.seq), to: &suffix)
-        suffix.append(contentsOf: #","term":"#.utf8)
-        JSONWriter.appendInt(Int64(self.status.term), to: &suffix)
-        suffix.append(contentsOf: "}\n".utf8)
+        let (prefix, suffix) = ReplicationMessage.snapshotChunkAffixes(
+            term: self.status.term, seq: shipment.seq, offset: Int64(shipment.offset / 4 * 3),
+            total: Int64(shipment.snapshotBytes))
         var failure: Int32 = 0
         let line = [UInt8](unsafeUninitializedCapacity: prefix.count + length + suffix.count) { buffer, count in
             guard let base = UnsafeMutableRawPointer(buffer.baseAddress) else { return }
