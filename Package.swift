@@ -38,7 +38,7 @@ let package = Package(
         // Pure: bytes <-> JSON values and JSON-RPC messages.
         .target(name: "WireProtocol", swiftSettings: strict),
         // Pure: the WebSocket opening handshake and frames (RFC 6455), bytes in, events and bytes out.
-        .target(name: "WebSocket", swiftSettings: strict),
+        .target(name: "WebSocket", dependencies: ["WireProtocol"], swiftSettings: strict),
         // The bridge between engine values and JSON (used by the server and persistence).
         .target(name: "ValueCoding", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // Durability: the journal and snapshots in the data directory (POSIX file I/O, no libuv).
@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol"]),
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "WireProtocol"]),
         .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "ObjectGraph", "WireProtocol"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),
