@@ -73,8 +73,8 @@ let package = Package(
             swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
-        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
-        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol"]),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
+        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "WireProtocol"]),
         .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "ObjectGraph", "WireProtocol"]),

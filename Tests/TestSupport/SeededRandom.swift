@@ -1,5 +1,6 @@
 // The one seeded random number generator of the tests (SplitMix64): small, fast and the same on every platform, so a
-// failing run replays from its seed alone.
+// failing run replays from its seed alone. (The fuzz drivers, Tests/Fuzz, and the load generator keep their own copy:
+// they are built without TestSupport, which links the blocking client.)
 
 /// SplitMix64 from a seed.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
