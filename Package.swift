@@ -31,6 +31,8 @@ let package = Package(
         .systemLibrary(
             name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]),
+        // EINTR-retrying system calls and whole reads and writes (Glibc only), for the modules that block.
+        .target(name: "SystemCall", swiftSettings: strict),
         // The only module that imports CLibUV.
         .target(name: "UVLoop", dependencies: ["CLibUV"], swiftSettings: strict),
         // Pure: no I/O, no loop, no clock.
@@ -42,23 +44,28 @@ let package = Package(
         // The bridge between engine values and JSON (used by the server and persistence).
         .target(name: "ValueCoding", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // Durability: the journal and snapshots in the data directory (POSIX file I/O, no libuv).
-        .target(name: "Persistence", dependencies: ["ObjectGraph", "WireProtocol", "ValueCoding"], swiftSettings: strict),
+        .target(
+            name: "Persistence", dependencies: ["ObjectGraph", "WireProtocol", "ValueCoding", "SystemCall"],
+            swiftSettings: strict),
         // Model files (docs/MODEL.md): JSON declarations of classes, loaded into an ObjectGraph model.
         .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
-        .target(name: "KVOClient", dependencies: ["WireProtocol"], swiftSettings: strict),
+        .target(name: "KVOClient", dependencies: ["WireProtocol", "SystemCall"], swiftSettings: strict),
         .target(
             name: "KVOServer",
-            dependencies: ["UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging],
+            dependencies: [
+                "UVLoop", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", "SystemCall", logging,
+            ],
             swiftSettings: strict),
         // kvoctl's commands, as a library: the kvoctl executable is one line over it.
         .target(
-            name: "KVOCtlCommands", dependencies: ["KVOClient", "WireProtocol", argumentParser], swiftSettings: strict),
+            name: "KVOCtlCommands", dependencies: ["KVOClient", "WireProtocol", "SystemCall", argumentParser],
+            swiftSettings: strict),
         // kvod parses its own options (Sources/kvod/DaemonOptions.swift): swift-argument-parser would link
         // FoundationEssentials into it, a third of the binary (docs/ARCHITECTURE.md#decisions).
         .executableTarget(
             name: "kvod",
-            dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", logging],
+            dependencies: ["KVOServer", "ModelFile", "Persistence", "WireProtocol", "SystemCall", logging],
             resources: [
                 .embedInCode("default-model.json"),
                 // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied

@@ -7,6 +7,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemCall
 
 /// A TCP connection that sends bytes and receives `\n`-terminated lines, every wait bounded by poll().
 ///
@@ -70,7 +71,9 @@ public final class LineConnection {
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { raw in
-                sendWithoutSignal(self.descriptor, raw.baseAddress! + written, raw.count - written)
+                SystemCall.retrying {
+                    sendWithoutSignal(self.descriptor, raw.baseAddress! + written, raw.count - written)
+                }
             }
             if count >= 0 {
                 written += count
@@ -78,8 +81,6 @@ public final class LineConnection {
             }
             let code = errno
             switch code {
-            case EINTR:
-                continue
             case EAGAIN, EWOULDBLOCK:
                 guard try waitFor(Int32(POLLOUT), on: self.descriptor, until: deadline) else {
                     throw .timeout("writing to \(formatEndpoint(host: self.host, port: self.port))")
@@ -191,7 +192,7 @@ public final class LineConnection {
         self.reserveSpace(16 * 1024)
         while true {
             let count = self.storage.withUnsafeMutableBytes { raw in
-                read(self.descriptor, raw.baseAddress! + self.end, raw.count - self.end)
+                SystemCall.retrying { read(self.descriptor, raw.baseAddress! + self.end, raw.count - self.end) }
             }
             if count > 0 {
                 self.end += count
@@ -203,8 +204,6 @@ public final class LineConnection {
             }
             let code = errno
             switch code {
-            case EINTR:
-                continue
             case EAGAIN, EWOULDBLOCK:
                 guard try waitFor(Int32(POLLIN), on: self.descriptor, until: deadline) else { return false }
             case ECONNRESET, EPIPE:

@@ -11,6 +11,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemCall
 
 /// A snapshot being written by a child process.
 public struct SnapshotProcess: Sendable {
@@ -214,8 +215,7 @@ public struct SnapshotProcess: Sendable {
 
     private func reap(options: Int32) -> Outcome {
         var status: Int32 = 0
-        var result: pid_t
-        repeat { result = waitpid(self.pid, &status, options) } while result < 0 && errno == EINTR
+        let result = SystemCall.retrying { waitpid(self.pid, &status, options) }
         if result == 0 { return .running }
         if result < 0 { return .failed("waitpid: \(String(cString: strerror(errno)))") }
         let signal = status & 0x7F

@@ -13,6 +13,7 @@ import ObjectGraph
 import Persistence
 import UVLoop
 import WireProtocol
+import SystemCall
 
 /// The snapshots being prepared and sent to followers. Loop-owned.
 @MainActor
@@ -259,16 +260,12 @@ final class SnapshotShipper {
             guard let base = UnsafeMutableRawPointer(buffer.baseAddress) else { return }
             // The prefix and suffix are never empty, so their base addresses exist.
             prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            var read = 0
-            while read < length {
-                let got = pread(
-                    shipment.descriptor, base + prefix.count + read, length - read, off_t(shipment.offset + read))
-                if got < 0 && errno == EINTR { continue }
-                guard got > 0 else {
-                    failure = got < 0 ? errno : EIO
-                    return
-                }
-                read += got
+            let got = SystemCall.readFully(
+                shipment.descriptor, into: UnsafeMutableRawBufferPointer(start: base + prefix.count, count: length),
+                at: shipment.offset)
+            guard got == length else {
+                failure = got < 0 ? Int32(-got) : EIO
+                return
             }
             let end = base + prefix.count + length
             suffix.withUnsafeBytes { end.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
