@@ -112,14 +112,11 @@ enum Files {
     /// Replaces `path` atomically: writes `parts` one after another to a temporary file, fsyncs it, renames it over
     /// `path`, fsyncs the directory.
     static func replaceAtomically(_ path: String, with parts: [[UInt8]], directory: String) throws(PersistenceError) {
-        let temporary = path + ".tmp"
         do {
-            let file = try FileHandle(path: temporary, flags: O_WRONLY | O_CREAT | O_TRUNC)
-            for bytes in parts { try file.writeAll(bytes) }
-            try file.sync()
+            try AtomicFile.replace(path, with: parts, directory: directory)
+        } catch {
+            throw error.error
         }
-        guard rename(temporary, path) == 0 else { throw PersistenceError.posix("rename", temporary) }
-        try Self.syncDirectory(directory)
     }
 
     static func syncDirectory(_ directory: String) throws(PersistenceError) {
