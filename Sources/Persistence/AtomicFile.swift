@@ -9,7 +9,11 @@ import Glibc
 public enum AtomicFile {
     /// Where a replacement failed; the raw values are the background snapshot child's exit statuses.
     public enum Stage: Int32, Sendable {
-        case open = 1, write = 2, sync = 3, rename = 4, syncDirectory = 6
+        case open = 1
+        case write = 2
+        case sync = 3
+        case rename = 4
+        case syncDirectory = 6
     }
 
     /// A replacement that failed, and at which stage (the temporary file is left for the caller to remove).

@@ -72,7 +72,10 @@ import Testing
             MemberStateMachine.verdict(me: me, mine: mine, members: members, sync: sync, syncReplicas: 1)
         }
         // The double failure: c alone, behind, may not lead; with b back, b (ahead) leads and c defers to it.
-        guard case .wait(let alone) = verdict("c:1", behind, [:]) else { Issue.record("c alone campaigns"); return }
+        guard case .wait(let alone) = verdict("c:1", behind, [:]) else {
+            Issue.record("c alone campaigns")
+            return
+        }
         #expect(alone.contains("1 of the sync set's 3 members live, 2 needed") && alone.contains("a:1, b:1"))
         #expect(verdict("b:1", ahead, ["c:1": behind]) == .campaign)
         #expect(verdict("c:1", behind, ["b:1": ahead]) == .deferTo("b:1 is ahead (seq 40, term 9)"))
