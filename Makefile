@@ -47,8 +47,8 @@ dist:
 	bash .ci/dist.sh
 
 ## cluster-test: a 3-member etcd and kvods on loopback: every Tests/cluster/*_test.py (roles and failover,
-## --sync-replicas 1 under kills, stops and an etcd member down, the clients following the leader, snapshot
-## bootstrap and metrics; docs/SCALING.md#tests; installs etcd-server when missing; each file bounded at 240 s).
+## --sync-replicas 1 under kills, stops and an etcd member down, the double failure no stale member may win, the
+## clients following the leader, snapshot bootstrap and metrics; docs/SCALING.md#tests; installs etcd-server when missing; each file bounded at 240 s).
 cluster-test:
 	@bash .ci/deps.sh
 	@bash .ci/fresh-build-dir.sh debug

@@ -36,6 +36,8 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         // The only module that imports COpenSSL: TLS sessions over memory buffers, no sockets (docs/ARCHITECTURE.md#tls).
         .target(name: "TLS", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // EINTR-retrying system calls and whole reads and writes (Glibc only), for the modules that block.
+        .target(name: "SystemCall", swiftSettings: strict),
         // The only module that imports CLibUV.
         .target(name: "UVLoop", dependencies: ["CLibUV"], swiftSettings: strict),
         // Pure: no I/O, no loop, no clock.
@@ -43,29 +45,33 @@ let package = Package(
         // Pure: bytes <-> JSON values and JSON-RPC messages.
         .target(name: "WireProtocol", swiftSettings: strict),
         // Pure: the WebSocket opening handshake and frames (RFC 6455), bytes in, events and bytes out.
-        .target(name: "WebSocket", swiftSettings: strict),
+        .target(name: "WebSocket", dependencies: ["WireProtocol"], swiftSettings: strict),
         // The bridge between engine values and JSON (used by the server and persistence).
         .target(name: "ValueCoding", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // Durability: the journal and snapshots in the data directory (POSIX file I/O, no libuv).
-        .target(name: "Persistence", dependencies: ["ObjectGraph", "WireProtocol", "ValueCoding"], swiftSettings: strict),
+        .target(
+            name: "Persistence", dependencies: ["ObjectGraph", "WireProtocol", "ValueCoding", "SystemCall"],
+            swiftSettings: strict),
         // Model files (docs/MODEL.md): JSON declarations of classes, loaded into an ObjectGraph model.
         .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
-        .target(name: "KVOClient", dependencies: ["WireProtocol", "TLS"], swiftSettings: strict),
+        .target(name: "KVOClient", dependencies: ["WireProtocol", "TLS", "SystemCall"], swiftSettings: strict),
         .target(
             name: "KVOServer",
             dependencies: [
-                "UVLoop", "TLS", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", logging,
+                "UVLoop", "TLS", "ObjectGraph", "WireProtocol", "WebSocket", "ValueCoding", "Persistence", "SystemCall",
+                logging,
             ],
             swiftSettings: strict),
         // kvoctl's commands, as a library: the kvoctl executable is one line over it.
         .target(
-            name: "KVOCtlCommands", dependencies: ["KVOClient", "TLS", "WireProtocol", argumentParser], swiftSettings: strict),
+            name: "KVOCtlCommands", dependencies: ["KVOClient", "TLS", "WireProtocol", "SystemCall", argumentParser],
+            swiftSettings: strict),
         // kvod parses its own options (Sources/kvod/DaemonOptions.swift): swift-argument-parser would link
         // FoundationEssentials into it, a third of the binary (docs/ARCHITECTURE.md#decisions).
         .executableTarget(
             name: "kvod",
-            dependencies: ["KVOServer", "TLS", "ModelFile", "Persistence", "WireProtocol", logging],
+            dependencies: ["KVOServer", "TLS", "ModelFile", "Persistence", "WireProtocol", "SystemCall", logging],
             resources: [
                 .embedInCode("default-model.json"),
                 // The web inspector (`--web-port`): Inspector/kvod.js is clients/typescript/dist/index.js, copied
@@ -80,9 +86,9 @@ let package = Package(
             swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
-        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
-        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol"]),
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
+        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "TestSupport"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "WireProtocol"]),
         .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "ObjectGraph", "WireProtocol"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),

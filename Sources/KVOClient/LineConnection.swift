@@ -9,6 +9,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemCall
 
 /// A TCP connection that sends bytes and receives `\n`-terminated lines, every wait bounded by poll().
 ///
@@ -149,7 +150,9 @@ public final class LineConnection {
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { raw in
-                sendWithoutSignal(self.descriptor, raw.baseAddress! + written, raw.count - written)
+                SystemCall.retrying {
+                    sendWithoutSignal(self.descriptor, raw.baseAddress! + written, raw.count - written)
+                }
             }
             if count >= 0 {
                 written += count
@@ -157,8 +160,6 @@ public final class LineConnection {
             }
             let code = errno
             switch code {
-            case EINTR:
-                continue
             case EAGAIN, EWOULDBLOCK:
                 guard try waitFor(Int32(POLLOUT), on: self.descriptor, until: deadline) else {
                     throw .timeout("writing to \(formatEndpoint(host: self.host, port: self.port))")
@@ -297,10 +298,10 @@ public final class LineConnection {
         while true {
             let count: Int
             if let buffers = self.tlsBuffers {
-                count = read(self.descriptor, buffers.ciphertextIn.baseAddress, buffers.ciphertextIn.count)
+                count = SystemCall.retrying { read(self.descriptor, buffers.ciphertextIn.baseAddress, buffers.ciphertextIn.count) }
             } else {
                 count = self.storage.withUnsafeMutableBytes { raw in
-                    read(self.descriptor, raw.baseAddress! + self.end, raw.count - self.end)
+                    SystemCall.retrying { read(self.descriptor, raw.baseAddress! + self.end, raw.count - self.end) }
                 }
             }
             if count > 0, let tls = self.tls, let buffers = self.tlsBuffers {
@@ -317,8 +318,6 @@ public final class LineConnection {
             }
             let code = errno
             switch code {
-            case EINTR:
-                continue
             case EAGAIN, EWOULDBLOCK:
                 guard try waitFor(Int32(POLLIN), on: self.descriptor, until: deadline) else { return false }
             case ECONNRESET, EPIPE:

@@ -6,6 +6,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemCall
 
 /// The text of an errno value (`strerror`).
 func errnoDescription(_ code: Int32) -> String {
@@ -46,14 +47,11 @@ func makeDeadline(after timeout: Duration?) -> ContinuousClock.Instant? {
 func waitFor(_ events: Int32, on descriptor: Int32, until deadline: ContinuousClock.Instant?) throws(KVOClientError)
     -> Bool
 {
-    while true {
-        var entry = pollfd(fd: descriptor, events: Int16(events), revents: 0)
-        let status = poll(&entry, 1, pollTimeout(until: deadline))
-        if status > 0 { return true }
-        if status == 0 { return false }
-        let code = errno
-        if code != EINTR { throw .connectionLost("poll: \(errnoDescription(code))") }
-    }
+    var entry = pollfd(fd: descriptor, events: Int16(events), revents: 0)
+    let status = SystemCall.retrying { poll(&entry, 1, pollTimeout(until: deadline)) }
+    if status > 0 { return true }
+    if status == 0 { return false }
+    throw .connectionLost("poll: \(errnoDescription(errno))")
 }
 
 /// Sets O_NONBLOCK on `descriptor`; returns errno on failure.

@@ -10,6 +10,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemCall
 
 /// A KVOClient connected to one of several addresses, which it may leave for another.
 final class MemberClient {
@@ -156,5 +157,9 @@ func sleep(for duration: Duration) {
     let (seconds, attoseconds) = duration.components
     var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
     var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    _ = SystemCall.retrying {
+        let status = nanosleep(&request, &remaining)
+        request = remaining  // interrupted: sleep what is left
+        return status
+    }
 }

@@ -7,6 +7,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemCall
 
 /// Line output for kvoctl.
 enum Output {
@@ -30,21 +31,8 @@ enum Output {
         _ = self.writeAll(Array("kvoctl: \(text)\n".utf8), to: STDERR_FILENO)
     }
 
-    /// Writes every byte, retrying after EINTR and short writes; false when the descriptor refuses.
+    /// Writes every byte (SystemCall.writeAll); false when the descriptor refuses.
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in
-                write(descriptor, raw.baseAddress! + written, raw.count - written)
-            }
-            if count > 0 {
-                written += count
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
+        SystemCall.writeAll(descriptor, bytes) == 0
     }
 }

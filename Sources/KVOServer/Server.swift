@@ -72,20 +72,22 @@ public final class Server {
     /// mutation.
     public var durability: Durability? {
         didSet {
-            if let log = self.clusterLog {
+            if let log = self.clusterNode?.log {
                 log.durability = self.durability
             } else {
                 self.core.context.mutationLog = self.durability
             }
         }
     }
-    /// In a cluster (Server+Cluster.swift): the election and replication, and the log that feeds both the journal
-    /// and the followers.
-    var clusterMember: ClusterMember?
-    var clusterLog: ClusterLog?
+    /// In a cluster (`joinCluster`): the election and replication (Cluster/ClusterNode.swift), ticked every 250 ms.
+    var clusterNode: ClusterNode?
+    private var clusterTimer: LoopTimer?
+    private var resignTimer: LoopTimer?
     /// Installs a snapshot a follower received from its leader (the bytes of `snapshot.kvs`); kvod writes it to the
     /// data directory and restarts itself on it. Throws when it cannot.
-    public var onSnapshotReceived: (([UInt8]) throws -> Void)?
+    public var onSnapshotReceived: (([UInt8]) throws -> Void)? {
+        didSet { self.clusterNode?.onSnapshotReceived = self.onSnapshotReceived }
+    }
     /// The metrics endpoint, when configured.
     var metricsServer: HTTPServer?
     /// The web inspector's port, when configured.
@@ -214,7 +216,9 @@ public final class Server {
         self.webSocketListener = nil
         self.tickTimer?.close()
         self.tickTimer = nil
-        self.clusterMember?.stop()
+        self.clusterTimer?.close()
+        self.clusterTimer = nil
+        self.clusterNode?.stop()
         self.stopMetrics()
         self.stopWeb()
         sessions.onRemove = { [unowned self, unowned sessions] in
@@ -240,12 +244,53 @@ public final class Server {
         self.busyPoll?.close()
         self.busyPoll = nil
         // A cluster member's resignation (ClusterMember.stop) gets up to a second to reach etcd.
-        if let member = self.clusterMember {
-            member.whenResigned { [loop = self.loop] in loop.stop() }
-        } else {
+        guard let member = self.clusterNode?.member, member.isResigning else { return self.loop.stop() }
+        member.whenResigned { [unowned self] in
+            self.resignTimer?.close()
+            self.resignTimer = nil
             self.loop.stop()
         }
+        if let timer = try? LoopTimer(loop: self.loop) {
+            self.resignTimer = timer
+            try? timer.start(afterMilliseconds: 1000) { [unowned member] in member.resigned() }
+        }
     }
+
+    // MARK: - Cluster
+
+    /// Joins the cluster (docs/SCALING.md): from now on mutations are refused (1012) unless this member is the
+    /// leader and can prove its lease. `recovered` (the journal records loaded at start, after the snapshot at
+    /// `baseSeq`) seed the backlog a follower can resume from. `leftovers` (the `onDisconnect` registrations a crash
+    /// left in the journal) run if this member leads before a leader's set replaces them.
+    public func joinCluster(
+        _ configuration: ClusterConfiguration, recovered: [JournalRecord], baseSeq: UInt64,
+        leftovers: OnDisconnectRegistrations = OnDisconnectRegistrations()
+    ) throws(UVError) {
+        let loop = self.loop
+        let etcd = EtcdClient(
+            endpoints: configuration.endpoints, loop: loop,
+            timeoutMilliseconds: min(1000, max(200, UInt64(configuration.leaseSeconds) * 250)),
+            tls: configuration.etcdTLS)
+        let peerTLS = configuration.peerTLS
+        let (graph, logger, cpus) = (self.graph, self.logger, self.configuration.snapshotCPUs)
+        let directory = self.durability?.directory.path ?? "/tmp"
+        let node = ClusterNode(
+            configuration: configuration, core: self.core, coordinator: etcd, logger: logger,
+            durability: self.durability, recovered: recovered, baseSeq: baseSeq, leftovers: leftovers,
+            shipper: { status in
+                SnapshotShipper(
+                    graph: graph, status: status, loop: loop, logger: logger, directory: directory, cpus: cpus)
+            },
+            openLink: { request in ReplicationLink(loop: loop, request: request, tls: peerTLS) })
+        node.onSnapshotReceived = self.onSnapshotReceived
+        self.clusterNode = node
+        let timer = try LoopTimer(loop: loop)
+        try timer.start(afterMilliseconds: 0, repeatMilliseconds: 250) { [unowned node] in node.member.tick() }
+        self.clusterTimer = timer
+    }
+
+    /// This member's role, for logs and tests.
+    public var clusterRole: ClusterRole? { self.core.context.cluster?.role }
 
     private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {
         let settings = SocketTransportSettings(

@@ -3,6 +3,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemCall
 
 /// A file operation that failed.
 public struct PersistenceError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -30,14 +31,10 @@ final class FileHandle {
     deinit { close(self.descriptor) }
 
     func writeAll(_ bytes: [UInt8]) throws(PersistenceError) {
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in write(self.descriptor, raw.baseAddress! + written, raw.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw PersistenceError.posix("write", self.path)
-            }
-            written += count
+        let failure = SystemCall.writeAll(self.descriptor, bytes)
+        guard failure == 0 else {
+            errno = failure
+            throw PersistenceError.posix("write", self.path)
         }
     }
 
@@ -89,11 +86,10 @@ enum Files {
         var filled = 0
         while true {
             if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(bytes.count, 1 << 16))) }
-            let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw PersistenceError.posix("read", path)
+            let count = bytes.withUnsafeMutableBytes { raw in
+                SystemCall.retrying { Glibc.read(descriptor, raw.baseAddress! + filled, raw.count - filled) }
             }
+            if count < 0 { throw PersistenceError.posix("read", path) }
             if count == 0 { break }
             filled += count
         }
@@ -116,14 +112,11 @@ enum Files {
     /// Replaces `path` atomically: writes `parts` one after another to a temporary file, fsyncs it, renames it over
     /// `path`, fsyncs the directory.
     static func replaceAtomically(_ path: String, with parts: [[UInt8]], directory: String) throws(PersistenceError) {
-        let temporary = path + ".tmp"
         do {
-            let file = try FileHandle(path: temporary, flags: O_WRONLY | O_CREAT | O_TRUNC)
-            for bytes in parts { try file.writeAll(bytes) }
-            try file.sync()
+            try AtomicFile.replace(path, with: parts, directory: directory)
+        } catch {
+            throw error.error
         }
-        guard rename(temporary, path) == 0 else { throw PersistenceError.posix("rename", temporary) }
-        try Self.syncDirectory(directory)
     }
 
     static func syncDirectory(_ directory: String) throws(PersistenceError) {

@@ -11,6 +11,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemCall
 
 /// A snapshot being written by a child process.
 public struct SnapshotProcess: Sendable {
@@ -104,15 +105,15 @@ public struct SnapshotProcess: Sendable {
         _ = nice(19)
         let parts = encode()
         do {
-            guard let file = try? FileHandle(path: temporaryPath, flags: O_WRONLY | O_CREAT | O_TRUNC) else { _exit(1) }
-            for bytes in parts {
-                do { try file.writeAll(bytes) } catch { Self.abandon(temporaryPath, status: 2) }
+            try AtomicFile.replace(files.target, with: parts, directory: files.directory, temporary: temporaryPath)
+        } catch {
+            // The exit status says which stage failed (`failures`). Until the directory is on disk a power cut may
+            // bring back the old snapshot: the segments are kept then too.
+            switch error.stage {
+            case .open, .syncDirectory: _exit(error.stage.rawValue)
+            case .write, .sync, .rename: Self.abandon(temporaryPath, status: error.stage.rawValue)
             }
-            do { try file.sync() } catch { Self.abandon(temporaryPath, status: 3) }
-        }  // closed here
-        if rename(temporaryPath, files.target) != 0 { Self.abandon(temporaryPath, status: 4) }
-        // Until the directory is on disk a power cut may bring back the old snapshot: keep the segments till then.
-        if !Self.syncPath(files.directory) { _exit(6) }
+        }
         for path in files.covered { unlink(path) }
         _exit(0)
     }
@@ -214,8 +215,7 @@ public struct SnapshotProcess: Sendable {
 
     private func reap(options: Int32) -> Outcome {
         var status: Int32 = 0
-        var result: pid_t
-        repeat { result = waitpid(self.pid, &status, options) } while result < 0 && errno == EINTR
+        let result = SystemCall.retrying { waitpid(self.pid, &status, options) }
         if result == 0 { return .running }
         if result < 0 { return .failed("waitpid: \(String(cString: strerror(errno)))") }
         let signal = status & 0x7F

@@ -13,7 +13,7 @@ public final class BeforePollHook: LoopHandleOwner {
     /// The prepare handle; nonisolated(unsafe) only so deinit can free it, every other use is on the main actor.
     nonisolated(unsafe) let handle: UnsafeMutablePointer<uv_prepare_t>
     private var callback: (@MainActor () -> Void)?
-    private var isClosing = false
+    var isClosing = false
 
     /// Starts calling `callback` once per iteration of `loop`, from the next one on.
     public init(loop: EventLoop, _ callback: @escaping @MainActor () -> Void) throws(UVError) {
@@ -36,11 +36,11 @@ public final class BeforePollHook: LoopHandleOwner {
         self.handle.deallocate()
     }
 
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { asHandle(self.handle) }
+
     /// Stops the hook and starts closing it; idempotent. The callback is not called again.
     public func close() {
-        guard !self.isClosing else { return }
-        self.isClosing = true
-        uv_close(asHandle(self.handle), onHandleClosed)
+        self.closeHandle()
     }
 
     func didClose() {

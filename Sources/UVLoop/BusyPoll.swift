@@ -24,7 +24,7 @@ public final class BusyPoll: LoopHandleOwner {
     /// when it last saw one.
     @exclusivity(unchecked) private var hasRead = false
     private var lastReadAt: UInt64 = 0
-    private var isClosing = false
+    var isClosing = false
 
     /// Starts busy polling on `loop` for `microseconds` after each read; throws if the loop already has a busy poll or
     /// `microseconds` is 0.
@@ -46,6 +46,8 @@ public final class BusyPoll: LoopHandleOwner {
         self.handle.deallocate()
     }
 
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { asHandle(self.handle) }
+
     /// Called by the loop for each read that delivered bytes: notes it, and when the handle is stopped, polls without
     /// blocking from now on.
     @inline(__always)
@@ -64,11 +66,10 @@ public final class BusyPoll: LoopHandleOwner {
 
     /// Stops busy polling and starts closing the handle; idempotent.
     public func close() {
-        guard !self.isClosing else { return }
-        self.isClosing = true
-        self.isSpinning = false
-        if self.loop.busyPoll === self { self.loop.busyPoll = nil }
-        uv_close(asHandle(self.handle), onHandleClosed)
+        self.closeHandle {
+            self.isSpinning = false
+            if self.loop.busyPoll === self { self.loop.busyPoll = nil }
+        }
     }
 
     func didClose() {}

@@ -7,10 +7,25 @@ internal import CLibUV
 /// A loop-owned object that owns exactly one libuv handle.
 @MainActor
 protocol LoopHandleOwner: AnyObject, Sendable {
+    /// The handle, as the `uv_handle_t` it starts with.
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { get }
+    /// Set once closing started (`closeHandle`): no callback runs after it.
+    var isClosing: Bool { get set }
     /// Starts closing the handle; idempotent. `EventLoop.shutdown()` calls it on every open handle.
     func close()
     /// Runs from the close callback, just before the retain taken at init is dropped.
     func didClose()
+}
+
+extension LoopHandleOwner {
+    /// What every owner's `close()` does: once, runs `beforeClosing` (stop reading, spinning…), marks the owner
+    /// closing and asks libuv to close the handle; the close callback (`onHandleClosed`) finishes. Idempotent.
+    func closeHandle(_ beforeClosing: () -> Void = {}) {
+        guard !self.isClosing else { return }
+        beforeClosing()
+        self.isClosing = true
+        uv_close(self.uvHandle, onHandleClosed)
+    }
 }
 
 /// Views any libuv handle (`uv_tcp_t`, `uv_timer_t`, …) as the `uv_handle_t` it starts with.

@@ -9,7 +9,7 @@ public final class LoopTimer: LoopHandleOwner {
     /// The timer handle; nonisolated(unsafe) only so deinit can free it, every other use is on the main actor.
     nonisolated(unsafe) let handle: UnsafeMutablePointer<uv_timer_t>
     private var callback: (@MainActor () -> Void)?
-    private var isClosing = false
+    var isClosing = false
 
     /// Creates a stopped timer on `loop`.
     public init(loop: EventLoop) throws(UVError) {
@@ -23,6 +23,8 @@ public final class LoopTimer: LoopHandleOwner {
         // Runs only after the close callback dropped the retain taken in init.
         self.handle.deallocate()
     }
+
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { asHandle(self.handle) }
 
     /// (Re)starts the timer: `callback` runs `afterMilliseconds` from the loop's current time, then every
     /// `repeatMilliseconds` if that is not 0. Replaces an earlier callback. Throws after `close()`.
@@ -42,9 +44,7 @@ public final class LoopTimer: LoopHandleOwner {
 
     /// Stops the timer and starts closing it; idempotent. The callback is not called again.
     public func close() {
-        guard !self.isClosing else { return }
-        self.isClosing = true
-        uv_close(asHandle(self.handle), onHandleClosed)
+        self.closeHandle()
     }
 
     func didClose() {

@@ -14,7 +14,7 @@ public final class SignalWatcher: LoopHandleOwner {
     /// The signal handle; nonisolated(unsafe) only so deinit can free it, every other use is on the main actor.
     nonisolated(unsafe) let handle: UnsafeMutablePointer<uv_signal_t>
     private var callback: (@MainActor (Int32) -> Void)?
-    private var isClosing = false
+    var isClosing = false
 
     /// Starts watching `signal` (SIGTERM, SIGUSR1, …); `callback` gets the signal number.
     public init(loop: EventLoop, signal: Int32, _ callback: @escaping @MainActor (Int32) -> Void) throws(UVError) {
@@ -42,11 +42,11 @@ public final class SignalWatcher: LoopHandleOwner {
         self.handle.deallocate()
     }
 
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { asHandle(self.handle) }
+
     /// Stops watching and starts closing; idempotent. The callback is not called again.
     public func close() {
-        guard !self.isClosing else { return }
-        self.isClosing = true
-        uv_close(asHandle(self.handle), onHandleClosed)
+        self.closeHandle()
     }
 
     func didClose() {

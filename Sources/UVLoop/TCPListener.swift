@@ -13,7 +13,7 @@ public final class TCPListener: LoopHandleOwner {
     /// Called when accepting a connection failed (EMFILE, say); the listener keeps listening. Optional.
     public var onAcceptError: (@MainActor (UVError) -> Void)?
     /// Whether `close()` was called (the close callback may still be pending).
-    public private(set) var isClosing = false
+    public internal(set) var isClosing = false
     /// Called once from the uv_close callback.
     public var onClose: (@MainActor () -> Void)?
 
@@ -56,11 +56,11 @@ public final class TCPListener: LoopHandleOwner {
         self.handle.deallocate()
     }
 
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { asHandle(self.handle) }
+
     /// Stops listening and starts closing (`uv_close`); idempotent. Accepted streams are not affected.
     public func close() {
-        guard !self.isClosing else { return }
-        self.isClosing = true
-        uv_close(asHandle(self.handle), onHandleClosed)
+        self.closeHandle()
     }
 
     func didClose() {

@@ -27,7 +27,7 @@ public final class TCPStream: LoopHandleOwner {
     /// Whether `close()` was called (the close callback may still be pending).
     /// (This flag and the write flags below are read on every write: loop-owned and never accessed re-entrantly, so
     /// without runtime exclusivity checks.)
-    @exclusivity(unchecked) public private(set) var isClosing = false
+    @exclusivity(unchecked) public internal(set) var isClosing = false
 
     let loop: EventLoop
     /// The socket handle; nonisolated(unsafe) only so deinit can free it, every other use is on the main actor.
@@ -59,6 +59,8 @@ public final class TCPStream: LoopHandleOwner {
         // Runs only after the close callback dropped the retain taken in init.
         self.handle.deallocate()
     }
+
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { asHandle(self.handle) }
 
     // MARK: - Reading
 
@@ -142,10 +144,7 @@ public final class TCPStream: LoopHandleOwner {
     /// Stops reading and starts closing (`uv_close`); idempotent. After it no `onRead`/`onEnd`/`onWritesDrained`
     /// fires; `onClose` fires once from the close callback. Queued writes are cancelled.
     public func close() {
-        guard !self.isClosing else { return }
-        self.stopReading()
-        self.isClosing = true
-        uv_close(asHandle(self.handle), onHandleClosed)
+        self.closeHandle { self.stopReading() }
     }
 
     func didClose() {

@@ -1,5 +1,6 @@
 // The handshake's pure helpers: telling an upgrade from a JSON-RPC line, judging an Origin, and the bytes of the
 // 101 and error responses (RFC 6455 §4.2.2).
+import WireProtocol
 
 extension WebSocketHandshake {
     /// RFC 6455 §1.3: appended to the client's key before hashing.

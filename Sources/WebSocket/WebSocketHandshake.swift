@@ -1,6 +1,7 @@
 // WebSocketHandshake: the server side of the opening handshake (RFC 6455 §4.2.1), fed bytes until the request
 // head's blank line, then deciding: accept (with what the server needs to answer) or reject (with the HTTP status).
 // Pure: the responses are built in WebSocketHandshake+Responses.swift, the sockets are the server's.
+import WireProtocol
 
 /// Reads a client's opening handshake, in pieces as it arrives, and checks it.
 ///

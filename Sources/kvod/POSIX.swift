@@ -4,6 +4,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemCall
 
 enum POSIX {
     /// The whole file at `path`, or nil when it cannot be opened or read.
@@ -11,17 +12,7 @@ enum POSIX {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return nil  // a directory, or an I/O error
-            }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
+        return SystemCall.readToEnd(descriptor)  // nil: a directory, or an I/O error
     }
 
     /// The process's environment variables.
@@ -41,19 +32,7 @@ enum POSIX {
     /// Writes all of `bytes` to a descriptor (one write(2) where possible, so lines never interleave); gives up
     /// quietly when the descriptor is gone.
     static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
-        }
+        _ = SystemCall.writeAll(descriptor, bytes)
     }
 
     /// The directory part of a path ("" for a bare name), as `dirname` without its "." for bare names.

@@ -138,6 +138,14 @@ import WireProtocol
         let server = leader.server
         let (replica, catchUp) = try self.link(server)
         #expect(catchUp.dropFirst().first?["registration"] == 0)  // the set after change 0: none yet
+        // Until the follower is in the sync set, mutations are refused (1012): its first ack names it, and with
+        // every acknowledged mutation (none yet) it joins the set the leader writes to etcd, quorum 1.
+        let (_, early) = server.connect()
+        #expect(try server.request(early, 1, "set", #"{"path":"a","value":0}"#)[0]["error"]?["code"] == 1012)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"127.0.0.1:2"}}"#)
+        server.flush()
+        #expect(leader.syncWrites.records.map(\.holders) == [["127.0.0.1:1", "127.0.0.1:2"]])
+        #expect(leader.syncWrites.records.first?.quorum == 1)
         let (_, ada) = server.connect()
         // Held: the change is on the link (number 1, after seq 0), the follower has not acknowledged it.
         #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
@@ -175,7 +183,7 @@ import WireProtocol
     }
 
     @Test func atTheSameSeqTheElectionPrefersTheMemberWithTheLaterRegistrationChange() throws {
-        typealias Position = ClusterMember.Position
+        typealias Position = MemberPosition
         let had = Position(seq: 7, term: 3, registration: (term: 5, number: 4))
         let lacked = Position(seq: 7, term: 3, registration: (term: 5, number: 3))
         #expect(had.isAhead(of: lacked, address: "z:1", otherAddress: "a:1"))
@@ -193,7 +201,9 @@ import WireProtocol
     @Test func withSyncReplicasARegistrationNoFollowerConfirmsTimesOutAsAMutation() throws {
         let leader = InProcessLeader(term: 3, syncReplicas: 1)
         let server = leader.server
-        let (_, _) = try self.link(server)
+        let (replica, _) = try self.link(server)
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"127.0.0.1:2"}}"#)
+        server.flush()
         let (adaSession, ada) = server.connect()
         #expect(try server.request(ada, 1, "onDisconnect", Self.goingOffline).isEmpty)
         server.clock.advance(milliseconds: leader.status.configuration.syncTimeoutMilliseconds + 1)
@@ -269,5 +279,60 @@ import WireProtocol
         #expect(log.registrations == leaders && log.inherited == leaders)
         #expect(log.inherited.ops(of: "L/2") == other)
         #expect(throws: RPCError.self) { try OnDisconnectRegistrations(json: .json(#"[{"ops":[]}]"#)) }
+    }
+}
+
+@MainActor
+@Suite struct SyncSetOverTheLinkTests {
+    /// A follower's link: `replicate` from seq 0, then its first ack naming it.
+    private func follower(_ server: InProcessServer, _ member: String) -> (Session, RecordingTransport) {
+        let (session, replica) = server.connect()
+        replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":0,"term":3}"#))
+        server.flush()
+        server.flush()
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"\#(member)"}}"#)
+        server.flush()
+        return (session, replica)
+    }
+
+    @Test func aGoneFollowerLeavesTheSyncSetOnceAnotherHasEveryAcknowledgedWrite() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        let (_, b) = self.follower(server, "b:1")
+        let (cSession, c) = self.follower(server, "c:1")
+        #expect(leader.syncWrites.records.map(\.holders) == [["127.0.0.1:1", "b:1"], ["127.0.0.1:1", "b:1", "c:1"]])
+        let (_, writer) = server.connect()
+        #expect(try server.request(writer, 1, "set", #"{"path":"a","value":1}"#).isEmpty)  // held
+        c.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":1}}"#)
+        server.flush()
+        #expect(try writer.takeMessages().map(\.["id"]) == [1])  // c's ack released it: b lacks seq 1
+        // c goes: it stays in the set while b lacks seq 1, and leaves once b has it.
+        cSession.transportEnded(error: false)
+        c.finishClosing()
+        server.flush()
+        leader.source.heartbeat()  // the node's 250 ms tick
+        #expect(leader.syncWrites.records.count == 2)
+        b.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":1}}"#)
+        server.flush()
+        leader.source.heartbeat()
+        #expect(leader.syncWrites.records.last?.holders == ["127.0.0.1:1", "b:1"])
+        #expect(leader.syncWrites.records.last?.quorum == 1)
+    }
+}
+
+extension SyncSetOverTheLinkTests {
+    @Test func aMemberThatMayNotLeadSaysWhyInHelloAndMetrics() throws {
+        let leader = InProcessLeader(term: 3, syncReplicas: 1)
+        let server = leader.server
+        leader.status.update(role: .candidate, term: 3, leader: nil)
+        leader.status.promotionWait = "not in the sync set (a:1, b:1): it may lack acknowledged writes"
+        let (_, client) = server.connect()
+        let hello = try server.request(client, 1, "hello")[0]["result"]
+        #expect(hello?["role"] == "candidate" && hello?["promotionWait"] == .string(leader.status.promotionWait ?? ""))
+        let metrics = leader.status.prometheusText(appliedSeq: 0, source: leader.source, now: 0)
+        #expect(metrics.contains("\nkvod_cluster_promotion_waiting 1\n"))
+        leader.status.promotionWait = nil
+        #expect(try server.request(client, 2, "hello")[0]["result"]?["promotionWait"] == nil)
+        #expect(leader.status.prometheusText(appliedSeq: 0, source: nil, now: 0).contains("\nkvod_cluster_promotion_waiting 0\n"))
     }
 }

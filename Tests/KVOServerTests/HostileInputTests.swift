@@ -165,7 +165,7 @@ import Darwin
         let server = try KVODProcess.start()
         let bystander = try Bystander(server)
         let peer = try Peer(server)
-        var random = SoakRandom(seed: 42)
+        var random = SeededRandom(seed: 42)
         var bytes: [UInt8] = []
         var expected = 0
         for _ in 0..<1_000 {
@@ -294,7 +294,7 @@ import Darwin
         let bystander = try Bystander(server)
         _ = try bystander.peer.request(2, "subscribe", #"{"path":"n","options":["new"]}"#)
         let setter = try Peer(server)
-        var random = SoakRandom(seed: 7)
+        var random = SeededRandom(seed: 7)
         var resets = 0
         for wave in 0..<4 {
             var peers: [Peer] = []

@@ -106,6 +106,8 @@ final class InProcessServer {
     let core: SessionCore
     let log = RecordingMutationLog()
     var context: SessionContext { self.core.context }
+    /// What was wired into the core and must live as long as it (a cluster node: kvod's Server holds it).
+    var wired: [AnyObject] = []
 
     /// A core on `graph` (default: a new one of `model`). The history's default capacity is kvod's (`--history`).
     init(
@@ -247,30 +249,43 @@ final class InProcessPeer {
     }
 }
 
-/// An in-process cluster leader of `term` whose lease is proven, wired as `Server.joinCluster` does (no data
-/// directory): the status, the replication source and the cluster log in `server`'s context.
+/// An in-process cluster member, wired as `Server.joinCluster` wires kvod's (ClusterNode, no data directory), on an
+/// in-memory etcd nobody ticks: a leader of `term` whose lease is proven (or a follower of another address), its sync
+/// set "written" at once (the writes recorded in `syncWrites`).
 @MainActor
 struct InProcessLeader {
     let server = InProcessServer()
-    let status: ClusterStatus
-    let source: ReplicationSource
-    let log: ClusterLog
+    let node: ClusterNode
+    var status: ClusterStatus { self.node.status }
+    var source: ReplicationSource { self.node.source }
+    var log: ClusterLog { self.node.log }
+    /// The sync sets written, and whether the next writes succeed.
+    let syncWrites = SyncWrites()
 
-    init(term: UInt64, syncReplicas: Int = 0) {
+    @MainActor
+    final class SyncWrites {
+        var records: [SyncRecord] = []
+        var succeeds = true
+    }
+
+    init(term: UInt64, syncReplicas: Int = 0, role: ClusterRole = .leader) {
         var configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
         configuration.syncReplicas = syncReplicas
-        self.status = ClusterStatus(configuration: configuration)
-        self.status.update(role: .leader, term: term, leader: configuration.advertise)
-        self.status.writableUntil = .max
-        let terms = TermHistory(directory: nil, snapshotSeq: 0)
-        self.source = ReplicationSource(
-            graph: self.server.graph, status: self.status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
-            sessions: self.server.context.sessions, clock: self.server.clock)
-        self.log = ClusterLog(source: self.source, terms: terms, status: self.status)
-        self.server.context.mutationLog = self.log
-        self.server.context.cluster = self.status
-        self.server.context.replication = self.source
-        // With sync replicas, responses of mutations after this seq wait for followers' acks (as joinCluster).
-        if syncReplicas > 0 { self.server.context.sessions.release(upTo: self.server.graph.seq) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let etcd = InMemoryEtcd(scheduler: Scheduler(seed: 0))
+        self.node = ClusterNode(
+            configuration: configuration, core: self.server.core, coordinator: InMemoryCoordinator(etcd: etcd),
+            logger: logger, durability: nil, recovered: [], baseSeq: 0)
+        self.server.wired.append(self.node)
+        self.node.status.update(role: role, term: term, leader: role == .leader ? configuration.advertise : "127.0.0.1:2")
+        guard role == .leader else { return }
+        self.node.status.writableUntil = .max
+        self.node.source.becameLeader()
+        let written = self.syncWrites
+        self.node.source.writeSyncSet = { record, done in
+            written.records.append(record)
+            done(written.succeeds)
+        }
     }
 }

@@ -104,19 +104,8 @@ import WireProtocol
     /// A cluster member of `role` (a leader whose lease is proven, shipping to a `ReplicationSource`), as
     /// `Server.joinCluster` wires it.
     static func member(_ role: ClusterRole) -> (InProcessServer, ReplicationSource) {
-        let server = InProcessServer()
-        let configuration = ClusterConfiguration(endpoints: [], name: "test", advertise: "127.0.0.1:1")
-        let status = ClusterStatus(configuration: configuration)
-        status.update(role: role, term: 4, leader: role == .leader ? configuration.advertise : "127.0.0.1:2")
-        if role == .leader { status.writableUntil = .max }
-        let terms = TermHistory(directory: nil, snapshotSeq: 0)
-        let source = ReplicationSource(
-            graph: server.graph, status: status, capacity: 100, recovered: [], baseSeq: 0, terms: terms,
-            sessions: server.context.sessions, clock: server.clock)
-        server.context.cluster = status
-        server.context.replication = source
-        server.context.mutationLog = ClusterLog(source: source, terms: terms, status: status)
-        return (server, source)
+        let member = InProcessLeader(term: 4, role: role)
+        return (member.server, member.source)
     }
 
     /// On a cluster member the two spellings agree too: a follower refuses both with the same 1012, a leader applies

@@ -92,15 +92,11 @@ import WireProtocol
 
     // MARK: - The leader's stream
 
-    /// A leader of term 4 whose lease is proven, with the replication source as joinCluster wires it (the
-    /// history's announcements go into the stream, as Server.recordClusterWide does on a leader).
+    /// A leader of term 4 whose lease is proven, wired as joinCluster wires it (the history's announcements go into
+    /// the stream: ClusterNode.recordClusterWide).
     private func leader() -> (InProcessServer, ReplicationSource) {
         let leader = InProcessLeader(term: 4)
-        let history = leader.server.context.subscriptions.history
-        let source = leader.source
-        source.recordedPaths = { history.recordedPaths }
-        history.onRecorderStarted = { source.announceRecording($0) }
-        return (leader.server, source)
+        return (leader.server, leader.source)
     }
 
     @Test func aCatchUpStartsWithTheRecordedPathsAndAnnouncementsComeInOrder() throws {

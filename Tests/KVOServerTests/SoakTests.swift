@@ -31,7 +31,7 @@ import WireProtocol
         for index in 0..<threads {
             let isWriter = index < Self.writers
             Thread.detachNewThread {
-                var random = SoakRandom(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
+                var random = SeededRandom(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
                 let name = isWriter ? "writer \(index)" : "observer \(index - Self.writers)"
                 do {
                     try SoakClient.run(name: name, isWriter: isWriter, world: world, random: &random, until: deadline)
@@ -77,21 +77,6 @@ import WireProtocol
 }
 
 // MARK: - Randomness
-
-/// SplitMix64: small, fast and the same on every platform, so a seed replays each thread's choices.
-struct SoakRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
-    mutating func pick<T>(_ choices: [T]) -> T { choices[Int.random(in: 0..<choices.count, using: &self)] }
-}
 
 // MARK: - The reference model
 
@@ -702,7 +687,7 @@ enum SoakClient {
     static let contexts: [JSONValue?] = [nil, 7, "ctx", .object(JSONObject(["a": .array([1, 2])]))]
 
     static func run(
-        name: String, isWriter: Bool, world: SoakWorld, random: inout SoakRandom, until deadline: Date
+        name: String, isWriter: Bool, world: SoakWorld, random: inout SeededRandom, until deadline: Date
     ) throws {
         var connection = try SoakConnection(name: name, world: world)
         while Date() < deadline && !world.isAborted {
@@ -750,7 +735,7 @@ enum SoakClient {
     // MARK: Mutations
 
     /// One mutation (a single op or a transaction), predicted by the model, sent, and checked.
-    static func mutate(_ connection: SoakConnection, _ random: inout SoakRandom) throws {
+    static func mutate(_ connection: SoakConnection, _ random: inout SeededRandom) throws {
         let world = connection.world
         world.mutationLock.lock()
         defer { world.mutationLock.unlock() }
@@ -802,7 +787,7 @@ enum SoakClient {
         }
     }
 
-    static func randomScalar(_ random: inout SoakRandom) -> JSONValue {
+    static func randomScalar(_ random: inout SeededRandom) -> JSONValue {
         switch Int.random(in: 0..<6, using: &random) {
         case 0: .int(Int64.random(in: 0..<100, using: &random))
         case 1: .string("s\(Int.random(in: 0..<10, using: &random))")
@@ -813,20 +798,20 @@ enum SoakClient {
         }
     }
 
-    static func randomObject(_ random: inout SoakRandom, depth: Int) -> JSONValue {
+    static func randomObject(_ random: inout SeededRandom, depth: Int) -> JSONValue {
         var object = JSONObject()
         if random.chance(0.8) { object["v"] = Self.randomScalar(&random) }
         if depth > 0 && random.chance(0.7) { object["inner"] = Self.randomObject(&random, depth: depth - 1) }
         return .object(object)
     }
 
-    static func randomElement(_ random: inout SoakRandom) -> JSONValue {
+    static func randomElement(_ random: inout SeededRandom) -> JSONValue {
         random.chance(0.85)
             ? .int(Int64.random(in: 0..<1000, using: &random))
             : .object(JSONObject(["n": .int(Int64.random(in: 0..<9, using: &random))]))
     }
 
-    static func randomOp(_ random: inout SoakRandom, state: JSONValue) -> SoakOp {
+    static func randomOp(_ random: inout SeededRandom, state: JSONValue) -> SoakOp {
         let roll = Double.random(in: 0..<1, using: &random)
         if roll < 0.55 {
             let path = random.pick([

@@ -267,7 +267,7 @@ import WireProtocol
     // MARK: - The election's order and the term history
 
     @Test func aLaterLastTermBeatsAHigherSeqAndTiesGoToTheSmallerAddress() throws {
-        typealias Position = ClusterMember.Position
+        typealias Position = MemberPosition
         let oldLeaderTail = Position(seq: 105, term: 3)
         let newLeader = Position(seq: 101, term: 9)
         #expect(newLeader.isAhead(of: oldLeaderTail, address: "b:1", otherAddress: "a:1"))

@@ -40,7 +40,7 @@ struct CollectionTests {
         try recorder.observe(graph, "department.employees", [.new, .old, .prior])
         try graph.mutate(KeyPath(parsing: "department.employees"), .insert(indexes: [3, 0], values: [Self.employee("Linus", 50), Self.employee("Barbara", 400)]))
         #expect(recorder.log.count == 2)
-        let prior = recorder.log[0], after = recorder.log[1]
+        let (prior, after) = (recorder.log[0], recorder.log[1])
         #expect(prior.isPrior && prior.kind == .insertion && prior.indexes == [0, 3])
         #expect(prior.new == nil && prior.old == nil, "an insertion has no old; a prior has no new")
         #expect(after.kind == .insertion && after.indexes == [0, 3] && after.old == nil)

@@ -8,6 +8,7 @@ import Darwin
 #endif
 import ObjectGraph
 import Testing
+import TestSupport
 
 extension ExpressionTests {
     @Suite struct Format {
@@ -108,7 +109,7 @@ extension ExpressionTests {
         @Test(arguments: [0, 1, 2, 3, 6, 10, 17])
         func fixedMatchesTheCLibrary(places: Int) throws {
             let expression = try Expression.parse("format(\"%.\(places)f\", x)")
-            var generator = SplitMix64(seed: UInt64(places) + 1)
+            var generator = SeededRandom(seed: UInt64(places) + 1)
             var ties = 0
             for _ in 0..<2_000 {
                 let bits = generator.next()
@@ -132,22 +133,5 @@ extension ExpressionTests {
             _ = withVaList([x]) { vsnprintf(&buffer, buffer.count, "%.\(places)f", $0) }
             return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
-    }
-}
-
-/// A small seeded generator, so the random cases are the same on every run.
-private struct SplitMix64 {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

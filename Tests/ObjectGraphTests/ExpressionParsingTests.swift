@@ -52,7 +52,7 @@ extension ExpressionTests {
         }
 
         @Test func treesFollowPrecedenceAndAssociativity() throws {
-            let a = Expression.keyPath("a"), b = Expression.keyPath("b"), c = Expression.keyPath("c")
+            let (a, b, c) = (Expression.keyPath("a"), Expression.keyPath("b"), Expression.keyPath("c"))
             let product = Expression.binary(.multiply, .literal(2), .literal(3))
             #expect(try Expression.parse("1 + 2 * 3") == .binary(.add, .literal(1), product))
             #expect(try Expression.parse("a - b - c") == .binary(.subtract, .binary(.subtract, a, b), c))

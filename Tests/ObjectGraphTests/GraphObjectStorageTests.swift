@@ -1,23 +1,12 @@
 @testable import ObjectGraph
 import Testing
+import TestSupport
 
 /// An object's packed storage (GraphObject.swift) and the object table (ObjectTable.swift), checked against plain
 /// Swift collections: random sets, overwrites and undos of every kind of value, through the switch to an indexed
 /// object and past its growth, must read back exactly as the model says, keys in order.
 struct GraphObjectStorageTests {
-    /// A reproducible generator (SplitMix64), so a failure names its seed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func randomValue(_ random: inout Generator, depth: Int = 0) -> Value {
+    static func randomValue(_ random: inout SeededRandom, depth: Int = 0) -> Value {
         switch Int.random(in: 0..<12, using: &random) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &random))
@@ -36,7 +25,7 @@ struct GraphObjectStorageTests {
         }
     }
 
-    static func randomKey(_ random: inout Generator, among count: Int) -> String {
+    static func randomKey(_ random: inout SeededRandom, among count: Int) -> String {
         let number = Int.random(in: 0..<count, using: &random)
         switch number % 5 {
         case 0: return "k\(number)"
@@ -59,7 +48,7 @@ struct GraphObjectStorageTests {
     }
 
     static func randomSetsAndUndos(_ object: GraphObject, seed: UInt64) {
-        var random = Generator(state: seed)
+        var random = SeededRandom(seed: seed)
         var keys: [String] = []
         var slots: [String: GraphObject.Slot] = [:]
         // Keys a step added (undone by removing them) and slots it replaced, newest last, as the undo log keeps them.

@@ -54,18 +54,16 @@ import Testing
         try timer.start(afterMilliseconds: 60_000) {}
         _ = try BeforePollHook(loop: loop) {}
         _ = try SignalWatcher(loop: loop, signal: SIGUSR2) { _ in }
-        let waker = try LoopWaker(loop: loop) {}
         var listenerClosed = 0
         server.listener.onClose = { listenerClosed += 1 }
-        // Listener, two streams, timer, hook, signal watcher, waker (the driver's ticker has closed).
-        #expect(loop.openHandleCount == 7)
+        // Listener, two streams, timer, hook, signal watcher (the driver's ticker has closed).
+        #expect(loop.openHandleCount == 6)
 
         #expect(loop.shutdown())
         #expect(loop.openHandleCount == 0)
         #expect(listenerClosed == 1)
         #expect(client.closeCount == 1)
         #expect(client.ends.isEmpty, "closing is not an end the owner must react to")
-        waker.handle.wake()  // after close: a no-op, not a crash
         #expect(throws: UVError.self) { try LoopTimer(loop: loop) }
     }
 

@@ -3,6 +3,7 @@
 
 import Testing
 import WireProtocol
+import TestSupport
 
 struct JSONParserTests {
     static let valid: [(String, JSONValue)] = [
@@ -84,7 +85,7 @@ struct JSONParserTests {
 
     @Test("decimal text parses to the correctly rounded double (checked against the stdlib)")
     func correctlyRounded() throws {
-        var random = SeededGenerator(seed: 7)
+        var random = SeededRandom(seed: 7)
         for _ in 0..<5000 {
             let digits = String(
                 (0..<Int.random(in: 1...20, using: &random)).map { _ in

@@ -3,6 +3,7 @@
 
 import Testing
 import WireProtocol
+import TestSupport
 
 struct JSONWriterTests {
     static func text(_ value: JSONValue) -> String { JSONWriter.encodeString(value) }
@@ -58,7 +59,7 @@ struct JSONWriterTests {
             for value in [power - 1, power, power + 1, power * 3 + 7] { values += [value, -value] }
             if power <= Int64.max / 10 { power *= 10 }
         }
-        var random = SeededGenerator(seed: 10)
+        var random = SeededRandom(seed: 10)
         for _ in 0..<1000 { values.append(Int64(bitPattern: random.next()) >> Int64.random(in: 0..<63, using: &random)) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 24, alignment: 8)
         defer { buffer.deallocate() }

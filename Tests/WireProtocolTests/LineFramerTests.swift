@@ -3,6 +3,7 @@
 
 import Testing
 import WireProtocol
+import TestSupport
 
 struct LineFramerTests {
     static let wire = bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n")
@@ -179,7 +180,7 @@ struct LineFramerTests {
 
     @Test("random streams cut at random places match a naive splitter", arguments: 0..<20)
     func randomStreams(seed: UInt64) throws {
-        var random = SeededGenerator(seed: seed)
+        var random = SeededRandom(seed: seed)
         var expected: [String] = []
         var wire: [UInt8] = []
         for _ in 0..<50 {

@@ -6,6 +6,7 @@
 import Testing
 
 @testable import WireProtocol
+import TestSupport
 
 struct ParserPathsTests {
     /// The outcome of parsing, comparable: values must be identical (key order, -0.0), errors equal.
@@ -217,7 +218,7 @@ struct ParserPathsTests {
 
     @Test("short integers and decimals take a fast path to the same numbers", arguments: 0..<4)
     func numbers(seed: UInt64) throws {
-        var random = SeededGenerator(seed: seed)
+        var random = SeededRandom(seed: seed)
         for _ in 0..<3000 {
             let digits = Int.random(in: 1...20, using: &random)
             var text = String(UInt64.random(in: 0...UInt64.max, using: &random)).suffix(digits)

@@ -1,33 +1,17 @@
-// Test-only helpers shared by several suites: a seeded random number generator and a generator of random JSON
-// values (all kinds, nasty strings, extreme numbers), so failures reproduce from the seed alone.
+// Test-only helpers shared by several suites: a generator of random JSON values (from TestSupport's seeded random
+// number generator) (all kinds, nasty strings, extreme numbers), so failures reproduce from the seed alone.
 
 import WireProtocol
-
-/// SplitMix64: tiny, fast and good enough for test data; the same seed gives the same sequence everywhere.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = self.state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
+import TestSupport
 
 /// Builds random JSON values from a seed.
 struct RandomJSON {
-    var generator: SeededGenerator
+    var generator: SeededRandom
     /// Whether strings may contain U+FEFF (which Foundation mishandles, see FoundationDifferentialTests).
     let includesByteOrderMark: Bool
 
     init(seed: UInt64, includesByteOrderMark: Bool = true) {
-        self.generator = SeededGenerator(seed: seed)
+        self.generator = SeededRandom(seed: seed)
         self.includesByteOrderMark = includesByteOrderMark
     }
 

@@ -7,7 +7,8 @@
 # TypeScript client registering their onDisconnect ops again on each new leader; lost_write_test.py: 1010 for a since
 # lost in a failover; sync_presence_test.py: onDisconnect responses held for --sync-replicas;
 # pipelined_sync_test.py: pipelined writes under --sync-replicas, raw and with the asyncio and TypeScript clients,
-# all answered); each starts a 3-member etcd and kvods on loopback in a temporary directory and kills them all at the
+# all answered; double_failure_test.py: the leader and the in-sync follower lost while the third is behind: it must
+# not lead); each starts a 3-member etcd and kvods on loopback in a temporary directory and kills them all at the
 # end. KVOD_BIN (default .build/debug/kvod). Bounded: each file is stopped after 240 s.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -16,8 +16,10 @@ extension KVOCtl {
                 --cluster-etcd, or unreachable), TERM, APPLIED (the member's seq), LAG (for a follower: the \
                 leader's seq it last heard minus its own; ? with "not replicating yet" while it has no link to the \
                 leader, as at the start of a bootstrap), LEADER (the address it follows) and WRITABLE (whether it \
-                accepts mutations now). With --format json, one JSON array of {address, role, term, appliedSeq, \
-                lag, leader, writable, error} objects (a follower's also with linked). Exits 0 when some member accepts mutations (a writable \
+                accepts mutations now), then why a member may not lead while none does (--sync-replicas: it may \
+                lack acknowledged writes). With --format json, one JSON array of {address, role, term, \
+                appliedSeq, lag, leader, writable, error} objects (a follower's also with linked), with \
+                promotionWait when a member says why. Exits 0 when some member accepts mutations (a writable \
                 leader, or a standalone kvod), 3 when none does (an election, etcd without quorum, every member \
                 unreachable).
 
@@ -67,6 +69,7 @@ extension KVOCtl {
                 object["leader"] = self.hello?["leader"] ?? .null
                 object["writable"] = .bool(self.writable)
                 object["error"] = self.error.map(JSONValue.string) ?? .null
+                if let wait = self.hello?["promotionWait"] { object["promotionWait"] = wait }
                 return .object(object)
             }
 
@@ -81,7 +84,10 @@ extension KVOCtl {
                 return [
                     self.address.description, self.role, text(self.hello?["term"]), text(self.hello?["appliedSeq"]),
                     self.lag.map(String.init) ?? (self.isWaitingForLeader ? "?" : "-"), text(self.hello?["leader"]),
-                    self.writable ? "yes" : "no", self.isWaitingForLeader ? "not replicating yet" : "",
+                    self.writable ? "yes" : "no",
+                    self.isWaitingForLeader
+                        ? "not replicating yet"
+                        : self.hello?["promotionWait"]?.stringValue.map { "may not lead: \($0)" } ?? "",
                 ]
             }
         }

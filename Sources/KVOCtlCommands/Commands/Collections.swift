@@ -7,6 +7,7 @@ import Glibc
 #endif
 import KVOClient
 import WireProtocol
+import SystemCall
 
 extension KVOCtl {
     /// Inserts into an ordered collection (at indexes, or at the end) or adds members to a set.
@@ -153,17 +154,7 @@ extension KVOCtl {
 
         /// Everything a descriptor holds until its end, or nil on a read error (a directory, say).
         private static func readAll(_ descriptor: Int32) -> [UInt8]? {
-            var bytes: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return nil
-                }
-                if count == 0 { return bytes }
-                bytes.append(contentsOf: chunk[0..<count])
-            }
+            SystemCall.readToEnd(descriptor)
         }
 
         func run() throws {

@@ -9,6 +9,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemCall
 
 extension KVOCtl {
     /// Runs requests read from stdin.
@@ -94,9 +95,10 @@ private struct ScriptSession {
 
             var descriptors = [pollfd(fd: self.connection.fileDescriptor, events: Int16(POLLIN), revents: 0)]
             if self.isInputOpen { descriptors.append(pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)) }
-            let status = poll(&descriptors, nfds_t(descriptors.count), Self.milliseconds(until: deadline))
+            let status = SystemCall.retrying {
+                poll(&descriptors, nfds_t(descriptors.count), Self.milliseconds(until: deadline))
+            }
             if status < 0 {
-                if errno == EINTR { continue }
                 throw KVOClientError.connectionLost("poll: \(String(cString: strerror(errno)))")
             }
             if status == 0 {
@@ -113,9 +115,11 @@ private struct ScriptSession {
     /// Reads one chunk of stdin and sends every complete line; at end of input, also a final unterminated line.
     private mutating func readInput() throws {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress!, $0.count) }
+        let count = chunk.withUnsafeMutableBytes { raw in
+            SystemCall.retrying { read(STDIN_FILENO, raw.baseAddress!, raw.count) }
+        }
         if count < 0 {
-            if errno == EINTR || errno == EAGAIN { return }
+            if errno == EAGAIN { return }
             Output.error("cannot read stdin: \(String(cString: strerror(errno)))")
             throw KVOCtlExitCode.failure
         }

@@ -67,6 +67,15 @@ extension ClusterStatus {
         metric(
             "kvod_cluster_linked", "gauge", "1 when this follower's replication link to the leader is streaming.",
             [("", self.role == .follower && self.isLinked ? 1 : 0)])
+        metric(
+            "kvod_cluster_promotion_waiting", "gauge",
+            "1 when this member may not lead although no member leads (--sync-replicas: it may lack acknowledged "
+                + "writes; the log and hello's promotionWait say why).",
+            [("", self.role != .leader && self.promotionWait != nil ? 1 : 0)])
+        metric(
+            "kvod_cluster_sync_set_followers", "gauge",
+            "On a leader with --sync-replicas: the followers of the sync set in etcd, whose acks count.",
+            [("", UInt64(self.role == .leader ? source?.syncSet.confirmed.count ?? 0 : 0))])
         let followers = self.role == .leader ? source?.progress.followers ?? [] : []
         metric(
             "kvod_cluster_followers", "gauge", "Followers replicating from this leader, bootstrapping ones included.",

@@ -37,6 +37,10 @@ public struct ClusterConfiguration: Sendable {
     /// Where each member publishes its applied seq and last term (under its lease): `/kvod/NAME/members/ADDRESS`.
     var membersPrefix: String { "/kvod/\(self.name)/members/" }
     var memberKey: String { self.membersPrefix + self.advertise }
+    /// The sync set (SyncRecord): which members may lead under `--sync-replicas`. Not leased: it outlives leaders.
+    var syncKey: String { "/kvod/\(self.name)/sync" }
+    /// Every key of the cluster: what a candidate reads (the members' positions and the sync set).
+    var clusterPrefix: String { "/kvod/\(self.name)/" }
     /// How long a mutation's response waits for its sync replicas before the session is closed: the lease time.
     var syncTimeoutMilliseconds: UInt64 { UInt64(self.leaseSeconds) * 1000 }
     /// How long before the lease could expire a leader stops acknowledging mutations: a fifth of the lease, at least
@@ -78,8 +82,12 @@ final class ClusterStatus {
     var leaderSeq: UInt64 = 0
     /// Whether the replication link is streaming.
     var isLinked = false
-    /// As leader: the followers attached and heard from lately (ReplicationSource), for `--sync-replicas`.
+    /// As leader: the followers attached and heard from lately (ReplicationSource), for `--sync-replicas`: those
+    /// in the sync set.
     var liveReplicas = 0
+    /// Why this member may not lead although the leader key is free (`--sync-replicas`: it is not in the sync set,
+    /// or too few of the set's members are live to know it has every acknowledged write); nil when it may.
+    var promotionWait: String?
 
     init(configuration: ClusterConfiguration) {
         self.configuration = configuration

@@ -147,6 +147,25 @@ final class EtcdClient {
         self.call("/v3/kv/put", body) { done($0.map { _ in () }) }
     }
 
+    /// Puts `key` = `value` (no lease) only if `guardKey` was created at `revision`: a txn comparing the guard's
+    /// `create_revision` (the sync set, written only by the leader of that term). Returns whether it did.
+    func put(
+        key: String, value: String, ifKey guardKey: String, createdAt revision: UInt64,
+        _ done: @escaping @MainActor (Result<Bool, EtcdError>) -> Void
+    ) {
+        let compare: JSONValue = .object([
+            "key": .string(Base64.encode(Array(guardKey.utf8))), "target": "CREATE", "result": "EQUAL",
+            "create_revision": .string(String(revision)),
+        ])
+        let put: JSONValue = .object([
+            "request_put": .object([
+                "key": .string(Base64.encode(Array(key.utf8))), "value": .string(Base64.encode(Array(value.utf8))),
+            ])
+        ])
+        let body: JSONObject = ["compare": .array([compare]), "success": .array([put])]
+        self.call("/v3/kv/txn", body) { done($0.map { $0["succeeded"] == .bool(true) }) }
+    }
+
     /// Every key under `prefix` with its value (as text).
     func read(
         prefix: String, _ done: @escaping @MainActor (Result<[(key: String, value: String)], EtcdError>) -> Void

@@ -10,15 +10,15 @@
 import ObjectGraph
 import WireProtocol
 
-extension Server {
-    /// Wires the history's recorder announcements to the cluster (joinCluster).
-    func recordClusterWide(status: ClusterStatus, source: ReplicationSource) {
+extension ClusterNode {
+    /// Wires the history's recorder announcements to the cluster (at the node's start).
+    func recordClusterWide() {
         let history = self.core.context.subscriptions.history
-        source.recordedPaths = { [unowned history] in history.recordedPaths }
-        history.onRecorderStarted = { [unowned self, unowned status, unowned source] keyPath in
-            switch status.role {
-            case .leader: source.announceRecording(keyPath)
-            case .follower: self.clusterMember?.link?.requestRecording([keyPath.description])
+        self.source.recordedPaths = { [unowned history] in history.recordedPaths }
+        history.onRecorderStarted = { [unowned self] keyPath in
+            switch self.status.role {
+            case .leader: self.source.announceRecording(keyPath)
+            case .follower: self.link?.requestRecording([keyPath.description])
             case .candidate: break  // announced when a link is established or, as a leader, in each catch-up
             }
         }
@@ -28,7 +28,7 @@ extension Server {
     /// started while there was no link).
     func requestRecordingOfRecordedPaths() {
         let paths = self.core.context.subscriptions.history.recordedPaths
-        self.clusterMember?.link?.requestRecording(paths.map(\.description))
+        self.link?.requestRecording(paths.map(\.description))
     }
 
     /// A record line from the leader: this member starts recording `path` now, unless it does already (or cannot

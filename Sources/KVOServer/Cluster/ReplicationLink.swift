@@ -24,16 +24,32 @@ final class ReplicationLink {
     private var stream: (any ClientStream)?
     private var framer = LineFramer(maxLineBytes: 1 << 30)
     private var isClosed = false
+    /// This member's advertised address, sent with the first ack only.
+    private var member: String?
 
-    /// Connects to `address` (`host:port`) and asks for the records after `fromSeq`, whose term is `lastTerm`
-    /// (the leader checks it against its history: TermHistory).
-    init(
-        loop: EventLoop, address: String, term: UInt64, fromSeq: UInt64, lastTerm: UInt64, token: String?,
-        tls: TLSContext? = nil
-    ) {
+    /// What a follower asks its leader for.
+    struct Request {
+        /// The leader's advertised address (`host:port`) and term.
+        var address: String
+        var term: UInt64
+        /// The follower's applied seq, and the term of its record there (the leader checks it: TermHistory).
+        var fromSeq: UInt64
+        var lastTerm: UInt64
+        /// The cluster token (when access control is on).
+        var token: String?
+        /// The follower's advertised address, sent in its first `ack` (the leader's sync set names members by it).
+        var member: String
+    }
+
+    /// Connects to the leader and asks for the records after `request.fromSeq`; over TLS with `tls` (the member's
+    /// own certificate; the leader's is checked against the CA and its advertised host).
+    init(loop: EventLoop, request: Request, tls: TLSContext? = nil) {
+        let (address, term, fromSeq, lastTerm, token) =
+            (request.address, request.term, request.fromSeq, request.lastTerm, request.token)
         self.loop = loop
         self.address = address
         self.term = term
+        self.member = request.member
         self.lastHeardAt = loop.nowMilliseconds
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
             self.endSoon("malformed leader address '\(address)'")
@@ -42,20 +58,8 @@ final class ReplicationLink {
         var host = String(address[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var request: [UInt8] = []
-        if let token {
-            let hello: JSONValue = [
-                "jsonrpc": "2.0", "id": "hello", "method": "hello",
-                "params": ["client": "kvod-follower", "token": .string(token)],
-            ]
-            JSONWriter.append(hello, to: &request)
-            request.append(UInt8(ascii: "\n"))
-        }
-        let replicate: JSONValue = [
-            "jsonrpc": "2.0", "id": "replicate", "method": "replicate",
-            "params": ["fromSeq": .int(Int64(fromSeq)), "term": .int(Int64(term)), "lastTerm": .int(Int64(lastTerm))],
-        ]
-        JSONWriter.append(replicate, to: &request)
-        request.append(UInt8(ascii: "\n"))
+        if let token { ReplicationMessage.hello(token: token).encode(to: &request) }
+        ReplicationMessage.replicate(fromSeq: fromSeq, term: term, lastTerm: lastTerm).encode(to: &request)
         do {
             try openClientStream(loop: loop, host: host, port: port, tls: tls) { [weak self] stream, error in
                 guard let stream else {
@@ -80,13 +84,9 @@ final class ReplicationLink {
     func acknowledge(_ seq: UInt64, registration: UInt64?) {
         guard let stream = self.stream, !self.isClosed else { return }
         var line: [UInt8] = []
-        line.append(contentsOf: #"{"jsonrpc":"2.0","method":"ack","params":{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &line)
-        if let registration {
-            line.append(contentsOf: #","registration":"#.utf8)
-            JSONWriter.appendInt(Int64(registration), to: &line)
-        }
-        line.append(contentsOf: "}}\n".utf8)
+        // The member's address once per link: a leader of an earlier version ignores it.
+        ReplicationMessage.ack(seq: seq, registration: registration, member: self.member).encode(to: &line)
+        self.member = nil
         stream.write(line)
     }
 
@@ -96,11 +96,7 @@ final class ReplicationLink {
     func requestRecording(_ paths: [String]) {
         guard let stream = self.stream, !self.isClosed, !paths.isEmpty else { return }
         var lines: [UInt8] = []
-        for path in paths {
-            lines.append(contentsOf: #"{"jsonrpc":"2.0","method":"record","params":{"path":"#.utf8)
-            JSONWriter.appendString(path, to: &lines)
-            lines.append(contentsOf: "}}\n".utf8)
-        }
+        for path in paths { ReplicationMessage.recordRequest(path: path).encode(to: &lines) }
         stream.write(lines)
     }
 

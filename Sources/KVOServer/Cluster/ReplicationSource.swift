@@ -4,7 +4,7 @@
 // it is committed, and a heartbeat every 250 ms with the leader's seq. Records are JSON lines {seq, term, recordTerm,
 // method, params}. With `--sync-replicas N` it also counts the followers' acks (`ack` notifications, sent after their
 // journal write) and releases the held responses (Sessions.releasedSeq) up to the seq N followers have, while the
-// lease is proven; responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
+// lease is proven; only the acks of followers named in etcd's sync set count (SyncSet.swift, written before they do); responses held longer than the lease time are dropped with their sessions (`replication_timeout`).
 // Recorded paths (Cluster/RecordedPaths.swift): a catch-up starts with a `{term, seq, record}` line per path the
 // leader records, and each recorder the leader starts later is announced in the stream at its seq.
 // `onDisconnect` registrations (docs/SCALING.md#presence-across-a-failover): a catch-up starts with a
@@ -17,29 +17,78 @@ import ObjectGraph
 import Persistence
 import WireProtocol
 
+/// A streaming follower as the leader sees it.
+struct Follower {
+    let session: Session
+    /// The highest seq it acknowledged (it has every record up to it in its journal), and when it last did.
+    var ackedSeq: UInt64
+    var ackedAt: UInt64
+    /// The number of the last registration change it acknowledged.
+    var registration: UInt64 = 0
+    /// Its advertised address, from its first ack; nil from a follower of an earlier version (never in the sync
+    /// set).
+    var member: String?
+}
+
 /// The mutations sent to followers. Loop-owned.
 @MainActor
 final class ReplicationSource {
+    /// A backlog record and the term that wrote it.
+    private struct BacklogEntry {
+        var record: JournalRecord
+        var term: UInt64
+    }
+
+    /// A follower whose catch-up is sent at the turn's flush: from the backlog after `fromSeq`, or (nil) from a
+    /// snapshot first.
+    private struct PendingFollower {
+        var session: Session
+        var fromSeq: UInt64?
+    }
+
+    /// A session whose `onDisconnect` response waits for `--sync-replicas` followers: the change's number, the seq it
+    /// came after in the stream, and the session's last mutation seq before it (its `heldUntilSeq` is `.max`
+    /// meanwhile).
+    private struct HeldRegistration {
+        var session: Session
+        var number: UInt64
+        var seq: UInt64
+        var lastMutation: UInt64
+    }
+
+    /// A connection whose `disconnected` came after record `seq`, with the ops it had.
+    private struct EndedConnection {
+        var seq: UInt64
+        var connection: String
+        var ops: [JSONValue]
+    }
+
     private let graph: Graph
     /// The term history (shared with the mutation log, which records into it).
     let terms: TermHistory
     private let status: ClusterStatus
     private let capacity: Int
     /// The backlog: mutations `baseSeq + 1 ... baseSeq + records.count`, oldest first, each with its term.
-    private var records: [(record: JournalRecord, term: UInt64)] = []
+    private var records: [BacklogEntry] = []
     private(set) var baseSeq: UInt64
-    /// Streaming followers, and those waiting for their catch-up (sent at the turn's flush, after their response).
-    private var replicas: [Session] = []
-    private var pending: [(session: Session, fromSeq: UInt64?)] = []
+    /// Streaming followers in the order they attached, and those waiting for their catch-up (sent at the turn's
+    /// flush, after their response).
+    private(set) var followers: [Follower] = []
+    private var pending: [PendingFollower] = []
     /// Bootstraps followers behind the backlog from a snapshot; the backlog keeps what they need meanwhile.
     var shipper: SnapshotShipper? {
         didSet { self.shipper?.onShipped = { [unowned self] session, seq in self.shipped(session, seq: seq) } }
     }
     /// Each follower's progress as the leader sees it (metrics).
     let progress = FollowerProgress()
-    /// Per streaming follower (by session id): the highest seq it acknowledged, when it last acknowledged, and the
-    /// number of the last registration change it acknowledged.
-    private var acks: [Int: (seq: UInt64, at: UInt64, registration: UInt64)] = [:]
+    /// With `--sync-replicas`: the followers whose acks count (those etcd's sync set names), and every
+    /// acknowledged mutation's seq is at or below `acknowledgedSeq` (this member's seq when it won, then the
+    /// released seq).
+    private(set) var syncSet: SyncSet
+    private var acknowledgedSeq: UInt64 = 0
+    /// Writes the sync set to etcd, fenced by this member's leadership (ClusterMember.writeSyncSet); calls back with
+    /// whether it did. Unset: nothing is written and no follower counts.
+    var writeSyncSet: ((SyncRecord, @escaping @MainActor (Bool) -> Void) -> Void)?
     private let sessions: Sessions
     private let clock: any SessionClock
     /// A follower counts towards `--sync-replicas` while it acknowledged within this time (it acks every
@@ -51,15 +100,13 @@ final class ReplicationSource {
     var registrations: () -> OnDisconnectRegistrations = { OnDisconnectRegistrations() }
     /// How many registration changes this process shipped (or would have): the number of the last one.
     private(set) var registrationNumber: UInt64 = 0
-    /// Sessions whose `onDisconnect` response waits for `--sync-replicas` followers: the change's number, the seq
-    /// it came after in the stream, and the session's last mutation seq before it (its `heldUntilSeq` is `.max`
-    /// meanwhile).
-    private var heldRegistrations: [(session: Session, number: UInt64, seq: UInt64, lastMutation: UInt64)] = []
+    /// Sessions whose `onDisconnect` response waits for `--sync-replicas` followers.
+    private var heldRegistrations: [HeldRegistration] = []
     /// The connections whose `disconnected` came after record `seq` of the backlog (seq ≥ `baseSeq`), oldest first,
     /// with the ops they had: a catch-up from before that point gets their registration in its set and the
     /// `disconnected` line where it was in the stream, so a follower promoted partway through its catch-up has
     /// either the transaction of their ops or the registration, never neither.
-    private var ended: [(seq: UInt64, connection: String, ops: [JSONValue])] = []
+    private var ended: [EndedConnection] = []
 
     init(
         graph: Graph, status: ClusterStatus, capacity: Int, recovered: [JournalRecord], baseSeq: UInt64,
@@ -72,8 +119,9 @@ final class ReplicationSource {
         self.sessions = sessions
         self.clock = clock
         self.terms = terms
+        self.syncSet = SyncSet(needed: status.configuration.syncReplicas)
         for record in recovered where record.seq == self.baseSeq + UInt64(self.records.count) + 1 {
-            self.records.append((record, terms.term(at: record.seq)))
+            self.records.append(BacklogEntry(record: record, term: terms.term(at: record.seq)))
         }
         if self.baseSeq + UInt64(self.records.count) != graph.seq {
             // Only a contiguous run up to the graph's seq can be resumed from.
@@ -84,7 +132,7 @@ final class ReplicationSource {
     }
 
     /// Followers streaming or about to (bootstrapping ones included).
-    var replicaCount: Int { self.replicas.count + self.pending.count + (self.shipper?.count ?? 0) }
+    var replicaCount: Int { self.followers.count + self.pending.count + (self.shipper?.count ?? 0) }
 
     /// Whether a follower at `fromSeq` can resume from the backlog (else it needs a snapshot).
     func canResume(from fromSeq: UInt64) -> Bool {
@@ -93,7 +141,7 @@ final class ReplicationSource {
 
     /// Adds a follower: from the backlog after `fromSeq`, or (nil) from a snapshot first.
     func attach(_ session: Session, fromSeq: UInt64?) {
-        self.pending.append((session, fromSeq))
+        self.pending.append(PendingFollower(session: session, fromSeq: fromSeq))
     }
 
     /// One committed mutation, written by `term` (leader or follower alike: a follower that becomes leader can serve
@@ -101,16 +149,16 @@ final class ReplicationSource {
     func committed(seq: UInt64, method: String, params: JSONValue?, term: UInt64) {
         let record = JournalRecord(seq: seq, method: method, params: params)
         if seq == self.baseSeq + UInt64(self.records.count) + 1 {
-            self.records.append((record, term))
+            self.records.append(BacklogEntry(record: record, term: term))
         } else {
-            self.records = [(record, term)]
+            self.records = [BacklogEntry(record: record, term: term)]
             self.baseSeq = seq - 1
         }
         self.trim()
-        guard !self.replicas.isEmpty else { return }
+        guard !self.followers.isEmpty else { return }
         var line: [UInt8] = []
         Self.append(record, recordTerm: term, term: self.status.term, to: &line)
-        for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+        self.send(line)
     }
 
     /// At the turn's flush (after the journal write): sends pending catch-ups; their responses are queued already.
@@ -119,8 +167,9 @@ final class ReplicationSource {
         guard !self.pending.isEmpty else { return }
         let pending = self.pending
         self.pending.removeAll()
-        for (session, fromSeq) in pending where session.closeReason == nil {
-            if let fromSeq, self.canResume(from: fromSeq) {
+        for follower in pending where follower.session.closeReason == nil {
+            let session = follower.session
+            if let fromSeq = follower.fromSeq, self.canResume(from: fromSeq) {
                 self.stream(session, after: fromSeq, bootstrapped: false)
             } else if let shipper = self.shipper {
                 shipper.start(session)
@@ -135,13 +184,13 @@ final class ReplicationSource {
     /// follower of an earlier version skips it as a record it has).
     func registrationChanged(_ change: OnDisconnectRecord) {
         self.registrationNumber += 1
-        guard !self.replicas.isEmpty else { return }
+        guard !self.followers.isEmpty else { return }
         var line: [UInt8] = []
         let record = JournalRecord(seq: self.graph.seq, method: change.method, params: change.params)
         Self.append(
             record, recordTerm: self.status.term, term: self.status.term, registration: self.registrationNumber,
             to: &line)
-        for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+        self.send(line)
     }
 
     /// A connection with `ops` registered ended here, after record `graph.seq` (leader or follower alike: a member
@@ -150,31 +199,9 @@ final class ReplicationSource {
     /// bound them): a catch-up from before a dropped one lacks its registration, as a catch-up did before ends
     /// were kept — its ops may be lost if that follower is promoted partway through, never run twice.
     func connectionEnded(_ connection: String, ops: [JSONValue]) {
-        self.ended.append((self.graph.seq, connection, ops))
+        self.ended.append(EndedConnection(seq: self.graph.seq, connection: connection, ops: ops))
         let excess = self.ended.count - self.capacity
         if excess > self.capacity / 4 { self.ended.removeFirst(excess) }
-    }
-
-    /// `{"term":T,"seq":N`: how every leader line that is not a record begins (a heartbeat is just this and `}`).
-    static func appendOpening(term: UInt64, seq: UInt64, to line: inout [UInt8]) {
-        line.append(contentsOf: #"{"term":"#.utf8)
-        JSONWriter.appendInt(Int64(term), to: &line)
-        line.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(seq), to: &line)
-    }
-
-    /// `{"term":T,"seq":N,"registrations":[{connection, ops}, ...],"registration":R}` and a newline: the leader's
-    /// whole set after its change number R, which replaces the follower's (an earlier version reads it as a
-    /// heartbeat).
-    static func appendRegistrations(
-        _ registrations: OnDisconnectRegistrations, number: UInt64, seq: UInt64, term: UInt64, to line: inout [UInt8]
-    ) {
-        Self.appendOpening(term: term, seq: seq, to: &line)
-        line.append(contentsOf: #","registrations":"#.utf8)
-        JSONWriter.append(registrations.json, to: &line)
-        line.append(contentsOf: #","registration":"#.utf8)
-        JSONWriter.appendInt(Int64(number), to: &line)
-        line.append(contentsOf: "}\n".utf8)
     }
 
     // MARK: - Recorded paths
@@ -182,36 +209,35 @@ final class ReplicationSource {
     /// Announces on every link that this member started recording `keyPath` now: the followers start too, at this
     /// point of the stream.
     func announceRecording(_ keyPath: KeyPath) {
-        guard !self.replicas.isEmpty else { return }
+        guard !self.followers.isEmpty else { return }
         var line: [UInt8] = []
-        Self.appendRecord(keyPath, seq: self.graph.seq, term: self.status.term, to: &line)
-        for session in self.replicas where session.closeReason == nil { session.enqueue(bytes: line) }
+        ReplicationMessage.appendRecording(keyPath.description, term: self.status.term, seq: self.graph.seq, to: &line)
+        self.send(line)
     }
 
     /// A catch-up's first lines: a record line at `seq` (where the follower is then) for every recorded path.
     private func appendRecordedPaths(at seq: UInt64, to output: inout [UInt8]) {
         for keyPath in self.recordedPaths() {
-            Self.appendRecord(keyPath, seq: seq, term: self.status.term, to: &output)
+            ReplicationMessage.appendRecording(keyPath.description, term: self.status.term, seq: seq, to: &output)
         }
-    }
-
-    /// `{"term":T,"seq":N,"record":PATH}` and a newline: start recording PATH after applying seq N.
-    static func appendRecord(_ keyPath: KeyPath, seq: UInt64, term: UInt64, to line: inout [UInt8]) {
-        Self.appendOpening(term: term, seq: seq, to: &line)
-        line.append(contentsOf: #","record":"#.utf8)
-        JSONWriter.appendString(keyPath.description, to: &line)
-        line.append(contentsOf: "}\n".utf8)
     }
 
     // MARK: - Sync replicas
 
     /// A follower's `ack`: it has every record up to `seq` in its journal (and is alive), and every registration
-    /// change up to number `registration` (nil: a follower of an earlier version, which does not say).
-    func acknowledged(_ seq: UInt64, registration: UInt64? = nil, by session: Session) {
-        guard let previous = self.acks[session.id] else { return }
-        let registration = max(previous.registration, registration ?? 0)
-        self.acks[session.id] = (max(previous.seq, seq), self.clock.nowMilliseconds, registration)
-        if seq > previous.seq || registration > previous.registration { self.release() }
+    /// change up to number `registration` (nil: a follower of an earlier version, which does not say); `member` is
+    /// its advertised address (sent with its first ack).
+    func acknowledged(_ seq: UInt64, registration: UInt64? = nil, member: String? = nil, by session: Session) {
+        guard let index = self.followers.firstIndex(where: { $0.session === session }) else { return }
+        let previous = self.followers[index]
+        var follower = previous
+        follower.ackedSeq = max(previous.ackedSeq, seq)
+        follower.ackedAt = self.clock.nowMilliseconds
+        follower.registration = max(previous.registration, registration ?? 0)
+        if let member { follower.member = member }
+        self.followers[index] = follower
+        if self.syncSet.needed > 0 && !self.syncSet.counts(follower.member) { self.updateSyncSet() }
+        if follower.ackedSeq > previous.ackedSeq || follower.registration > previous.registration { self.release() }
     }
 
     /// With `--sync-replicas`: `session`'s `onDisconnect` response (and what it queues after it) waits until enough
@@ -223,26 +249,63 @@ final class ReplicationSource {
         let earlier = self.heldRegistrations.firstIndex { $0.session === session }
             .map { self.heldRegistrations.remove(at: $0) }
         let lastMutation = session.heldUntilSeq == .max ? (earlier?.lastMutation ?? 0) : session.heldUntilSeq
-        self.heldRegistrations.append((session, self.registrationNumber, self.graph.seq, lastMutation))
+        self.heldRegistrations.append(
+            HeldRegistration(
+                session: session, number: self.registrationNumber, seq: self.graph.seq, lastMutation: lastMutation))
         session.heldUntilSeq = .max  // above any released seq: Session.flush holds its output
     }
 
-    /// Releases held responses up to the seq `syncReplicas` followers have, and the `onDisconnect` responses whose
-    /// change that many followers have, while this member is a leader that can prove its lease (after that, nothing
-    /// more is acknowledged: the held sessions time out).
+    /// This member won an election: no follower counts until the sync set names it, and every mutation it holds
+    /// may have been acknowledged by the previous leader.
+    func becameLeader() {
+        self.syncSet.reset()
+        self.acknowledgedSeq = self.graph.seq
+    }
+
+    /// The followers whose acks count for `--sync-replicas`: in the sync set, live.
+    private var countedFollowers: some Sequence<Follower> {
+        self.followers.lazy.filter { $0.session.closeReason == nil && self.syncSet.counts($0.member) }
+    }
+
+    /// Writes the sync set when it should change (SyncSet.proposal); once written, the new followers' acks count.
+    private func updateSyncSet() {
+        guard let write = self.writeSyncSet, self.status.role == .leader else { return }
+        var live: [String: UInt64] = [:]
+        for follower in self.followers where follower.session.closeReason == nil {
+            guard let member = follower.member else { continue }
+            live[member] = max(live[member] ?? 0, follower.ackedSeq)
+        }
+        guard let proposal = self.syncSet.proposal(followers: live, acknowledged: self.acknowledgedSeq) else { return }
+        let generation = self.syncSet.generation
+        let record = SyncRecord(
+            term: self.status.term, leader: self.status.configuration.advertise, followers: Array(proposal),
+            needed: self.syncSet.needed)
+        write(record) { [weak self] written in
+            guard let self else { return }
+            self.syncSet.written(proposal, generation: generation, succeeded: written)
+            guard written, generation == self.syncSet.generation else { return }
+            self.countLiveReplicas()
+            self.release()
+        }
+    }
+
+    /// Releases held responses up to the seq `syncReplicas` followers of the sync set have, and the `onDisconnect`
+    /// responses whose change that many of them have, while this member is a leader that can prove its lease
+    /// (after that, nothing more is acknowledged: the held sessions time out).
     private func release() {
         let needed = self.status.configuration.syncReplicas
         guard needed > 0, self.status.acceptsWrites(now: self.clock.nowMilliseconds) else { return }
-        let seqs = self.acks.values.map(\.seq).sorted(by: >)
-        guard seqs.count >= needed else { return }
-        self.sessions.release(upTo: seqs[needed - 1])
+        let counted = Array(self.countedFollowers)
+        guard let releasable = self.syncSet.releasable(counted.lazy.map { ($0.member, $0.ackedSeq) }) else { return }
+        self.sessions.release(upTo: releasable)
+        self.acknowledgedSeq = max(self.acknowledgedSeq, releasable)
         guard !self.heldRegistrations.isEmpty else { return }
         var lowered = false
         self.heldRegistrations.removeAll { held in
             // A later mutation of the session replaced the hold (its record follows the change in the stream).
             guard held.session.closeReason == nil, held.session.heldUntilSeq == .max else { return true }
             // A follower has the change if it acknowledged its number, or any seq after the one it came after.
-            let having = self.acks.values.count { $0.seq > held.seq || $0.registration >= held.number }
+            let having = counted.count { $0.ackedSeq > held.seq || $0.registration >= held.number }
             guard having >= needed else { return false }
             held.session.heldUntilSeq = held.lastMutation  // released already: those followers have it
             lowered = true
@@ -251,12 +314,21 @@ final class ReplicationSource {
         if lowered { self.sessions.releaseLowered() }
     }
 
-    /// The followers that acknowledged lately, for the admission check (ClusterStatus.mutationRefusal).
+    /// The followers that acknowledged lately, for the admission check (ClusterStatus.mutationRefusal): with
+    /// `--sync-replicas`, those of the sync set.
     private func countLiveReplicas() {
         let now = self.clock.nowMilliseconds
-        self.status.liveReplicas = self.replicas.count {
-            $0.closeReason == nil && (self.acks[$0.id].map { now &- $0.at <= Self.liveAckMilliseconds } ?? false)
+        let fresh = { (follower: Follower) in now &- follower.ackedAt <= Self.liveAckMilliseconds }
+        if self.syncSet.needed > 0 {
+            self.status.liveReplicas = self.countedFollowers.count(where: fresh)
+        } else {
+            self.status.liveReplicas = self.followers.count { $0.session.closeReason == nil && fresh($0) }
         }
+    }
+
+    /// Queues `line` on every streaming follower.
+    private func send(_ line: [UInt8]) {
+        for follower in self.followers where follower.session.closeReason == nil { follower.session.enqueue(bytes: line) }
     }
 
     /// Closes the sessions whose responses waited longer than the lease for their sync replicas.
@@ -287,8 +359,9 @@ final class ReplicationSource {
         let endedAfter = self.ended.drop(while: { $0.seq < seq })
         var registrations = self.registrations()
         for end in endedAfter { registrations.apply(.registered(connection: end.connection, ops: end.ops)) }
-        Self.appendRegistrations(
-            registrations, number: self.registrationNumber, seq: seq, term: self.status.term, to: &output)
+        ReplicationMessage.registrations(
+            term: self.status.term, seq: seq, registrations: registrations.json, number: self.registrationNumber
+        ).encode(to: &output)
         self.appendRecordedPaths(at: seq, to: &output)
         var ends = endedAfter[...]
         func appendEnds(upTo position: UInt64) {
@@ -307,39 +380,41 @@ final class ReplicationSource {
         }
         appendEnds(upTo: .max)
         if !output.isEmpty { session.enqueue(bytes: output) }
-        self.replicas.append(session)
         // A resuming follower has `seq` in its journal; a bootstrapping one nothing until it acks.
-        self.acks[session.id] = (bootstrapped ? 0 : seq, self.clock.nowMilliseconds, 0)
+        self.followers.append(
+            Follower(session: session, ackedSeq: bootstrapped ? 0 : seq, ackedAt: self.clock.nowMilliseconds))
     }
 
     /// Every 250 ms: a heartbeat on each link (`{term, seq}`), so followers know their lag and that the link lives.
     func heartbeat() {
-        self.replicas.removeAll { $0.closeReason != nil }
-        self.acks = self.acks.filter { entry in self.replicas.contains { $0.id == entry.key } }
+        self.followers.removeAll { $0.session.closeReason != nil }
         self.heldRegistrations.removeAll { $0.session.closeReason != nil }
         self.countLiveReplicas()
         if self.status.configuration.syncReplicas > 0 {
+            if self.status.acceptsWrites(now: self.clock.nowMilliseconds) { self.updateSyncSet() }
             self.release()
             self.expireHeld()
         }
-        self.progress.sample(self.replicas, seq: self.graph.seq) { self.acks[$0.id]?.seq }  // before the heartbeat
-        guard !self.replicas.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
+        // Before the heartbeat.
+        self.progress.sample(self.followers.map(\.session), seq: self.graph.seq) { session in
+            self.followers.first { $0.session === session }?.ackedSeq
+        }
+        guard !self.followers.isEmpty || (self.shipper?.count ?? 0) > 0 else { return }
         var line: [UInt8] = []
-        Self.appendOpening(term: self.status.term, seq: self.graph.seq, to: &line)
-        line.append(contentsOf: "}\n".utf8)
-        for session in self.replicas { session.enqueue(bytes: line) }
+        ReplicationMessage.appendHeartbeat(term: self.status.term, seq: self.graph.seq, to: &line)
+        for follower in self.followers { follower.session.enqueue(bytes: line) }
         self.shipper?.heartbeat(line)
     }
 
     /// Closes every replication session (this member is no longer the leader).
     func detachAll() {
-        for session in self.replicas + self.pending.map(\.session) { session.close(.notLeader) }
-        self.replicas.removeAll()
+        for session in self.followers.map(\.session) + self.pending.map(\.session) { session.close(.notLeader) }
+        self.followers.removeAll()
         self.pending.removeAll()
         self.shipper?.cancelAll(closing: .notLeader)
         self.progress.sample([], seq: self.graph.seq) { _ in nil }
-        self.acks.removeAll()
         self.heldRegistrations.removeAll()
+        self.syncSet.reset()
         self.status.liveReplicas = 0
     }
 
@@ -357,28 +432,12 @@ final class ReplicationSource {
         self.ended.removeAll { $0.seq < self.baseSeq }
     }
 
-    /// `{"seq":N,"term":T,"recordTerm":R,"method":M,"params":P}` and a newline: `term` is the leader's (fencing),
-    /// `recordTerm` the term that wrote the record (the follower's term history); a registration change (method
-    /// `onDisconnect` or `disconnected`) ends with `"registration":R`, its number.
-    static func append(
+    /// A backlog record as its line (ReplicationMessage.appendRecord).
+    private static func append(
         _ record: JournalRecord, recordTerm: UInt64, term: UInt64, registration: UInt64? = nil, to line: inout [UInt8]
     ) {
-        line.append(contentsOf: #"{"seq":"#.utf8)
-        JSONWriter.appendInt(Int64(record.seq), to: &line)
-        line.append(contentsOf: #","term":"#.utf8)
-        JSONWriter.appendInt(Int64(term), to: &line)
-        line.append(contentsOf: #","recordTerm":"#.utf8)
-        JSONWriter.appendInt(Int64(recordTerm), to: &line)
-        line.append(contentsOf: #","method":"#.utf8)
-        JSONWriter.appendString(record.method, to: &line)
-        if let params = record.params {
-            line.append(contentsOf: #","params":"#.utf8)
-            JSONWriter.append(params, to: &line)
-        }
-        if let registration {
-            line.append(contentsOf: #","registration":"#.utf8)
-            JSONWriter.appendInt(Int64(registration), to: &line)
-        }
-        line.append(contentsOf: "}\n".utf8)
+        ReplicationMessage.appendRecord(
+            seq: record.seq, term: term, recordTerm: recordTerm, method: record.method, params: record.params,
+            registration: registration, to: &line)
     }
 }

@@ -8,6 +8,7 @@
 import Glibc
 #endif
 import WireProtocol
+import SystemCall
 
 /// A snapshot being received from the leader. Loop-owned.
 final class SnapshotReceiver {
@@ -41,17 +42,9 @@ final class SnapshotReceiver {
                 description: "a snapshot chunk of \(bytes.count) bytes at offset \(offset), expected offset "
                     + "\(self.received) of \(self.total)")
         }
-        var written = 0
-        while written < bytes.count {
-            // `bytes` is not empty (checked above), so it has a base address.
-            let count = bytes.withUnsafeBytes { raw in
-                write(self.descriptor, raw.baseAddress! + written, raw.count - written)
-            }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                throw ReplicationError(description: "cannot write \(self.path): \(String(cString: strerror(errno)))")
-            }
-            written += count
+        let failure = SystemCall.writeAll(self.descriptor, bytes)
+        guard failure == 0 else {
+            throw ReplicationError(description: "cannot write \(self.path): \(String(cString: strerror(failure)))")
         }
         self.received += bytes.count
         return self.received == self.total
@@ -68,17 +61,9 @@ final class SnapshotReceiver {
         }
         defer { close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: self.total)
-        var read = 0
-        while read < self.total {
-            // `total` is above 0, so `bytes` has a base address.
-            let count = bytes.withUnsafeMutableBytes { raw in
-                Glibc.read(descriptor, raw.baseAddress! + read, raw.count - read)
-            }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                throw ReplicationError(description: "\(self.path) is shorter than its \(self.total) bytes")
-            }
-            read += count
+        let read = bytes.withUnsafeMutableBytes { SystemCall.readFully(descriptor, into: $0) }
+        guard read == self.total else {
+            throw ReplicationError(description: "\(self.path) is shorter than its \(self.total) bytes")
         }
         // The header names the seq (BinarySnapshotCodec.swift); the checksum is checked when it is installed.
         var headerSeq: UInt64 = 0
@@ -98,19 +83,20 @@ final class SnapshotReceiver {
     }
 }
 
-extension Server {
+extension ClusterNode {
     /// One `{snapshotChunk, offset, total, seq, term}` line from the leader (its term already checked): offset 0
     /// starts a new file; the last chunk installs the snapshot and restarts kvod on it (`onSnapshotReceived`).
-    func receiveSnapshotChunk(_ line: JSONObject, seq: UInt64) throws(ReplicationError) {
-        guard case .string(let encoded)? = line["snapshotChunk"], case .int(let rawOffset)? = line["offset"],
-            case .int(let rawTotal)? = line["total"], rawOffset >= 0, rawTotal > 0,
-            rawTotal <= SnapshotReceiver.maxTotalBytes
-        else { throw ReplicationError(description: "a snapshot chunk without a valid offset and total") }
+    func receiveSnapshotChunk(_ encoded: String, offset rawOffset: Int64, total rawTotal: Int64, seq: UInt64)
+        throws(ReplicationError)
+    {
+        guard rawOffset >= 0, rawTotal > 0, rawTotal <= SnapshotReceiver.maxTotalBytes else {
+            throw ReplicationError(description: "a snapshot chunk without a valid offset and total")
+        }
         guard let bytes = Base64.decode(encoded) else {
             throw ReplicationError(description: "a snapshot chunk that is not base64")
         }
-        guard let log = self.clusterLog, let directory = self.durability?.directory.path,
-            let install = self.onSnapshotReceived
+        let log = self.log
+        guard let directory = log.durability?.directory.path, let install = self.onSnapshotReceived
         else { throw ReplicationError(description: "the leader sent a snapshot, which this member cannot install") }
         let offset = Int(rawOffset)
         if offset == 0 {

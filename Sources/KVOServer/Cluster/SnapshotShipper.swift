@@ -13,6 +13,7 @@ import ObjectGraph
 import Persistence
 import UVLoop
 import WireProtocol
+import SystemCall
 
 /// The snapshots being prepared and sent to followers. Loop-owned.
 @MainActor
@@ -251,31 +252,20 @@ final class SnapshotShipper {
     /// Reads the next chunk into its line and queues the line.
     private func sendChunk(of shipment: Shipment) throws(PersistenceError) {
         let length = min(Self.chunkCharacters, shipment.total - shipment.offset)
-        let prefix: [UInt8] = Array(#"{"snapshotChunk":""#.utf8)
-        var suffix: [UInt8] = Array(#"","offset":"#.utf8)
-        JSONWriter.appendInt(Int64(shipment.offset / 4 * 3), to: &suffix)
-        suffix.append(contentsOf: #","total":"#.utf8)
-        JSONWriter.appendInt(Int64(shipment.snapshotBytes), to: &suffix)
-        suffix.append(contentsOf: #","seq":"#.utf8)
-        JSONWriter.appendInt(Int64(shipment.seq), to: &suffix)
-        suffix.append(contentsOf: #","term":"#.utf8)
-        JSONWriter.appendInt(Int64(self.status.term), to: &suffix)
-        suffix.append(contentsOf: "}\n".utf8)
+        let (prefix, suffix) = ReplicationMessage.snapshotChunkAffixes(
+            term: self.status.term, seq: shipment.seq, offset: Int64(shipment.offset / 4 * 3),
+            total: Int64(shipment.snapshotBytes))
         var failure: Int32 = 0
         let line = [UInt8](unsafeUninitializedCapacity: prefix.count + length + suffix.count) { buffer, count in
             guard let base = UnsafeMutableRawPointer(buffer.baseAddress) else { return }
             // The prefix and suffix are never empty, so their base addresses exist.
             prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            var read = 0
-            while read < length {
-                let got = pread(
-                    shipment.descriptor, base + prefix.count + read, length - read, off_t(shipment.offset + read))
-                if got < 0 && errno == EINTR { continue }
-                guard got > 0 else {
-                    failure = got < 0 ? errno : EIO
-                    return
-                }
-                read += got
+            let got = SystemCall.readFully(
+                shipment.descriptor, into: UnsafeMutableRawBufferPointer(start: base + prefix.count, count: length),
+                at: shipment.offset)
+            guard got == length else {
+                failure = got < 0 ? Int32(-got) : EIO
+                return
             }
             let end = base + prefix.count + length
             suffix.withUnsafeBytes { end.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }

@@ -10,6 +10,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Persistence
 
 /// A member's term history. Loop-owned.
 @MainActor
@@ -95,18 +96,12 @@ final class TermHistory {
         return entries
     }
 
-    /// Writes `entries` to a temporary file, fsyncs it and renames it over `path` (best effort: a history that
-    /// cannot be written only costs a snapshot bootstrap later, since an absent history never matches a leader's).
+    /// Replaces `path` with `entries` atomically (AtomicFile; best effort: a history that cannot be written only
+    /// costs a snapshot bootstrap later, since an absent history never matches a leader's).
     private static func write(_ entries: [(term: UInt64, firstSeq: UInt64)], to path: String) {
         let text = entries.map { "\($0.term) \($0.firstSeq)\n" }.joined()
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { return }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
-        Glibc.close(fd)
-        guard written == bytes.count else { return }
-        rename(temporary, path)
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        try? AtomicFile.replace(path, with: [Array(text.utf8)], directory: directory)
     }
 }

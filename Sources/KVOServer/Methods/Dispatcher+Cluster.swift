@@ -12,13 +12,9 @@ extension Dispatcher {
     /// and a `{term, seq}` heartbeat every 250 ms. Elsewhere, or when the follower has seen a newer term than the
     /// leader's, 1012.
     func replicate(_ request: RPCRequest, on session: Session) throws {
-        let params = Params(request.params, names: ["fromSeq", "term", "lastTerm"], method: "replicate")
-        try params.rejectUnknown()
-        guard case .int(let fromSeq)? = params["fromSeq"], fromSeq >= 0 else {
-            throw RPCError.badParams("replicate: 'fromSeq' must be an integer of at least 0")
-        }
-        let followerTerm = try Self.term(params["term"], name: "term") ?? 0
-        let lastTerm = try Self.term(params["lastTerm"], name: "lastTerm")
+        guard case .replicate(let from, let followerTerm, let lastTerm)? =
+            try ReplicationMessage(fromFollower: "replicate", params: request.params)
+        else { return }
         guard let cluster = self.context.cluster, let source = self.context.replication else {
             throw RPCError(.notLeader, "not the leader", data: .object(["reason": "not in a cluster"]))
         }
@@ -28,7 +24,6 @@ extension Dispatcher {
                 .notLeader, "not the leader",
                 data: .object(["reason": "stale term", "term": .int(Int64(cluster.term))]))
         }
-        let from = UInt64(fromSeq)
         // Same term at fromSeq: the same records up to it (TermHistory). Without `lastTerm` (an older follower):
         // resumed as before.
         let resumes = source.canResume(from: from) && (lastTerm.map { $0 == source.terms.term(at: from) } ?? true)
@@ -41,25 +36,24 @@ extension Dispatcher {
                 "seq": "\(self.context.graph.seq)", "snapshot": "\(!resumes)"])
         let terms = source.terms.json.map { JSONValue.array($0.map { .int(Int64($0)) }) }
         let result: JSONObject = [
-            "term": .int(Int64(cluster.term)), "seq": .int(Int64(self.context.graph.seq)), "fromSeq": .int(fromSeq),
+            "term": .int(Int64(cluster.term)), "seq": .int(Int64(self.context.graph.seq)), "fromSeq": .int(Int64(from)),
             "snapshot": .bool(!resumes), "terms": .array(terms),
         ]
         self.writeResult { JSONWriter.append(.object(result), to: &$0) }
     }
 
-    /// `ack {seq, registration}` (a notification, on a replication link only): the follower has every record up to
-    /// `seq` in its journal, and every `onDisconnect` registration change up to number `registration` (optional);
-    /// the leader releases the responses held for `--sync-replicas`.
+    /// `ack {seq, registration, member}` (a notification, on a replication link only): the follower has every record
+    /// up to `seq` in its journal, and every `onDisconnect` registration change up to number `registration`
+    /// (optional); `member` (its first ack) is its advertised address, which the sync set names it by; the leader
+    /// releases the responses held for `--sync-replicas`.
     func acknowledge(_ request: RPCRequest, on session: Session) throws {
         guard session.isReplica, let source = self.context.replication else {
             throw RPCError.badParams("ack: only on a replication link")
         }
-        guard case .object(let params)? = request.params, case .int(let seq)? = params["seq"], seq >= 0 else {
-            throw RPCError.badParams("ack: 'seq' must be an integer of at least 0")
-        }
-        var registration: UInt64?
-        if case .int(let number)? = params["registration"], number >= 0 { registration = UInt64(number) }
-        source.acknowledged(UInt64(seq), registration: registration, by: session)
+        guard case .ack(let seq, let registration, let member)? =
+            try ReplicationMessage(fromFollower: "ack", params: request.params)
+        else { return }
+        source.acknowledged(seq, registration: registration, member: member, by: session)
     }
 
     /// `record {path}` (a notification, on a replication link only): the follower started recording `path`
@@ -69,21 +63,14 @@ extension Dispatcher {
         guard session.isReplica, let source = self.context.replication else {
             throw RPCError.badParams("record: only on a replication link")
         }
-        let params = Params(request.params, names: ["path"], method: "record")
-        try params.rejectUnknown()
-        let path = try self.keyPath(try params.string("path"))
+        guard case .recordRequest(let text)? = try ReplicationMessage(fromFollower: "record", params: request.params)
+        else { return }
+        let path = try self.keyPath(text)
         if self.context.subscriptions.history.record(path) { source.announceRecording(path) }
     }
 
-    private static func term(_ value: JSONValue?, name: String) throws -> UInt64? {
-        switch value {
-        case nil, .null?: return nil
-        case .int(let term)? where term >= 0: return UInt64(term)
-        default: throw RPCError.badParams("replicate: '\(name)' must be an integer of at least 0")
-        }
-    }
-
-    /// `,"role":…,"term":…,"appliedSeq":…` (and `"leader"` when known) for `hello`.
+    /// `,"role":…,"term":…,"appliedSeq":…` (and `"leader"` when known, `"promotionWait"` when this member may not
+    /// lead: `--sync-replicas`) for `hello`.
     func appendClusterMembers(_ cluster: ClusterStatus, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: #","role":"#.utf8)
         JSONWriter.appendString(cluster.role.rawValue, to: &bytes)
@@ -105,5 +92,9 @@ extension Dispatcher {
         bytes.append(contentsOf: #","writable":"#.utf8)
         bytes.append(
             contentsOf: (cluster.acceptsWrites(now: self.context.clock.nowMilliseconds) ? "true" : "false").utf8)
+        if let wait = cluster.promotionWait, cluster.role != .leader {
+            bytes.append(contentsOf: #","promotionWait":"#.utf8)
+            JSONWriter.appendString(wait, to: &bytes)
+        }
     }
 }

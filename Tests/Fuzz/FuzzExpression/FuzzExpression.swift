@@ -28,8 +28,8 @@ enum FuzzExpression {
             }
             for round in 0..<4 {
                 let lookup = { (path: String) -> Value in
-                    var hash: UInt64 = 1469598103934665603 &+ UInt64(round)
-                    for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 1099511628211 }
+                    var hash: UInt64 = 1_469_598_103_934_665_603 &+ UInt64(round)
+                    for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
                     return Self.assorted[Int(hash % UInt64(Self.assorted.count))]
                 }
                 let result = expression.evaluate(lookup)

@@ -110,6 +110,7 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
 
 /// libFuzzer's documented entry point for programs that keep their own `main` (LLVM's LibFuzzer docs,
 /// "Using libFuzzer as a library").
+// swift-format-ignore: AlwaysUseLowerCamelCase
 @_silgen_name("LLVMFuzzerRunDriver")
 private func LLVMFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<Int32>,

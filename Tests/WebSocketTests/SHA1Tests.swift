@@ -1,10 +1,11 @@
-// The handshake's hash and encoding: SHA-1 against RFC 3174's test vectors (and the empty string), base64 against
-// RFC 4648 §10, strict decoding of keys, and RFC 6455's example accept value.
+// The handshake's hash: SHA-1 against RFC 3174's test vectors (and the empty string), and RFC 6455's example accept
+// value (its base64 is WireProtocol's, tested in WireProtocolTests/Base64Tests.swift).
 
 import Testing
 @testable import WebSocket
+import WireProtocol
 
-struct SHA1Base64Tests {
+struct SHA1Tests {
     static func hexString(_ digest: [UInt8]) -> String {
         digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
@@ -29,34 +30,6 @@ struct SHA1Base64Tests {
     ])
     func sha1Boundaries(count: Int, expected: String) {
         #expect(Self.hexString(SHA1.digest([UInt8](repeating: UInt8(ascii: "a"), count: count))) == expected)
-    }
-
-    static let base64Vectors = [
-        ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="),
-        ("foobar", "Zm9vYmFy"),
-    ]
-
-    @Test("base64: RFC 4648 §10, both ways", arguments: SHA1Base64Tests.base64Vectors)
-    func base64(plain: String, encoded: String) {
-        #expect(Base64.encode(bytes(plain)) == encoded)
-        #expect(Base64.decode(encoded) == bytes(plain))
-    }
-
-    @Test("base64: every byte value survives a round trip")
-    func base64AllBytes() {
-        let all = (0...255).map { UInt8($0) }
-        for count in 0...all.count {
-            #expect(Base64.decode(Base64.encode(all.prefix(count))) == Array(all.prefix(count)))
-        }
-        #expect(Base64.encode([0xFB, 0xFF]) == "+/8=")
-    }
-
-    @Test("base64: decoding refuses what is not canonical padded base64", arguments: [
-        "Zg", "Zg=", "Zh==", "Zm9=", "Z===", "====", "Zm9v=Zm9", "Zg==Zg==", "Zm9v\n", " Zm9v", "Zm-v", "Zm_v",
-        "Zm9vY===",
-    ])
-    func base64Refuses(text: String) {
-        #expect(Base64.decode(text) == nil)
     }
 
     /// RFC 6455 §1.3 gives the digest's bytes (b3 7a 4f 2c ... c4 ea) and their base64. (The brief for this module
