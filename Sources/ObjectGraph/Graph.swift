@@ -16,6 +16,8 @@ public final class Graph {
     @exclusivity(unchecked) var objects = ObjectTable()
     @exclusivity(unchecked) var nextObjectID: ObjectID = ObjectID.root + 1
     let registry = ObservationRegistry()
+    /// Live queries (Query/LiveQuery.swift).
+    let queries = QueryRegistry()
     /// Objects created since the last collection; drives when garbage collection runs.
     @exclusivity(unchecked) var allocatedSinceCollection = 0
     /// Manual change brackets opened by `willChangeValue` and not yet closed.

@@ -156,9 +156,15 @@ public struct ValueList: @unchecked Sendable {
 
     /// Where `value` is or would go in a list sorted by `Value.totalOrder`: its index, and whether it is there.
     public func sortedIndex(of value: Value) -> (index: Int, found: Bool) {
+        self.sortedIndex(of: value, by: Value.totalOrder)
+    }
+
+    /// Where `value` is or would go in a list sorted by `compare` (-1, 0, 1): the first index whose element is not
+    /// before it, and whether that element equals it.
+    public func sortedIndex(of value: Value, by compare: (Value, Value) -> Int) -> (index: Int, found: Bool) {
         switch self.storage {
-        case .flat(let elements): return Node.sortedIndex(of: value, in: elements)
-        case .tree(let root): return root.sortedIndex(of: value)
+        case .flat(let elements): return Node.sortedIndex(of: value, in: elements, by: compare)
+        case .tree(let root): return root.sortedIndex(of: value, by: compare)
         }
     }
 
@@ -433,7 +439,7 @@ extension ValueList {
             return node.elements[node.elements.count - 1]
         }
 
-        func sortedIndex(of value: Value) -> (index: Int, found: Bool) {
+        func sortedIndex(of value: Value, by compare: (Value, Value) -> Int) -> (index: Int, found: Bool) {
             var node = self
             var base = 0
             while !node.isLeaf {
@@ -442,23 +448,25 @@ extension ValueList {
                 var high = node.children.count - 1
                 while low < high {
                     let middle = (low + high) / 2
-                    if Value.totalOrder(node.children[middle].last, value) < 0 { low = middle + 1 } else { high = middle }
+                    if compare(node.children[middle].last, value) < 0 { low = middle + 1 } else { high = middle }
                 }
                 for child in 0..<low { base += node.counts[child] }
                 node = node.children[low]
             }
-            let (index, found) = Node.sortedIndex(of: value, in: node.elements)
+            let (index, found) = Node.sortedIndex(of: value, in: node.elements, by: compare)
             return (base + index, found)
         }
 
-        static func sortedIndex(of value: Value, in elements: [Value]) -> (index: Int, found: Bool) {
+        static func sortedIndex(
+            of value: Value, in elements: [Value], by compare: (Value, Value) -> Int
+        ) -> (index: Int, found: Bool) {
             var low = 0
             var high = elements.count
             while low < high {
                 let middle = (low + high) / 2
-                if Value.totalOrder(elements[middle], value) < 0 { low = middle + 1 } else { high = middle }
+                if compare(elements[middle], value) < 0 { low = middle + 1 } else { high = middle }
             }
-            return (low, low < elements.count && Value.totalOrder(elements[low], value) == 0)
+            return (low, low < elements.count && compare(elements[low], value) == 0)
         }
 
         /// Checks the invariants below this node; returns the leaves' depth, or nil when broken.

@@ -1,0 +1,716 @@
+// Live queries on the graph: adding and removing a subscriber, and the two halves of a commit that keep every live
+// query answered (LiveQuery.swift has the structures). `openQueryBracket` runs before a mutation applies: it finds
+// the watches the mutation's touches reach and keeps what only the state before can say (the shown values of the
+// elements about to change, for `old`; a window about to be rebuilt). `closeQueryBracket` runs after the other
+// observers were told: it brings each reached watch up to date — the collection's insertions and removals from the
+// mutations' collection details, then each changed element evaluated again — and sends each subscriber the changes
+// of its window, its priors first (after the mutation applied: a query's window change is known only then; they
+// still come before every after notification of the query), then its afters, every one with the match count.
+
+/// What a commit's mutation does to one watched collection.
+final class WatchChange {
+    let watch: QueryWatch
+    /// The collection is found again and every query answered anew (its route or the whole collection changed).
+    var rebuild = false
+    /// The collection's own changes, in order (a transaction may change it several times).
+    var details: [CollectionDetail] = []
+    /// Elements whose keys, or keys their key paths go through, changed.
+    var changed: [Value] = []
+    var changedSet: Set<Value> = []
+    /// Shown values before the change: by element, then by `select` (an element's record with those keys).
+    var oldShown: [Value: [[[String]]?: Value]] = [:]
+    /// Windows before a rebuild, by observer id.
+    var oldWindows: [ObservationID: Value] = [:]
+
+    init(watch: QueryWatch) {
+        self.watch = watch
+    }
+}
+
+/// The watches one commit reaches.
+struct QueryBracket {
+    var changes: [WatchChange] = []
+}
+
+extension Graph {
+    // MARK: - Subscribers
+
+    /// Subscribes `sink` to the live answer of `query` on the collection at `keyPath`.
+    /// - Returns: the observer (keep it to remove the subscription) and, with `initial`, the initial notification
+    ///   (`setting`, the window as `new` with the `new` option, and `count`).
+    /// - Throws: as `query` (1001, 1005, a missing variable), and `typeMismatch` for a collection whose changes are
+    ///   announced by hand (`notify: manual`).
+    public func addQueryObservation(
+        _ keyPath: KeyPath, query: Query, options: ObservationOptions, sink: any ObservationSink
+    ) throws(GraphError) -> (observer: QueryObserver, initial: Change?) {
+        let target = try self.queryTarget(keyPath, strict: true)
+        try self.checkQuery(query, elementClass: target.elementClass, path: keyPath)
+        if let holder = target.holder, let object = self.objects[holder.object],
+            !object.objectClass.automaticallyNotifies(holder.key)
+                || object.objectClass.property(holder.key)?.stored?.notification == .manual
+        {
+            throw GraphError.typeMismatch(
+                path: keyPath.description, reason: "a live query needs a collection whose changes are announced automatically")
+        }
+        let registry = self.queries
+        let watch: QueryWatch
+        if let existing = registry.watches[keyPath] {
+            watch = existing
+        } else {
+            watch = QueryWatch(keyPath: keyPath)
+            registry.watches[keyPath] = watch
+            self.locate(watch)
+            self.fill(watch)
+        }
+        let isOwnOrder = query.orderBy.isEmpty && !watch.target.isSet
+        let group: OrderGroup
+        if let existing = watch.groups.first(where: { $0.orderBy == query.orderBy && $0.isOwnOrder == isOwnOrder }) {
+            group = existing
+        } else {
+            group = OrderGroup(orderBy: query.orderBy, isOwnOrder: isOwnOrder, watch: watch)
+            watch.groups.append(group)
+            if isOwnOrder && watch.positions == nil { watch.positions = PositionIndex(watch.target.elements) }
+            self.fill(group)
+        }
+        let live: LiveQuery
+        if let existing = group.queries.first(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
+            live = existing
+        } else {
+            live = LiveQuery(predicate: query.predicate, variables: query.variables, group: group)
+            group.queries.append(live)
+            self.fill(live)
+        }
+        let id = self.registry.nextObservationID
+        self.registry.nextObservationID += 1
+        let observer = QueryObserver(id: id, keyPath: keyPath, query: query, options: options, sink: sink, live: live)
+        live.observers.append(observer)
+        registry.observerCount += 1
+        self.noteReads(of: observer, in: watch)
+        guard options.contains(.initial) else { return (observer, nil) }
+        var initial = Change(
+            observation: id, kind: .setting, isPrior: false, isInitial: true,
+            new: options.contains(.new) ? self.window(of: observer) : nil, old: nil, indexes: nil, seq: self.seq,
+            payloadID: self.registry.nextPayloadID())
+        initial.count = live.count
+        return (observer, initial)
+    }
+
+    /// Ends a query subscription; what no other subscriber needs is dropped.
+    public func removeQueryObservation(_ observer: QueryObserver) {
+        guard observer.isActive else { return }
+        observer.isActive = false
+        self.queries.observerCount -= 1
+        let live = observer.live
+        live.observers.removeAll { $0 === observer }
+        guard live.observers.isEmpty else { return }
+        let group = live.group
+        group.queries.removeAll { $0 === live }
+        guard group.queries.isEmpty else { return }
+        let watch = group.watch
+        watch.groups.removeAll { $0 === group }
+        if !watch.groups.contains(where: \.isOwnOrder) { watch.positions = nil }
+        guard watch.groups.isEmpty else { return }
+        self.unregister(watch)
+        self.queries.watches[watch.keyPath] = nil
+    }
+
+    /// The subscriber's window now, as the query shows it.
+    func window(of observer: QueryObserver) -> Value {
+        let live = observer.live
+        let group = live.group
+        let start = min(observer.offset, live.count)
+        let end = min(observer.end, live.count)
+        var shown: [Value] = []
+        shown.reserveCapacity(end - start)
+        for rank in start..<end {
+            shown.append(self.project(group.element(at: live.bits.select(rank)), select: observer.query.select))
+        }
+        return .array(shown)
+    }
+
+    // MARK: - Building
+
+    /// Finds the watch's collection and registers the touches that lead to it.
+    private func locate(_ watch: QueryWatch) {
+        let registry = self.queries
+        for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
+        watch.target = (try? self.queryTarget(watch.keyPath, strict: false))
+            ?? QueryTarget(holder: nil, elements: [], isSet: false, elementClass: nil)
+        var route: Set<Touch> = []
+        if self.objects[watch.keyPath.origin] != nil, watch.keyPath.keys.count > 1 {
+            let collector = TriggerCollector()
+            _ = try? self.evaluate(
+                watch.keyPath.keys.dropLast(), from: .object(watch.keyPath.origin), collector: collector, isObserved: true)
+            route = Set(collector.triggers.keys)
+        }
+        watch.route = route
+        for touch in route { QueryRegistry.add(watch, to: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.add(watch, to: &registry.byHolder, at: holder) }
+    }
+
+    /// Counts the watch's members (and registers them as elements).
+    private func fill(_ watch: QueryWatch) {
+        watch.target.elements.forEach { self.addMember($0, to: watch) }
+    }
+
+    private func fill(_ group: OrderGroup) {
+        guard !group.isOwnOrder else { return }
+        var entries: [Value] = []
+        entries.reserveCapacity(group.watch.target.elements.count)
+        group.watch.target.elements.forEach { element in
+            let entry = group.entries[element] ?? self.entry(of: element, in: group)
+            group.entries[element] = entry
+            entries.append(entry)
+        }
+        entries.sort { group.compare($0, $1) < 0 }
+        group.base = ValueList(entries)
+    }
+
+    private func fill(_ live: LiveQuery) {
+        let group = live.group
+        var matched: [Value: Bool] = [:]
+        live.bits = RankTree(count: group.count) { position in
+            let element = group.element(at: position)
+            if let known = matched[element] { return known }
+            let collector = TriggerCollector()
+            let result = live.matches(element, in: self, collector: collector)
+            self.noteTriggers(collector, of: element, in: group.watch)
+            matched[element] = result
+            return result
+        }
+    }
+
+    private func entry(of element: Value, in group: OrderGroup) -> Value {
+        let collector = TriggerCollector()
+        let key = self.sortKey(of: element, group.orderBy, collector: collector)
+        self.noteTriggers(collector, of: element, in: group.watch)
+        return OrderGroup.entry(key, element)
+    }
+
+    /// The keys a new subscriber shows: each element's, once (foreign touches of selected key paths included).
+    private func noteReads(of observer: QueryObserver, in watch: QueryWatch) {
+        guard observer.query.select != nil || watch.ownKeys != nil else { return }
+        if observer.query.select == nil {
+            watch.ownKeys = nil
+            return
+        }
+        for element in watch.members.keys {
+            let collector = TriggerCollector()
+            _ = self.project(element, select: observer.query.select, collector: collector)
+            self.noteTriggers(collector, of: element, in: watch)
+        }
+    }
+
+    /// Registers what evaluating an element read: its own keys (in the watch's set), and touches of other objects.
+    private func noteTriggers(_ collector: TriggerCollector, of element: Value, in watch: QueryWatch) {
+        let own: ObjectID? = if case .object(let id) = element { id } else { nil }
+        var foreign = watch.foreign[element] ?? []
+        for touch in collector.triggers.keys {
+            if touch.object == own {
+                if touch.key.isEmpty { watch.ownKeys = nil } else { watch.ownKeys?.insert(touch.key) }
+            } else if !foreign.contains(touch) {
+                foreign.append(touch)
+                watch.dependents[touch, default: [:]][element, default: 0] += 1
+                QueryRegistry.add(watch, to: &self.queries.byDependency, at: touch)
+            }
+        }
+        if !foreign.isEmpty { watch.foreign[element] = foreign }
+    }
+
+    /// Forgets an element's foreign touches (it left the collection, or is evaluated again).
+    private func dropForeign(of element: Value, in watch: QueryWatch) {
+        guard let foreign = watch.foreign.removeValue(forKey: element) else { return }
+        for touch in foreign {
+            guard var elements = watch.dependents[touch] else { continue }
+            elements[element] = nil
+            if elements.isEmpty {
+                watch.dependents[touch] = nil
+                QueryRegistry.remove(watch, from: &self.queries.byDependency, at: touch)
+            } else {
+                watch.dependents[touch] = elements
+            }
+        }
+    }
+
+    private func addMember(_ element: Value, to watch: QueryWatch) {
+        let count = watch.members[element, default: 0]
+        watch.members[element] = count + 1
+        if count == 0, case .object(let id) = element { self.queries.elementWatches[id, default: 0] += 1 }
+    }
+
+    private func removeMember(_ element: Value, from watch: QueryWatch) {
+        guard let count = watch.members[element] else { return }
+        if count > 1 {
+            watch.members[element] = count - 1
+            return
+        }
+        watch.members[element] = nil
+        self.dropForeign(of: element, in: watch)
+        for group in watch.groups where !group.isOwnOrder { group.entries[element] = nil }
+        if case .object(let id) = element {
+            let watches = (self.queries.elementWatches[id] ?? 1) - 1
+            self.queries.elementWatches[id] = watches > 0 ? watches : nil
+        }
+    }
+
+    private func unregister(_ watch: QueryWatch) {
+        let registry = self.queries
+        for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
+        for element in Array(watch.members.keys) {
+            watch.members[element] = 1
+            self.removeMember(element, from: watch)
+        }
+    }
+
+    // MARK: - Commits
+
+    /// Before a mutation applies: the watches its touches reach, and what only the state before can say.
+    func openQueryBracket(_ mutations: [Mutation]) -> QueryBracket? {
+        let registry = self.queries
+        guard !registry.isEmpty else { return nil }
+        var bracket = QueryBracket()
+        func change(for watch: QueryWatch) -> WatchChange {
+            if let existing = bracket.changes.first(where: { $0.watch === watch }) { return existing }
+            let created = WatchChange(watch: watch)
+            bracket.changes.append(created)
+            return created
+        }
+        for mutation in mutations {
+            let (holder, route, elements) = registry.watches(for: mutation.touch)
+            for watch in route { change(for: watch).rebuild = true }
+            for watch in holder {
+                if let detail = mutation.detail { change(for: watch).details.append(detail) } else { change(for: watch).rebuild = true }
+            }
+            for watch in elements {
+                let reached = change(for: watch)
+                var found: [Value] = []
+                if watch.members[.object(mutation.touch.object)] != nil { found.append(.object(mutation.touch.object)) }
+                if let dependents = watch.dependents[mutation.touch] { found.append(contentsOf: dependents.keys) }
+                for element in found where reached.changedSet.insert(element).inserted { reached.changed.append(element) }
+            }
+        }
+        guard !bracket.changes.isEmpty else { return nil }
+        for reached in bracket.changes {
+            let observers = reached.watch.groups.flatMap { $0.queries.flatMap(\.observers) }.filter(\.isActive)
+            if reached.rebuild {
+                for observer in observers where observer.options.contains(.old) {
+                    reached.oldWindows[observer.id] = self.window(of: observer)
+                }
+            }
+            // How the changed elements are shown now: an old value, and what tells a shown element's real change
+            // from a change of keys nobody shows.
+            let selects = Set(observers.map { SelectKey($0.query.select) })
+            for element in reached.changed {
+                var shown: [[[String]]?: Value] = [:]
+                for select in selects { shown[select.keys] = self.project(element, select: select.keys) }
+                reached.oldShown[element] = shown
+            }
+        }
+        return bracket
+    }
+
+    /// After a mutation applied and its other observers were told: brings every reached watch up to date and tells
+    /// each subscriber how its window changed.
+    func closeQueryBracket(_ bracket: QueryBracket, seq: UInt64) {
+        var diffs: [ObservationID: WindowDiff] = [:]
+        var order: [QueryObserver] = []
+        for reached in bracket.changes {
+            let watch = reached.watch
+            guard !watch.groups.isEmpty else { continue }
+            let observers = watch.groups.flatMap { $0.queries.flatMap(\.observers) }.filter(\.isActive)
+            let counts = Dictionary(
+                observers.map { ($0.id, $0.live.count) }, uniquingKeysWith: { first, _ in first })
+            for observer in observers where diffs[observer.id] == nil {
+                diffs[observer.id] = WindowDiff(observer: observer, oldShown: reached.oldShown)
+                order.append(observer)
+            }
+            if reached.rebuild {
+                self.rebuild(watch)
+                for observer in observers {
+                    diffs[observer.id]?.replaceAll(
+                        with: self.window(of: observer), old: reached.oldWindows[observer.id])
+                }
+            } else {
+                // The members whose keys changed first (in their places before the collection's own changes, which
+                // then find each element's entry current), then the collection's changes in order.
+                for element in reached.changed where watch.members[element] != nil {
+                    self.update(element, in: watch, diffs: &diffs)
+                }
+                for detail in reached.details { self.apply(detail, to: watch, diffs: &diffs) }
+            }
+            for observer in observers where observer.live.count != counts[observer.id] {
+                diffs[observer.id]?.countChanged = true
+            }
+        }
+        // Priors of every subscriber first (subscription order), then the afters (reverse order).
+        let sorted = order.sorted { $0.id < $1.id }
+        var afters: [(QueryObserver, [Change])] = []
+        for observer in sorted {
+            guard observer.isActive, let diff = diffs[observer.id] else { continue }
+            let changes = diff.changes(graph: self, seq: seq, count: observer.live.count)
+            if changes.isEmpty { continue }
+            if observer.options.contains(.prior) {
+                for change in changes {
+                    var prior = change
+                    prior.isPrior = true
+                    prior.new = nil
+                    observer.sink.observe(prior, options: observer.options)
+                }
+            }
+            afters.append((observer, changes))
+        }
+        for (observer, changes) in afters.reversed() where observer.isActive {
+            for change in changes { observer.sink.observe(change, options: observer.options) }
+        }
+    }
+
+    /// Finds the collection again and answers every query anew.
+    private func rebuild(_ watch: QueryWatch) {
+        for element in Array(watch.members.keys) {
+            watch.members[element] = 1
+            self.removeMember(element, from: watch)
+        }
+        self.locate(watch)
+        self.fill(watch)
+        if watch.groups.contains(where: \.isOwnOrder) { watch.positions = PositionIndex(watch.target.elements) }
+        for group in watch.groups {
+            group.entries = [:]
+            self.fill(group)
+            for live in group.queries { self.fill(live) }
+        }
+        for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) { self.noteReads(of: observer, in: watch) }
+    }
+
+    /// One change of the collection itself: its insertions and removals, at their indexes (arrays) or by value
+    /// (sets).
+    private func apply(_ detail: CollectionDetail, to watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        let isSet = detail.indexes == nil
+        switch detail.kind {
+        case .insertion:
+            for (position, element) in zip(detail.indexes ?? [], detail.new) where !isSet {
+                self.insert(element, at: position, in: watch, diffs: &diffs)
+            }
+            if isSet {
+                for element in detail.new {
+                    self.insert(element, at: nil, in: watch, diffs: &diffs)
+                    }
+            }
+        case .removal:
+            if let indexes = detail.indexes {
+                for (position, element) in zip(indexes, detail.old).reversed() {
+                    self.remove(element, at: position, from: watch, diffs: &diffs)
+                }
+            } else {
+                for element in detail.old { self.remove(element, at: nil, from: watch, diffs: &diffs) }
+            }
+        case .replacement:
+            if let indexes = detail.indexes {
+                for (index, position) in indexes.enumerated() where index < detail.old.count && index < detail.new.count {
+                    self.remove(detail.old[index], at: position, from: watch, diffs: &diffs)
+                    self.insert(detail.new[index], at: position, in: watch, diffs: &diffs)
+                }
+            } else {
+                for element in detail.old { self.remove(element, at: nil, from: watch, diffs: &diffs) }
+                for element in detail.new {
+                    self.insert(element, at: nil, in: watch, diffs: &diffs)
+                    }
+            }
+        case .setting:
+            break
+        }
+    }
+
+    /// An element joins the collection (at `position` in an array).
+    private func insert(_ element: Value, at position: Int?, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        let isNew = watch.members[element] == nil
+        self.addMember(element, to: watch)
+        if isNew {
+            // What the element's key paths read (its own keys, foreign touches), once.
+            for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) where observer.query.select != nil {
+                let collector = TriggerCollector()
+                _ = self.project(element, select: observer.query.select, collector: collector)
+                self.noteTriggers(collector, of: element, in: watch)
+            }
+        }
+        if let position { watch.positions?.insert(element, at: position) }
+        for group in watch.groups {
+            let place: Int
+            if group.isOwnOrder {
+                guard let position else { continue }
+                place = position
+            } else {
+                let entry = group.entries[element] ?? self.entry(of: element, in: group)
+                group.entries[element] = entry
+                place = group.lowerBound(entry)
+                group.base.insert(entry, at: place)
+            }
+            for live in group.queries {
+                let collector = TriggerCollector()
+                let bit = live.matches(element, in: self, collector: collector)
+                if isNew { self.noteTriggers(collector, of: element, in: watch) }
+                live.bits.insert(bit, at: place)
+                if bit { self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs) }
+            }
+        }
+    }
+
+    /// An element leaves the collection (from `position` in an array).
+    private func remove(_ element: Value, at position: Int?, from watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        for group in watch.groups {
+            let place: Int
+            if group.isOwnOrder {
+                guard let position else { continue }
+                place = position
+            } else {
+                guard let entry = group.entries[element] else { continue }
+                place = group.lowerBound(entry)
+            }
+            for live in group.queries where live.bits[place] {
+                self.removing(rank: live.bits.rank(place), in: live, diffs: &diffs)
+            }
+            for live in group.queries { live.bits.remove(at: place) }
+            if !group.isOwnOrder { group.base.remove(at: place) }
+        }
+        if let position { watch.positions?.remove(at: position) }
+        self.removeMember(element, from: watch)
+    }
+
+    /// A member whose keys (or keys its key paths go through) changed: evaluated again in every group and query.
+    private func update(_ element: Value, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        self.dropForeign(of: element, in: watch)
+        for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) where observer.query.select != nil {
+            let collector = TriggerCollector()
+            _ = self.project(element, select: observer.query.select, collector: collector)
+            self.noteTriggers(collector, of: element, in: watch)
+        }
+        let occurrences = watch.members[element] ?? 0
+        for group in watch.groups {
+            var places: [Int]
+            if group.isOwnOrder {
+                places = watch.positions?.positions(of: element) ?? []
+            } else {
+                guard let old = group.entries[element] else { continue }
+                let new = self.entry(of: element, in: group)
+                let start = group.lowerBound(old)
+                places = Array(start..<(start + occurrences))
+                if group.compare(old, new) != 0 {
+                    // The element moves: its occurrences leave their place one at a time (the base and every query's
+                    // bits stay aligned), then take the new one.
+                    for _ in 0..<occurrences {
+                        for live in group.queries where live.bits[start] {
+                            self.removing(rank: live.bits.rank(start), in: live, diffs: &diffs)
+                        }
+                        for live in group.queries { live.bits.remove(at: start) }
+                        group.base.remove(at: start)
+                    }
+                    group.entries[element] = new
+                    let place = group.lowerBound(new)
+                    var bits: [Bool] = []
+                    for live in group.queries {
+                        let collector = TriggerCollector()
+                        bits.append(live.matches(element, in: self, collector: collector))
+                        self.noteTriggers(collector, of: element, in: watch)
+                    }
+                    for offset in 0..<occurrences {
+                        group.base.insert(new, at: place + offset)
+                        for (live, bit) in zip(group.queries, bits) {
+                            live.bits.insert(bit, at: place + offset)
+                            if bit { self.inserted(rank: live.bits.rank(place + offset), in: live, diffs: &diffs) }
+                        }
+                    }
+                    continue
+                }
+                group.entries[element] = new
+            }
+            // In place: each query's bit may flip; a shown element that stays may show new values.
+            for live in group.queries {
+                let collector = TriggerCollector()
+                let bit = live.matches(element, in: self, collector: collector)
+                self.noteTriggers(collector, of: element, in: watch)
+                for place in places {
+                    let was = live.bits[place]
+                    if was && !bit {
+                        self.removing(rank: live.bits.rank(place), in: live, diffs: &diffs)
+                        live.bits.set(place, to: false)
+                    } else if !was && bit {
+                        live.bits.set(place, to: true)
+                        self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs)
+                    } else if bit {
+                        let rank = live.bits.rank(place)
+                        for observer in live.observers where observer.isActive {
+                            diffs[observer.id]?.replaced(rank: rank, element: element)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The match at `rank` is about to leave (the tree still holds it): each subscriber's window loses it, or
+    /// shifts when it was before the window; the match after the window comes into view.
+    private func removing(rank: Int, in live: LiveQuery, diffs: inout [ObservationID: WindowDiff]) {
+        let count = live.count
+        for observer in live.observers where observer.isActive {
+            let (start, end) = (observer.offset, observer.end)
+            guard rank < end, start < count, start < end else { continue }
+            let leaving = rank < start ? start : rank
+            let element = live.group.element(at: live.bits.select(leaving))
+            let entering = end < count ? live.group.element(at: live.bits.select(end)) : nil
+            diffs[observer.id]?.removed(at: leaving - start, element: element)
+            if let entering { diffs[observer.id]?.inserted(at: min(end, count) - 1 - start, element: entering) }
+        }
+    }
+
+    /// A match arrived at `rank` (the tree holds it): each subscriber's window gains it, or shifts when it came
+    /// before the window; the last shown match is pushed out when the window was full.
+    private func inserted(rank: Int, in live: LiveQuery, diffs: inout [ObservationID: WindowDiff]) {
+        let count = live.count  // after the insertion
+        for observer in live.observers where observer.isActive {
+            let (start, end) = (observer.offset, observer.end)
+            guard rank < end, start < count, start < end else { continue }
+            if end < count {
+                // The window was full: its last match (now at `end`) is pushed out.
+                let pushed = live.group.element(at: live.bits.select(end))
+                diffs[observer.id]?.removed(at: end - 1 - start, element: pushed)
+            }
+            let arriving = rank < start ? start : rank
+            diffs[observer.id]?.inserted(
+                at: arriving - start, element: live.group.element(at: live.bits.select(arriving)))
+        }
+    }
+}
+
+/// The `select` of a subscriber as a set key.
+struct SelectKey: Hashable {
+    let keys: [[String]]?
+    init(_ keys: [[String]]?) { self.keys = keys }
+}
+
+/// One subscriber's window changes within one commit, merged into as few notifications as their kinds allow.
+struct WindowDiff {
+    let observer: QueryObserver
+    let oldShown: [Value: [[[String]]?: Value]]
+    private var steps: [Step] = []
+    /// A whole new window (a rebuild): replaces the steps.
+    private var whole: (new: Value, old: Value?)?
+    var countChanged = false
+
+    struct Step {
+        var kind: ChangeKind
+        var indexes: [Int]
+        var old: [Value?]
+        var new: [Value?]
+    }
+
+    init(observer: QueryObserver, oldShown: [Value: [[[String]]?: Value]]) {
+        self.observer = observer
+        self.oldShown = oldShown
+    }
+
+    mutating func replaceAll(with window: Value, old: Value?) {
+        self.whole = (window, old)
+        self.steps = []
+    }
+
+    /// The element at window index `index` leaves (indexes of the window as it is now).
+    mutating func removed(at index: Int, element: Value) {
+        if var last = self.steps.last, last.kind == .removal {
+            // Into the pending removal: the index in the window before it.
+            var original = index
+            for removed in last.indexes.sorted() where removed <= original { original += 1 }
+            let at = last.indexes.firstIndex { $0 > original } ?? last.indexes.count
+            last.indexes.insert(original, at: at)
+            last.old.insert(element, at: at)
+            self.steps[self.steps.count - 1] = last
+            return
+        }
+        self.steps.append(Step(kind: .removal, indexes: [index], old: [element], new: []))
+    }
+
+    /// `element` arrives at window index `index` (of the window after it).
+    mutating func inserted(at index: Int, element: Value) {
+        if var last = self.steps.last {
+            if last.kind == .insertion {
+                for position in last.indexes.indices where last.indexes[position] >= index { last.indexes[position] += 1 }
+                let at = last.indexes.firstIndex { $0 > index } ?? last.indexes.count
+                last.indexes.insert(index, at: at)
+                last.new.insert(element, at: at)
+                self.steps[self.steps.count - 1] = last
+                return
+            }
+            if last.kind == .removal && last.indexes == [index] {
+                // One left and another took its place: a replacement.
+                self.steps[self.steps.count - 1] = Step(kind: .replacement, indexes: [index], old: last.old, new: [element])
+                return
+            }
+        }
+        self.steps.append(Step(kind: .insertion, indexes: [index], old: [], new: [element]))
+    }
+
+    /// The match at `rank` stays where it is but may show new values.
+    mutating func replaced(rank: Int, element: Value) {
+        let (start, end) = (self.observer.offset, self.observer.end)
+        guard rank >= start && rank < end else { return }
+        let index = rank - start
+        if var last = self.steps.last, last.kind == .replacement {
+            if !last.indexes.contains(index) {
+                let at = last.indexes.firstIndex { $0 > index } ?? last.indexes.count
+                last.indexes.insert(index, at: at)
+                last.old.insert(element, at: at)
+                last.new.insert(element, at: at)
+                self.steps[self.steps.count - 1] = last
+            }
+            return
+        }
+        self.steps.append(Step(kind: .replacement, indexes: [index], old: [element], new: [element]))
+    }
+
+    /// The notifications, shown values filled in (old ones as they were before the commit); a replacement whose
+    /// values did not change is dropped; a changed count alone is a replacement with no indexes.
+    func changes(graph: Graph, seq: UInt64, count: Int) -> [Change] {
+        let select = self.observer.query.select
+        let options = self.observer.options
+        var changes: [Change] = []
+        func make(_ kind: ChangeKind, indexes: [Int]?, new: Value?, old: Value?) -> Change {
+            var change = Change(
+                observation: self.observer.id, kind: kind, isPrior: false, isInitial: false,
+                new: options.contains(.new) ? new : nil, old: options.contains(.old) ? old : nil, indexes: indexes,
+                seq: seq, payloadID: graph.registry.nextPayloadID())
+            change.count = count
+            return change
+        }
+        if let whole = self.whole {
+            return [make(.setting, indexes: nil, new: whole.new, old: whole.old)]
+        }
+        for step in self.steps {
+            let old = step.old.map { element in
+                element.map { self.oldShown[$0]?[select] ?? graph.project($0, select: select) } ?? .null
+            }
+            let new = step.new.map { element in element.map { graph.project($0, select: select) } ?? .null }
+            if step.kind == .replacement {
+                // Only the indexes whose shown values changed.
+                var kept: [Int] = []
+                var keptOld: [Value] = []
+                var keptNew: [Value] = []
+                for (position, index) in step.indexes.enumerated() where old[position] != new[position] {
+                    kept.append(index)
+                    keptOld.append(old[position])
+                    keptNew.append(new[position])
+                }
+                guard !kept.isEmpty else { continue }
+                changes.append(make(.replacement, indexes: kept, new: .array(keptNew), old: .array(keptOld)))
+                continue
+            }
+            changes.append(
+                make(
+                    step.kind, indexes: step.indexes, new: step.kind == .removal ? nil : .array(new),
+                    old: step.kind == .insertion ? nil : .array(old)))
+        }
+        if changes.isEmpty && self.countChanged {
+            changes.append(make(.replacement, indexes: [], new: .array([]), old: .array([])))
+        }
+        return changes
+    }
+}
