@@ -4,12 +4,16 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
-    static let getParameterNames = ["path", "meta"]
+    static let getParameterNames = ["path", "meta", "query"]
 
     func get(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: Self.getParameterNames, method: "get")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
+        if let query = params["query"] {
+            if params["meta"] != nil { throw RPCError.badParams("get: 'meta' does not go with 'query'") }
+            return try self.getQuery(path, try QueryParams.parse(query, method: "get"))
+        }
         let withMeta: Bool
         switch params["meta"] {
         case nil, .bool(false)?: withMeta = false
@@ -31,6 +35,24 @@ extension Dispatcher {
                 $0.append(contentsOf: #","expires":"#.utf8)
                 if let expires { JSONWriter.appendInt(Int64(expires), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
             }
+            $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `get` with `query`: the window and the match count (Protocol/methods.md#queries).
+    private func getQuery(_ path: KeyPath, _ query: Query) throws {
+        let result = try self.context.graph.query(path, query)
+        let seq = self.context.graph.seq
+        self.writeResult {
+            $0.append(contentsOf: #"{"value":["#.utf8)
+            for (index, element) in result.window.enumerated() {
+                if index > 0 { $0.append(UInt8(ascii: ",")) }
+                element.appendJSON(to: &$0)
+            }
+            $0.append(contentsOf: #"],"count":"#.utf8)
+            JSONWriter.appendInt(Int64(result.count), to: &$0)
+            $0.append(contentsOf: #","seq":"#.utf8)
+            JSONWriter.appendInt(Int64(seq), to: &$0)
             $0.append(UInt8(ascii: "}"))
         }
     }

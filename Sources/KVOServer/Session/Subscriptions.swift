@@ -54,18 +54,26 @@ final class Subscriptions {
     /// bookkeeping. Returns it with its initial notification (option `initial`), which the caller queues after the
     /// response.
     func create(
-        path text: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?, progressSeconds: Int?,
-        for session: Session, encoder: NotificationEncoder
+        path text: String, keyPath: KeyPath, query: Query? = nil, options: ObservationOptions, context: JSONValue?,
+        progressSeconds: Int?, for session: Session, encoder: NotificationEncoder
     ) throws -> (Subscription, initial: Change?) {
         let created = Subscription(
             id: self.nextID, path: text, keyPath: keyPath, options: options, context: context, session: session,
             middle: encoder.middle(path: text, context: context))
-        let (observer, initial) = try self.graph.addObservation(keyPath, options: options, sink: created)
+        let initial: Change?
+        if let query {
+            let (observer, first) = try self.graph.addQueryObservation(keyPath, query: query, options: options, sink: created)
+            created.queryObserver = observer
+            initial = first
+        } else {
+            let (observer, first) = try self.graph.addObservation(keyPath, options: options, sink: created)
+            created.observer = observer
+            self.history.subscribed(keyPath)
+            initial = first
+        }
         self.nextID += 1
         self.openCount += 1
-        created.observer = observer
         session.add(created)
-        self.history.subscribed(keyPath)
         if let progressSeconds {
             created.startProgress(milliseconds: UInt64(progressSeconds) * 1000, now: self.clock.nowMilliseconds)
             self.progressSubscriptions[created.id] = created
@@ -76,10 +84,15 @@ final class Subscriptions {
     /// Ends a subscription everywhere it is known: the engine, the history, the progress list (its session already
     /// forgot it).
     func end(_ subscription: Subscription) {
-        guard let observer = subscription.observer else { return }
-        self.history.unsubscribed(observer.keyPath)
-        try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
-        subscription.observer = nil
+        if let observer = subscription.queryObserver {
+            self.graph.removeQueryObservation(observer)
+            subscription.queryObserver = nil
+        } else {
+            guard let observer = subscription.observer else { return }
+            self.history.unsubscribed(observer.keyPath)
+            try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
+            subscription.observer = nil
+        }
         self.openCount -= 1
         self.progressSubscriptions.removeValue(forKey: subscription.id)
     }
