@@ -178,6 +178,9 @@ struct LiveQueryModelTests {
                 #expect(subscriber.mirror.count == expected.count, "seed \(seed) step \(step): count")
                 let log = subscriber.mirror.log
                 #expect(log.allSatisfy { $0.seq == graph.seq && $0.count == expected.count })
+                // At most a removal, an insertion and a replacement (or one setting) per seq.
+                let afters = log.filter { !$0.isPrior }
+                #expect(afters.count <= 3 && Set(afters.map(\.kind)).count == afters.count, "\(afters.map(\.kind))")
                 if let firstAfter = log.firstIndex(where: { !$0.isPrior }) {
                     #expect(log[firstAfter...].allSatisfy { !$0.isPrior }, "priors come first")
                     if subscriber.observer.options.contains(.prior) {
@@ -188,5 +191,43 @@ struct LiveQueryModelTests {
         }
         for subscriber in subscribers { graph.removeQueryObservation(subscriber.observer) }
         #expect(graph.queries.isEmpty && graph.queries.elementWatches.isEmpty && graph.queries.byDependency.isEmpty)
+    }
+
+    /// A leaderboard: an element that climbs within the window is one removal and one insertion, nothing else; one
+    /// that drops out lets the next one in at the same place (a replacement).
+    @Test func anElementMovingWithinTheWindowIsOneRemovalAndOneInsertion() throws {
+        let graph = Graph()
+        let players = try KeyPath(parsing: "players")
+        try graph.mutate(players, .append([("ada", 30), ("bob", 10), ("cy", 20), ("di", 5)].map {
+            .record(Record(["name": .string($0.0), "score": .int($0.1)]))
+        }))
+        let mirror = Mirror()
+        var query = Query(orderBy: [SortDescriptor(keys: ["score"], ascending: false)], limit: 3, select: [["name"]])
+        query.predicate = nil
+        let (_, initial) = try graph.addQueryObservation(players, query: query, options: [.initial, .new, .old], sink: mirror)
+        mirror.observe(try #require(initial), options: [.initial, .new, .old])
+        #expect(mirror.window.map { Self.name($0) } == ["ada", "cy", "bob"])
+        guard case .array(let list) = try graph.value(at: players), case .object(let cy) = list[2], case .object(let ada) = list[0]
+        else { return }
+        mirror.log.removeAll()
+        try graph.set(try KeyPath(parsing: "$\(cy).score"), to: .int(40))
+        #expect(mirror.log.map(\.kind) == [.removal, .insertion])
+        #expect(mirror.log.map(\.indexes) == [[1], [0]])
+        #expect(mirror.window.map { Self.name($0) } == ["cy", "ada", "bob"])
+        mirror.log.removeAll()
+        try graph.set(try KeyPath(parsing: "$\(ada).score"), to: .int(1))
+        #expect(mirror.log.map(\.kind) == [.removal, .insertion])
+        #expect(mirror.window.map { Self.name($0) } == ["cy", "bob", "di"])
+        mirror.log.removeAll()
+        // Di (shown last) drops below ada, who takes her place: one replacement at index 2.
+        guard case .object(let di) = list[3] else { return }
+        try graph.set(try KeyPath(parsing: "$\(di).score"), to: .int(0))
+        #expect(mirror.log.map(\.kind) == [.replacement] && mirror.log.first?.indexes == [2])
+        #expect(mirror.window.map { Self.name($0) } == ["cy", "bob", "ada"])
+    }
+
+    static func name(_ value: Value) -> String {
+        guard case .record(let record) = value else { return "?" }
+        return record["name"]?.stringValue ?? "?"
     }
 }

@@ -588,7 +588,12 @@ struct SelectKey: Hashable {
     init(_ keys: [[String]]?) { self.keys = keys }
 }
 
-/// One subscriber's window changes within one commit, merged into as few notifications as their kinds allow.
+/// One subscriber's window changes within one commit, as the fewest notifications their kinds allow. The changes
+/// arrive one at a time, each at an index of the window as the previous ones left it (an element that enters and a
+/// neighbour pushed out, the same element leaving and coming back elsewhere); `changes` replays them on the window as
+/// runs of its original positions and the elements that arrived, so that what enters and leaves within the commit
+/// cancels out, and tells the rest as at most one removal (indexes in the window before), one insertion (indexes in
+/// the window after) and one replacement (shown elements that stayed and show new values).
 struct WindowDiff {
     let observer: QueryObserver
     let oldShown: [Value: [[[String]]?: Value]]
@@ -597,11 +602,10 @@ struct WindowDiff {
     private var whole: (new: Value, old: Value?)?
     var countChanged = false
 
-    struct Step {
-        var kind: ChangeKind
-        var indexes: [Int]
-        var old: [Value?]
-        var new: [Value?]
+    enum Step {
+        case removed(Int, Value)
+        case inserted(Int, Value)
+        case replaced(Int, Value)
     }
 
     init(observer: QueryObserver, oldShown: [Value: [[[String]]?: Value]]) {
@@ -616,55 +620,33 @@ struct WindowDiff {
 
     /// The element at window index `index` leaves (indexes of the window as it is now).
     mutating func removed(at index: Int, element: Value) {
-        if var last = self.steps.last, last.kind == .removal {
-            // Into the pending removal: the index in the window before it.
-            var original = index
-            for removed in last.indexes.sorted() where removed <= original { original += 1 }
-            let at = last.indexes.firstIndex { $0 > original } ?? last.indexes.count
-            last.indexes.insert(original, at: at)
-            last.old.insert(element, at: at)
-            self.steps[self.steps.count - 1] = last
-            return
-        }
-        self.steps.append(Step(kind: .removal, indexes: [index], old: [element], new: []))
+        self.steps.append(.removed(index, element))
     }
 
     /// `element` arrives at window index `index` (of the window after it).
     mutating func inserted(at index: Int, element: Value) {
-        if var last = self.steps.last {
-            if last.kind == .insertion {
-                for position in last.indexes.indices where last.indexes[position] >= index { last.indexes[position] += 1 }
-                let at = last.indexes.firstIndex { $0 > index } ?? last.indexes.count
-                last.indexes.insert(index, at: at)
-                last.new.insert(element, at: at)
-                self.steps[self.steps.count - 1] = last
-                return
-            }
-            if last.kind == .removal && last.indexes == [index] {
-                // One left and another took its place: a replacement.
-                self.steps[self.steps.count - 1] = Step(kind: .replacement, indexes: [index], old: last.old, new: [element])
-                return
-            }
-        }
-        self.steps.append(Step(kind: .insertion, indexes: [index], old: [], new: [element]))
+        self.steps.append(.inserted(index, element))
     }
 
     /// The match at `rank` stays where it is but may show new values.
     mutating func replaced(rank: Int, element: Value) {
         let (start, end) = (self.observer.offset, self.observer.end)
         guard rank >= start && rank < end else { return }
-        let index = rank - start
-        if var last = self.steps.last, last.kind == .replacement {
-            if !last.indexes.contains(index) {
-                let at = last.indexes.firstIndex { $0 > index } ?? last.indexes.count
-                last.indexes.insert(index, at: at)
-                last.old.insert(element, at: at)
-                last.new.insert(element, at: at)
-                self.steps[self.steps.count - 1] = last
+        self.steps.append(.replaced(rank - start, element))
+    }
+
+    /// A piece of the window while the steps are replayed: a run of its original positions, or an element that
+    /// arrived.
+    private enum Run {
+        case originals(Range<Int>)
+        case arrived(Value)
+
+        var count: Int {
+            switch self {
+            case .originals(let range): range.count
+            case .arrived: 1
             }
-            return
         }
-        self.steps.append(Step(kind: .replacement, indexes: [index], old: [element], new: [element]))
     }
 
     /// The notifications, shown values filled in (old ones as they were before the commit); a replacement whose
@@ -672,7 +654,6 @@ struct WindowDiff {
     func changes(graph: Graph, seq: UInt64, count: Int) -> [Change] {
         let select = self.observer.query.select
         let options = self.observer.options
-        var changes: [Change] = []
         func make(_ kind: ChangeKind, indexes: [Int]?, new: Value?, old: Value?) -> Change {
             var change = Change(
                 observation: self.observer.id, kind: kind, isPrior: false, isInitial: false,
@@ -681,32 +662,93 @@ struct WindowDiff {
             change.count = count
             return change
         }
-        if let whole = self.whole {
-            return [make(.setting, indexes: nil, new: whole.new, old: whole.old)]
+        if let whole = self.whole { return [make(.setting, indexes: nil, new: whole.new, old: whole.old)] }
+        // Replay the steps on runs of the original window.
+        var runs: [Run] = [.originals(0..<Int.max)]
+        var removed: [(index: Int, element: Value)] = []
+        var replaced: [Int: Value] = [:]  // original index -> element
+        func locate(_ index: Int) -> (run: Int, offset: Int)? {
+            var remaining = index
+            for (position, run) in runs.enumerated() {
+                if remaining < run.count { return (position, remaining) }
+                remaining -= run.count
+            }
+            return nil
         }
         for step in self.steps {
-            let old = step.old.map { element in
-                element.map { self.oldShown[$0]?[select] ?? graph.project($0, select: select) } ?? .null
-            }
-            let new = step.new.map { element in element.map { graph.project($0, select: select) } ?? .null }
-            if step.kind == .replacement {
-                // Only the indexes whose shown values changed.
-                var kept: [Int] = []
-                var keptOld: [Value] = []
-                var keptNew: [Value] = []
-                for (position, index) in step.indexes.enumerated() where old[position] != new[position] {
-                    kept.append(index)
-                    keptOld.append(old[position])
-                    keptNew.append(new[position])
+            switch step {
+            case .inserted(let index, let element):
+                if let (run, offset) = locate(index) {
+                    if case .originals(let range) = runs[run], offset > 0 {
+                        let split = range.lowerBound + offset
+                        runs.replaceSubrange(
+                            run...run, with: [.originals(range.lowerBound..<split), .arrived(element), .originals(split..<range.upperBound)])
+                    } else {
+                        runs.insert(.arrived(element), at: run)
+                    }
+                } else {
+                    runs.append(.arrived(element))
                 }
-                guard !kept.isEmpty else { continue }
-                changes.append(make(.replacement, indexes: kept, new: .array(keptNew), old: .array(keptOld)))
-                continue
+            case .removed(let index, let element):
+                guard let (run, offset) = locate(index) else { continue }
+                switch runs[run] {
+                case .arrived:
+                    runs.remove(at: run)
+                case .originals(let range):
+                    let original = range.lowerBound + offset
+                    removed.append((original, element))
+                    replaced[original] = nil
+                    runs.replaceSubrange(
+                        run...run, with: [.originals(range.lowerBound..<original), .originals((original + 1)..<range.upperBound)])
+                }
+            case .replaced(let index, let element):
+                guard let (run, offset) = locate(index), case .originals(let range) = runs[run] else { continue }
+                replaced[range.lowerBound + offset] = element
             }
+        }
+        // Where what arrived and what stayed and changed sit in the window after.
+        var arrived: [(index: Int, element: Value)] = []
+        var stayed: [(index: Int, element: Value)] = []
+        var position = 0
+        for run in runs {
+            switch run {
+            case .arrived(let element):
+                arrived.append((position, element))
+            case .originals(let range):
+                for (original, element) in replaced where range.contains(original) {
+                    stayed.append((position + original - range.lowerBound, element))
+                }
+            }
+            if case .originals(let range) = run, range.upperBound == Int.max { break }
+            position += run.count
+        }
+        removed.sort { $0.index < $1.index }
+        stayed.sort { $0.index < $1.index }
+        let old: (Value) -> Value = { self.oldShown[$0]?[select] ?? graph.project($0, select: select) }
+        let new: (Value) -> Value = { graph.project($0, select: select) }
+        var changes: [Change] = []
+        var replacements: [(index: Int, old: Value, new: Value)] = []
+        if removed.count == 1 && arrived.count == 1 && removed[0].index == arrived[0].index {
+            // One left and another took its place: a replacement.
+            replacements.append((arrived[0].index, old(removed[0].element), new(arrived[0].element)))
+        } else {
+            if !removed.isEmpty {
+                changes.append(make(.removal, indexes: removed.map(\.index), new: nil, old: .array(removed.map { old($0.element) })))
+            }
+            if !arrived.isEmpty {
+                changes.append(make(.insertion, indexes: arrived.map(\.index), new: .array(arrived.map { new($0.element) }), old: nil))
+            }
+        }
+        for (index, element) in stayed {
+            let (before, after) = (old(element), new(element))
+            if before != after { replacements.append((index, before, after)) }
+        }
+        if !replacements.isEmpty {
+            replacements.sort { $0.index < $1.index }
             changes.append(
                 make(
-                    step.kind, indexes: step.indexes, new: step.kind == .removal ? nil : .array(new),
-                    old: step.kind == .insertion ? nil : .array(old)))
+                    .replacement, indexes: replacements.map(\.index), new: .array(replacements.map(\.new)),
+                    old: .array(replacements.map(\.old))))
         }
         if changes.isEmpty && self.countChanged {
             changes.append(make(.replacement, indexes: [], new: .array([]), old: .array([])))
