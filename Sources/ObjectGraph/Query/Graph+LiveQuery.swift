@@ -170,15 +170,26 @@ extension Graph {
     private func fill(_ live: LiveQuery) {
         let group = live.group
         var matched: [Value: Bool] = [:]
-        live.bits = RankTree(count: group.count) { position in
-            let element = group.element(at: position)
-            if let known = matched[element] { return known }
+        var bits: [Bool] = []
+        bits.reserveCapacity(group.count)
+        // The group's order, walked once: the base's entries, or the array itself.
+        let visit: (Value) -> Void = { element in
+            if let known = matched[element] {
+                bits.append(known)
+                return
+            }
             let collector = TriggerCollector()
             let result = live.matches(element, in: self, collector: collector)
             self.noteTriggers(collector, of: element, in: group.watch)
             matched[element] = result
-            return result
+            bits.append(result)
         }
+        if group.isOwnOrder {
+            group.watch.target.elements.forEach(visit)
+        } else {
+            group.base.forEach { visit(OrderGroup.split($0).element) }
+        }
+        live.bits = RankTree(count: bits.count) { bits[$0] }
     }
 
     private func entry(of element: Value, in group: OrderGroup) -> Value {
@@ -188,18 +199,32 @@ extension Graph {
         return OrderGroup.entry(key, element)
     }
 
-    /// The keys a new subscriber shows: each element's, once (foreign touches of selected key paths included).
+    /// The keys a new subscriber shows. A key of the element itself that is stored is noted once for the watch; a
+    /// longer key path (`manager.name`) or a computed key is read from every member once, for the touches it goes
+    /// through, and from each member that joins later (`watch.selectPaths`).
     private func noteReads(of observer: QueryObserver, in watch: QueryWatch) {
-        guard observer.query.select != nil || watch.ownKeys != nil else { return }
-        if observer.query.select == nil {
+        guard let select = observer.query.select else {
             watch.ownKeys = nil
             return
         }
-        for element in watch.members.keys {
-            let collector = TriggerCollector()
-            _ = self.project(element, select: observer.query.select, collector: collector)
-            self.noteTriggers(collector, of: element, in: watch)
+        var added: [[String]] = []
+        for keys in select {
+            if keys.count == 1, watch.target.elementClass?.property(keys[0])?.computed == nil {
+                watch.ownKeys?.insert(keys[0])
+            } else if watch.selectPaths.insert(keys).inserted {
+                added.append(keys)
+            }
         }
+        guard !added.isEmpty else { return }
+        for element in watch.members.keys { self.noteSelectReads(of: element, paths: added, in: watch) }
+    }
+
+    /// The touches the selected key paths of `element` go through.
+    private func noteSelectReads(of element: Value, paths: some Collection<[String]>, in watch: QueryWatch) {
+        guard !paths.isEmpty else { return }
+        let collector = TriggerCollector()
+        for keys in paths { _ = try? self.evaluate(keys[...], from: element, collector: collector) }
+        self.noteTriggers(collector, of: element, in: watch)
     }
 
     /// Registers what evaluating an element read: its own keys (in the watch's set), and touches of other objects.
@@ -380,6 +405,7 @@ extension Graph {
             self.fill(group)
             for live in group.queries { self.fill(live) }
         }
+        watch.selectPaths = []
         for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) { self.noteReads(of: observer, in: watch) }
     }
 
@@ -426,14 +452,7 @@ extension Graph {
     private func insert(_ element: Value, at position: Int?, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
         let isNew = watch.members[element] == nil
         self.addMember(element, to: watch)
-        if isNew {
-            // What the element's key paths read (its own keys, foreign touches), once.
-            for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) where observer.query.select != nil {
-                let collector = TriggerCollector()
-                _ = self.project(element, select: observer.query.select, collector: collector)
-                self.noteTriggers(collector, of: element, in: watch)
-            }
-        }
+        if isNew { self.noteSelectReads(of: element, paths: watch.selectPaths, in: watch) }
         if let position { watch.positions?.insert(element, at: position) }
         for group in watch.groups {
             let place: Int
@@ -480,11 +499,7 @@ extension Graph {
     /// A member whose keys (or keys its key paths go through) changed: evaluated again in every group and query.
     private func update(_ element: Value, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
         self.dropForeign(of: element, in: watch)
-        for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) where observer.query.select != nil {
-            let collector = TriggerCollector()
-            _ = self.project(element, select: observer.query.select, collector: collector)
-            self.noteTriggers(collector, of: element, in: watch)
-        }
+        self.noteSelectReads(of: element, paths: watch.selectPaths, in: watch)
         let occurrences = watch.members[element] ?? 0
         for group in watch.groups {
             var places: [Int]

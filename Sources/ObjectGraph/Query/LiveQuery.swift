@@ -136,6 +136,8 @@ final class QueryWatch {
     var dependents: [Touch: [Value: Int]] = [:]
     /// The element keys any query reads (nil: every key, some subscriber shows whole elements).
     var ownKeys: Set<String>? = []
+    /// Selected key paths read from each member for the touches they go through (longer than one key, or computed).
+    var selectPaths: Set<[String]> = []
     var groups: [OrderGroup] = []
 
     init(keyPath: KeyPath) {
