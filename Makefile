@@ -7,7 +7,7 @@ PORT ?= 7070
 FUZZ_SECONDS ?= 60
 SANITIZERS ?= asan tsan valgrind
 
-.PHONY: deps build release run test cluster-test bench lint-docker container-test fuzz sanitizers clean
+.PHONY: deps build release run test dist cluster-test bench lint-docker container-test fuzz sanitizers clean
 
 deps:
 	@bash .ci/deps.sh
@@ -27,8 +27,9 @@ release: deps
 run: release
 	.build/release/kvod --host $(HOST) --port $(PORT)
 
-## test: build everything with no warnings allowed in our code, then run every test suite (the last one, the web
-## inspector's in headless Chromium, installs chromium, chromium-driver and selenium when they are missing).
+## test: build everything with no warnings allowed in our code, then run every test suite, then every example of the
+## documentation and the help texts (docs/EXAMPLES.md); the last suite, the web inspector's in headless Chromium,
+## installs chromium, chromium-driver and selenium when they are missing.
 test:
 	@bash .ci/deps.sh --test
 	@bash .ci/fresh-build-dir.sh debug
@@ -37,7 +38,13 @@ test:
 	KVOD_BIN=.build/debug/kvod bash Tests/python/run.sh
 	KVOD_BIN=.build/debug/kvod bash clients/python/run-tests.sh
 	KVOD_BIN=.build/debug/kvod bash clients/typescript/test.sh
+	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/examples/run.sh
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/browser/run.sh
+
+## dist: the release tarball that runs on Debian 12 without a toolchain or libuv (the Swift runtime and libuv linked
+## statically): dist/kvod-VERSION-linux-ARCH.tar.gz (.ci/dist.sh; about 2.5 minutes the first time).
+dist:
+	bash .ci/dist.sh
 
 ## cluster-test: a 3-member etcd and kvods on loopback: every Tests/cluster/*_test.py (roles and failover,
 ## --sync-replicas 1 under kills, stops and an etcd member down, the clients following the leader, snapshot
@@ -59,7 +66,8 @@ bench: deps
 lint-docker:
 	bash .ci/lint-dockerfile.sh
 
-## container-test: build the image with podman, run it, restart it on its volume, check the data.
+## container-test: build the image with podman, run it, restart it on its volume, check the data; then run the
+## tarball (make dist) on a bare Debian 12.
 container-test:
 	bash .ci/container-test.sh --install
 

@@ -20,6 +20,9 @@ public enum KVOCtlEntry {
 
 /// The kvoctl command: a command-line client for kvod.
 struct KVOCtl: ParsableCommand {
+    /// kvoctl's version: kvod's (`KVODVersion.current`, which a test compares it with).
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "kvoctl",
         abstract: "Command-line client for kvod, the key-value-observing server.",
@@ -28,17 +31,18 @@ struct KVOCtl: ParsableCommand {
             protocol (see Protocol/README.md).
 
             EXAMPLES:
-              kvoctl set person.name Alice        # not JSON, so stored as "Alice"
+              kvoctl set person.firstName Ada     # not JSON, so stored as "Ada"
               kvoctl set person.address '{"city":"Paris"}'
               kvoctl get person.address.city      # prints "Paris"
-              kvoctl watch person.address.city --old --new --count 1
+              kvoctl watch person.address.city --initial --old --new --count 1
               kvoctl watch labColor.color --prior --old --new --format text
               kvoctl insert department.employees '{"name":"Ada","salary":100}'
+              kvoctl ls department.employees --limit 10
               kvoctl describe labColor
-              KVOD_TOKEN=s3cret kvoctl stats
-              printf 'get person.name\\nping\\n' | kvoctl -
-              kvoctl --host 10.0.0.11:7070,10.0.0.12:7070 set a 1   # on the leader
-              kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070
+              KVOD_TOKEN=s3cret kvoctl stats      # the token for kvod --token-file
+              printf 'get person.firstName\\nping\\n' | kvoctl -
+              kvoctl --host 10.0.0.11,10.0.0.12 set a 1     # needs a cluster
+              kvoctl cluster --host 10.0.0.11,10.0.0.12,10.0.0.13   # needs a cluster
 
             CLUSTERS: --host (or --connect, or KVOD_HOST) may list several members, \
             HOST[:PORT],HOST[:PORT],... kvoctl connects to the first that answers. A mutation refused with 1012 "not the leader" is sent again to \
@@ -46,14 +50,26 @@ struct KVOCtl: ParsableCommand {
             seconds (default 10). A watch given several addresses moves to another member when its connection \
             drops and resumes after the last seq it printed (the seqs are the same on every member).
 
+            OUTPUT: values print as JSON, indented and coloured on a terminal, one compact line when piped; \
+            --format json|pretty|text picks (text: a string without its quotes). NO_COLOR=1 turns the colours off, \
+            CLICOLOR_FORCE=1 on. Errors and notices (waiting for a leader) go to stderr.
+
+            SHELL COMPLETION (bash: the first line, also in ~/.bashrc; zsh: _kvoctl in a folder of $fpath; fish: \
+            kvoctl.fish in ~/.config/fish/completions):
+              source <(kvoctl --generate-completion-script bash)
+              kvoctl --generate-completion-script zsh > _kvoctl
+              kvoctl --generate-completion-script fish > kvoctl.fish
+
             ENVIRONMENT:
               KVOD_HOST, KVOD_PORT   defaults for --host (one address or a list) and --port
               KVOD_TOKEN             the token to present in hello (default for --token)
+              NO_COLOR, CLICOLOR_FORCE  no colours on a terminal; colours even when piped
 
             \(KVOCtlExitCode.helpText)
             """,
+        version: KVOCtl.version,
         subcommands: [
-            Get.self, Set.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
+            Get.self, Set.self, List.self, Watch.self, Insert.self, Remove.self, Replace.self, Tx.self, Validate.self,
             Describe.self, Observers.self, Stats.self, Ping.self, Hello.self, Cluster.self, Script.self,
         ]
     )

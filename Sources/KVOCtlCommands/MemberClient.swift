@@ -69,10 +69,12 @@ final class MemberClient {
 
     /// Calls `method` on the connected member. A 1012 "not the leader" answer (nothing changed) is retried on the
     /// leader it names (the connection moves there), or, while none is named or it cannot be reached, again on this
-    /// member after a pause — until `--failover-wait` has passed, when the last 1012 is thrown.
+    /// member after a pause (said once on stderr, so that the wait is not a silent hang) — until `--failover-wait`
+    /// has passed, when the last 1012 is thrown.
     func call(_ method: String, _ params: JSONValue? = nil) throws(KVOClientError) -> JSONValue {
         let deadline = ContinuousClock.now.advanced(by: .seconds(self.options.resolvedFailoverWait))
         var delay = Duration.milliseconds(100)
+        var isWaitAnnounced = false
         while true {
             let refusal: RPCError
             do {
@@ -81,10 +83,8 @@ final class MemberClient {
                 refusal = error
             }
             guard ContinuousClock.now < deadline else {
-                let wait = self.options.resolvedFailoverWait
-                let seconds = wait == wait.rounded() ? String(Int(wait)) : String(wait)
                 Output.error(
-                    "no leader accepted \(method) within \(seconds) s (--failover-wait); the last answer, from "
+                    "no leader accepted \(method) within \(self.failoverWaitText) s (--failover-wait); the last answer, from "
                         + "\(self.address):")
                 throw .server(refusal)
             }
@@ -97,15 +97,31 @@ final class MemberClient {
                 self.address = leader
                 continue
             }
+            if !isWaitAnnounced {
+                isWaitAnnounced = true
+                let reason = refusal.data?["reason"]?.stringValue.map { ": \($0)" } ?? ""
+                Output.error(
+                    "\(self.address) does not accept \(method) (not the leader\(reason)) and names no leader to go to; "
+                        + "waiting up to \(self.failoverWaitText) s for one (--failover-wait)")
+            }
             sleep(for: min(delay, ContinuousClock.now.duration(to: deadline)))
             delay = min(delay * 2, .seconds(1))
         }
+    }
+
+    /// `--failover-wait` for messages: `10`, or `2.5`.
+    private var failoverWaitText: String {
+        let wait = self.options.resolvedFailoverWait
+        return wait == wait.rounded() && wait < 1e9 ? String(Int(wait)) : String(wait)
     }
 
     /// After the connection to the current member was lost, connects to another: the members after it in the list
     /// first, then the others, round and round with growing pauses, until `--failover-wait` has passed.
     func moveToAnotherMember() throws(KVOClientError) {
         self.client.close()
+        Output.error(
+            "connection to \(self.address) lost; looking for a member to resume on, for up to "
+                + "\(self.failoverWaitText) s (--failover-wait)")
         let addresses = self.options.addresses
         let start = (addresses.firstIndex(of: self.address) ?? -1) + 1
         let order = (0..<addresses.count).map { addresses[(start + $0) % addresses.count] }

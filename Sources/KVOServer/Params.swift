@@ -14,6 +14,15 @@ struct Params {
         self.method = method
     }
 
+    /// The number of parameters given (members of an object, elements of an array; 0 without params).
+    var count: Int {
+        switch self.value {
+        case .object(let object)?: object.count
+        case .array(let elements)?: elements.count
+        default: 0
+        }
+    }
+
     /// The parameter, or nil when absent (a JSON null counts as present).
     subscript(name: String) -> JSONValue? {
         switch self.value {

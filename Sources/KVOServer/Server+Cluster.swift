@@ -86,6 +86,8 @@ extension Server {
             if let error = line["error"] { throw ReplicationError(description: "the leader refused \(id): \(error)") }
             if id == "replicate", case .object(let result)? = line["result"] {
                 status.isLinked = true
+                // The leader's seq now, so that the lag shows at once (a bootstrap's snapshot comes after).
+                if case .int(let seq)? = result["seq"], seq >= 0 { status.leaderSeq = max(status.leaderSeq, UInt64(seq)) }
                 self.clusterLog?.terms.leaderEntries = Self.termEntries(result["terms"])
                 self.logger.info(
                     "replicating", metadata: ["cluster.leader": "\(status.leaderAddress ?? "?")",

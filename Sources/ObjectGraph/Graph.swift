@@ -59,6 +59,24 @@ public final class Graph {
         self.export(try self.value(at: path))
     }
 
+    /// A page of the collection at `path`: at most `limit` elements from `offset` (both clamped to the collection),
+    /// exported as `get` exports values, and the collection's element count. A collection stored at the path costs
+    /// the page, not the collection (the stored ValueList is shared, and each element found in O(log n)); a path
+    /// through a to-many is evaluated whole first. A null (never set) collection reads as empty.
+    /// - Throws: as `get`, and `typeMismatch` when the value is neither a collection nor null.
+    public func page(_ path: KeyPath, offset: Int, limit: Int) throws(GraphError) -> (elements: Value, count: Int) {
+        let value = try self.value(at: path)
+        let elements: ValueList
+        switch value {
+        case .array(let stored): elements = stored
+        case .null: elements = ValueList()
+        default: throw GraphError.typeMismatch(path: path.description, reason: "\(value.typeName) is not a collection")
+        }
+        let start = min(max(offset, 0), elements.count)
+        let end = start + min(max(limit, 0), elements.count - start)
+        return (self.export(.array(ValueList((start..<end).lazy.map { elements[$0] }))), elements.count)
+    }
+
     /// The value at `path` as stored: objects are `Value.object` references.
     public func value(at path: KeyPath) throws(GraphError) -> Value {
         guard var object = self.objects[path.origin] else {

@@ -21,7 +21,12 @@ enum Help {
         On SIGTERM or SIGINT kvod sends pending output, tells clients it is closing, and exits 0. A \
         configuration error exits 64, and so does a command line it cannot parse.
 
-        Example:  kvod --port 7070    then    kvoctl watch counter --new   and   kvoctl set counter 1
+        EXAMPLES:
+          kvod                              # the default model on 127.0.0.1:7070
+          kvod --port 7171 --data-dir data  # keeps the graph across restarts
+          kvod --empty --web-port 8080      # no model; the inspector on :8080
+          kvod --model shop.json            # needs shop.json (docs/MODEL.md)
+          kvod --print-config --port 7171   # the settings and their sources
         """
 
     static let usage = "kvod <options>"

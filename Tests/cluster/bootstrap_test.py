@@ -10,9 +10,9 @@ leader's history; every role change is one JSON log line naming the old and new 
 the follower -> leader change after the leader is SIGKILLed. Standard library only; uses cluster_test.py's helpers.
 Exits 0 when every check passed.
 """
-import hashlib, json, os, re, signal, sys, time, urllib.request
+import hashlib, json, os, re, signal, subprocess, sys, time, urllib.request
 
-from cluster_test import LEASE, Client, check, value, wait_for, run_scenario
+from cluster_test import KVOD, LEASE, Client, check, value, wait_for, run_scenario
 
 BACKLOG = 20
 EXTRA = ["--replication-backlog", str(BACKLOG), "--metrics-port", "0", "--log-format", "json"]
@@ -143,11 +143,25 @@ def scenario(cluster, root):
         writer.call("set", {"path": "counter.value", "value": 1000 + i})
     before = len(messages(cluster, lagging, "bootstrapping from the leader's snapshot"))
     cluster.start_kvod(lagging, EXTRA)
-    # Writes go on while the follower bootstraps (the backlog keeps what it needs meanwhile).
+    # Writes go on while the follower bootstraps (the backlog keeps what it needs meanwhile), and `kvoctl cluster`
+    # looks at it meanwhile: a follower behind the leader never shows lag 0 (before its link: lag unknown).
+    kvoctl = os.environ.get("KVOCTL_BIN") or os.path.join(os.path.dirname(os.path.abspath(KVOD)), "kvoctl")
+    views = []
     for i in range(BACKLOG):
         writer.call("set", {"path": "counter.value", "value": 2000 + i})
-        time.sleep(0.01)
+        leader_seq = cluster.hello(leader)["appliedSeq"]
+        shown = subprocess.run([kvoctl, "cluster", "--host", f"127.0.0.1:{cluster.kvod_ports[lagging]}", "--format",
+                                "json", "--timeout", "2"], capture_output=True, text=True, timeout=10).stdout
+        if shown.strip():
+            views.append((leader_seq, json.loads(shown)[0]))
     target = wait_caught_up(cluster, lagging, leader, 60)
+    # Far behind: more than the one write in flight a streaming follower may not have received yet (its lag is then
+    # legitimately 0 as far as it knows).
+    behind = [view for seq, view in views if view["role"] == "follower" and view["appliedSeq"] < seq - 5]
+    check(behind and all(view["lag"] is None or view["lag"] > 0 for view in behind)
+          and all((view["lag"] is None) == (view["linked"] is False) for view in behind),
+          f"kvoctl cluster during the bootstrap: {len(behind)} views of {lagging} behind the leader, none with lag 0 "
+          f"(lags {[view['lag'] for view in behind]})")
     boots = messages(cluster, lagging, "bootstrapping from the leader's snapshot")[before:]
     size = int(boots[0]["bytes"]) if boots else 0
     check(len(boots) >= 1 and size > 3 * 768 * 1024,

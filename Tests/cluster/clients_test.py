@@ -128,7 +128,8 @@ def scenario(cluster, root):
     term = cluster.hello(leader)["term"]
     check(status == 0 and [m["role"] for m in table] == ["follower", "follower", "leader"]
           and all(m["term"] == term and m["appliedSeq"] >= 2 for m in table)
-          and all(m["lag"] is not None and m["lag"] >= 0 for m in table[:2]) and table[2]["writable"] is True,
+          and all(m["lag"] is not None and m["lag"] >= 0 and m["linked"] is True for m in table[:2])
+          and table[2]["writable"] is True,
           f"kvoctl cluster --format json: roles, term {term}, applied seqs, lags ({out})")
     status, out, err = run(kvoctl, "cluster", "--host", "127.0.0.1:1,,x")
     check(status == 64 and "empty address" in err, f"a bad address list is a usage error ({status} {err.strip()})")
@@ -186,7 +187,8 @@ def scenario(cluster, root):
     stderr = watch.stop()
     printed = [(line["new"], line["seq"]) for line in watch.lines]
     watch = None
-    check(printed == list(zip(range(6, 11), first[5:] + second)) and "resuming after seq" in stderr,
+    check(printed == list(zip(range(6, 11), first[5:] + second)) and "resuming after seq" in stderr
+          and "looking for a member to resume on, for up to 20 s (--failover-wait)" in stderr,
           f"kvoctl watch, stopped through the failover, moved to another member, which replayed what it missed: "
           f"every seq once ({printed}; {stderr.strip()})")
     python.close()
@@ -218,7 +220,8 @@ def scenario(cluster, root):
     started = time.monotonic()
     status, out, err = run(kvoctl, "set", "cli.c", "3", "--host", hosts, "--failover-wait", "1")
     took = time.monotonic() - started
-    check(status == 2 and "no leader accepted set within 1 s" in err and "error 1012" in err and took < 5,
+    check(status == 2 and "no leader accepted set within 1 s" in err and "error 1012" in err and took < 5
+          and "names no leader to go to; waiting up to 1 s for one (--failover-wait)" in err,
           f"kvoctl set gives up after --failover-wait 1 with exit 2 ({took:.1f} s): {err.strip()}")
 
 

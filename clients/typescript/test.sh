@@ -27,6 +27,9 @@ if ! cmp -s dist/index.js "$inspector_copy"; then
         "the link again ('ln -sf ../../../clients/typescript/dist/index.js Sources/kvod/Inspector/kvod.js')" >&2
     exit 1
 fi
+# The API reference page (docs/api/typescript.md) is what clients/api_reference.py makes from dist/index.d.ts, and
+# every public call of Client and Subscription has TSDoc.
+python3 ../api_reference.py --check typescript
 # Node 20 has the standard WebSocket behind a flag (Node 22 has it by default); NODE_OPTIONS reaches the test files.
 export NODE_OPTIONS="${NODE_OPTIONS:-} --experimental-websocket"
 exec node --test test/*.test.mjs

@@ -14,20 +14,21 @@ extension KVOCtl {
                 Sends hello to every address given with --host (a comma-separated list; $KVOD_HOST) and prints one \
                 line per member: ADDRESS, ROLE (leader, follower, candidate, standalone for a kvod without \
                 --cluster-etcd, or unreachable), TERM, APPLIED (the member's seq), LAG (for a follower: the \
-                leader's seq it last heard minus its own), LEADER (the address it follows) and WRITABLE (whether it \
+                leader's seq it last heard minus its own; ? with "not replicating yet" while it has no link to the \
+                leader, as at the start of a bootstrap), LEADER (the address it follows) and WRITABLE (whether it \
                 accepts mutations now). With --format json, one JSON array of {address, role, term, appliedSeq, \
-                lag, leader, writable, error} objects. Exits 0 when some member accepts mutations (a writable \
+                lag, leader, writable, error} objects (a follower's also with linked). Exits 0 when some member accepts mutations (a writable \
                 leader, or a standalone kvod), 3 when none does (an election, etcd without quorum, every member \
                 unreachable).
 
                 EXAMPLES:
-                  kvoctl cluster --host 10.0.0.11:7070,10.0.0.12:7070,10.0.0.13:7070
-                  KVOD_HOST=a:7070,b:7070,c:7070 kvoctl cluster --format json
+                  kvoctl cluster --host 10.0.0.11,10.0.0.12,10.0.0.13   # needs a cluster
+                  KVOD_HOST=a,b,c kvoctl cluster --format json          # needs a cluster
                 """)
 
         @OptionGroup var connection: ConnectionOptions
 
-        @Option(help: "text (a table, the default) or json.")
+        @Option(help: "text (a table, the default), json or pretty (indented JSON).")
         var format: OutputFormat = .text
 
         /// What one member said, or why it said nothing.
@@ -45,19 +46,24 @@ extension KVOCtl {
                 guard let hello else { return false }
                 return hello["writable"]?.boolValue ?? (hello["role"] == nil)
             }
-            /// A follower's distance behind the leader's seq it last heard.
+            /// A follower's distance behind the leader's seq it last heard; nil while it does not replicate from
+            /// the leader yet (`linked` false: connecting, or about to bootstrap), when it knows no better.
             var lag: Int64? {
-                guard self.role == "follower", let applied = self.hello?["appliedSeq"]?.intValue,
+                guard self.role == "follower", !self.isWaitingForLeader, let applied = self.hello?["appliedSeq"]?.intValue,
                     let leaderSeq = self.hello?["leaderSeq"]?.intValue
                 else { return nil }
                 return max(0, leaderSeq - applied)
             }
+
+            /// A follower that has no replication link to the leader yet.
+            var isWaitingForLeader: Bool { self.role == "follower" && self.hello?["linked"] == false }
 
             var json: JSONValue {
                 var object: JSONObject = ["address": .string(self.address.description), "role": .string(self.role)]
                 object["term"] = self.hello?["term"] ?? .null
                 object["appliedSeq"] = self.hello?["appliedSeq"] ?? .null
                 object["lag"] = self.lag.map(JSONValue.int) ?? .null
+                if self.role == "follower" { object["linked"] = .bool(!self.isWaitingForLeader) }
                 object["leader"] = self.hello?["leader"] ?? .null
                 object["writable"] = .bool(self.writable)
                 object["error"] = self.error.map(JSONValue.string) ?? .null
@@ -74,15 +80,16 @@ extension KVOCtl {
                 }
                 return [
                     self.address.description, self.role, text(self.hello?["term"]), text(self.hello?["appliedSeq"]),
-                    self.lag.map(String.init) ?? "-", text(self.hello?["leader"]), self.writable ? "yes" : "no", "",
+                    self.lag.map(String.init) ?? (self.isWaitingForLeader ? "?" : "-"), text(self.hello?["leader"]),
+                    self.writable ? "yes" : "no", self.isWaitingForLeader ? "not replicating yet" : "",
                 ]
             }
         }
 
         func run() throws {
             let members = self.connection.addresses.map(self.ask)
-            if self.format == .json {
-                try Output.line(JSONWriter.encodeString(.array(members.map(\.json))))
+            if self.format != .text {
+                try self.format.printJSON(.array(members.map(\.json)))
             } else {
                 let header = ["ADDRESS", "ROLE", "TERM", "APPLIED", "LAG", "LEADER", "WRITABLE", ""]
                 for line in Self.table([header] + members.map(\.cells)) { try Output.line(line) }

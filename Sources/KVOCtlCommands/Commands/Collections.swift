@@ -19,11 +19,14 @@ extension KVOCtl {
 
                 EXAMPLES:
                   kvoctl insert department.employees '{"name":"Ada","salary":100}'
-                  kvoctl insert list x y --index 0 --index 3
+                  kvoctl insert list x y                       # list is ["x","y"]
+                  kvoctl insert list a b --index 0 --index 3   # list is ["a","x","y","b"]
                   kvoctl insert department.tags urgent
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Option(name: .customLong("index"), help: "Where a value goes (repeat once per value).")
         var indexes: [Int] = []
@@ -44,7 +47,7 @@ extension KVOCtl {
         func run() throws {
             var params: JSONObject = ["path": .string(self.path), "values": .array(self.values.map(parseJSONOrString))]
             if !self.indexes.isEmpty { params["indexes"] = .array(self.indexes.map { .int(Int64($0)) }) }
-            try Output.line(JSONWriter.encodeString(try self.connection.call("insert", .object(params))))
+            try self.output.print(try self.connection.call("insert", .object(params)))
         }
     }
 
@@ -54,11 +57,15 @@ extension KVOCtl {
             abstract: "Remove elements (by --index) or set members (by --value) and print the result.",
             discussion: """
                 EXAMPLES:
-                  kvoctl remove department.employees --index 0 --index 2
+                  kvoctl insert list a b c
+                  kvoctl remove list --index 0 --index 2   # list is ["b"]
+                  kvoctl insert department.tags urgent
                   kvoctl remove department.tags --value urgent
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Option(name: .customLong("index"), help: "An index to remove (repeatable).")
         var indexes: [Int] = []
@@ -82,7 +89,7 @@ extension KVOCtl {
             } else {
                 params["indexes"] = .array(self.indexes.map { .int(Int64($0)) })
             }
-            try Output.line(JSONWriter.encodeString(try self.connection.call("remove", .object(params))))
+            try self.output.print(try self.connection.call("remove", .object(params)))
         }
     }
 
@@ -91,11 +98,14 @@ extension KVOCtl {
         static let configuration = CommandConfiguration(
             abstract: "Replace the elements at --index (one per value) and print the result.",
             discussion: """
-                EXAMPLE:
-                  kvoctl replace list --index 1 '"B"'
+                EXAMPLES:
+                  kvoctl insert list a b c
+                  kvoctl replace list --index 1 B    # list is ["a","B","c"]
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Option(name: .customLong("index"), help: "An index to replace (one per value).")
         var indexes: [Int] = []
@@ -117,7 +127,7 @@ extension KVOCtl {
                 "path": .string(self.path), "indexes": .array(self.indexes.map { .int(Int64($0)) }),
                 "values": .array(self.values.map(parseJSONOrString)),
             ]
-            try Output.line(JSONWriter.encodeString(try self.connection.call("replace", .object(params))))
+            try self.output.print(try self.connection.call("replace", .object(params)))
         }
     }
 
@@ -135,6 +145,8 @@ extension KVOCtl {
                 """)
 
         @OptionGroup var connection: ConnectionOptions
+
+        @OptionGroup var output: ValueOptions
 
         @Argument(help: "A file holding the ops, or - for stdin.")
         var file: String
@@ -173,7 +185,7 @@ extension KVOCtl {
                 Output.error("\(self.file): a transaction is a JSON array of {\"method\", \"params\"} ops")
                 throw KVOCtlExitCode.usage
             }
-            try Output.line(JSONWriter.encodeString(try self.connection.call("transaction", .object(["ops": ops]))))
+            try self.output.print(try self.connection.call("transaction", .object(["ops": ops])))
         }
     }
 }

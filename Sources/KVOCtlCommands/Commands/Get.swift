@@ -8,7 +8,7 @@ extension KVOCtl {
     /// Prints the value at a key path.
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the value at a key path as compact JSON.",
+            abstract: "Print the value at a key path as JSON (indented on a terminal, one line when piped).",
             discussion: """
                 A key that was never set prints null. A path through a number, string, bool or array is error 1005.
                 With --meta, prints {"value":…,"seq":…,"modSeq":…}: the seq now and the seq that last stored the \
@@ -27,6 +27,8 @@ extension KVOCtl {
         @Flag(help: "Print the value with the current seq and the key's modSeq.")
         var meta = false
 
+        @OptionGroup var output: ValueOptions
+
         /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
         func run() throws {
             let client = try self.connection.connect()
@@ -40,7 +42,7 @@ extension KVOCtl {
             } catch {
                 throw client.report(error)
             }
-            try Output.line(JSONWriter.encodeString(value))
+            try self.output.print(value)
         }
     }
 }

@@ -5,9 +5,14 @@ import ArgumentParser
 import KVOClient
 import WireProtocol
 
-/// How a command prints: readable text, or the server's JSON result.
+/// How a command prints: readable text, or the server's JSON result (compact, or indented with `pretty`).
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, json
+    case text, json, pretty
+
+    /// Prints a JSON result as `json` or `pretty` says (coloured on a terminal: JSONOutput.swift).
+    func printJSON(_ value: JSONValue) throws(ExitCode) {
+        try Output.line(JSONOutput.render(value, format: self == .pretty ? .pretty : .json))
+    }
 }
 
 extension KVOCtl {
@@ -18,12 +23,12 @@ extension KVOCtl {
             discussion: """
                 EXAMPLES:
                   kvoctl describe                  # the whole model
-                  kvoctl describe labColor         # the class of the object at labColor, and its current keys
+                  kvoctl describe labColor         # its class and its current keys
                 """)
 
         @OptionGroup var connection: ConnectionOptions
 
-        @Option(help: "text (for people) or json.")
+        @Option(help: "text (for people), json or pretty (indented JSON).")
         var format: OutputFormat = .text
 
         @Argument(help: "A key path to an object (default: the whole model).")
@@ -31,7 +36,7 @@ extension KVOCtl {
 
         func run() throws {
             let result = try self.connection.call("describe", self.path.map { .object(["path": .string($0)]) })
-            guard self.format == .text else { return try Output.line(JSONWriter.encodeString(result)) }
+            guard self.format == .text else { return try self.format.printJSON(result) }
             if let classDescription = result["class"] {
                 try Output.line("\(result["path"]?.stringValue ?? "") ($\(result["id"]?.intValue ?? 0))")
                 try Self.printClass(classDescription)
@@ -76,7 +81,7 @@ extension KVOCtl {
 
         @OptionGroup var connection: ConnectionOptions
 
-        @Option(help: "text (for people) or json.")
+        @Option(help: "text (for people), json or pretty (indented JSON).")
         var format: OutputFormat = .text
 
         @Argument(help: "Only subscriptions to this key path.")
@@ -84,7 +89,7 @@ extension KVOCtl {
 
         func run() throws {
             let result = try self.connection.call("observers", self.path.map { .object(["path": .string($0)]) })
-            guard self.format == .text else { return try Output.line(JSONWriter.encodeString(result)) }
+            guard self.format == .text else { return try self.format.printJSON(result) }
             for peer in result["connections"]?.arrayValue ?? [] {
                 let client = peer["client"]?.stringValue.map { " \"\($0)\"" } ?? ""
                 let me = peer["self"] == true ? " (this kvoctl)" : ""
@@ -111,6 +116,8 @@ extension KVOCtl {
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The value: JSON, or else a string.", valueName: "value"))
         var values: [String] = []
 
+        @OptionGroup var output: ValueOptions
+
         func validate() throws {
             if self.values.count != 1 { throw ValidationError("Give exactly one VALUE.") }
         }
@@ -118,7 +125,7 @@ extension KVOCtl {
         func run() throws {
             let result = try self.connection.call(
                 "validate", .object(["path": .string(self.path), "value": parseJSONOrString(self.values[0])]))
-            try Output.line(JSONWriter.encodeString(result["value"] ?? .null))
+            try self.output.print(result["value"] ?? .null)
         }
     }
 }

@@ -45,6 +45,8 @@ extension KVOCtl {
         @Option(help: "The client name to introduce kvoctl as.")
         var client = "kvoctl"
 
+        @OptionGroup var output: ValueOptions
+
         /// Connects, sends the request(s) and prints the outcome; failures become exit statuses (ExitCodes.swift).
         func run() throws {
             // The token, if any, goes in this hello itself, so the result shows its access.
@@ -57,7 +59,7 @@ extension KVOCtl {
             } catch {
                 throw connectedClient.report(error)
             }
-            try Output.line(JSONWriter.encodeString(result))
+            try self.output.print(result)
         }
     }
 }

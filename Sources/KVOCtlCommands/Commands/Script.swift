@@ -35,7 +35,7 @@ extension KVOCtl {
                 everything there (no leader following: a 1012 answer is printed like any other).
 
                 EXAMPLE:
-                  printf '%s\\n' 'set person.name Alice' 'subscribe person.name new initial' \\
+                  printf '%s\\n' 'set person.firstName Ada' 'subscribe person.firstName new' \\
                     '{"jsonrpc":"2.0","id":"x","method":"get","params":{"path":"person"}}' \\
                     | kvoctl -
                 """)

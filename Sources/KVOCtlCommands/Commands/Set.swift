@@ -11,7 +11,7 @@ extension KVOCtl {
             abstract: "Store a value at a key path and print the result, e.g. {\"seq\":12}.",
             usage: """
                 kvoctl set [--host <host>] [--port <port>] [--timeout <seconds>] [--string] \
-                [--if-mod-seq <seq> | --if-value <json> | --if-absent] [--ttl <seconds>] <path> <value>
+                [--if-mod-seq <seq> | --if-value <json> | --if-absent] [--ttl <seconds>] [--format <format>] <path> <value>
                 """,
             discussion: """
                 VALUE is parsed as JSON; when it is not valid JSON it is stored as a string, so `kvoctl set name \
@@ -29,9 +29,11 @@ extension KVOCtl {
                 (with --ttl) or clears (without) the deadline. `kvoctl get --meta` shows it as `expires` (epoch ms).
 
                 EXAMPLES:
-                  kvoctl set person.name Alice
-                  kvoctl set person.address '{"city":"Paris","zip":"75001"}'
-                  kvoctl set --if-mod-seq 41 counter 8
+                  kvoctl set person.firstName Ada
+                  kvoctl set person.address '{"street":"10 Downing Street","city":"London"}'
+                  kvoctl set counter 7                  # prints {"seq":3}
+                  kvoctl set --if-mod-seq 3 counter 8   # only if unchanged since seq 3
+                  kvoctl set --if-mod-seq 3 counter 9   # (exit 2): error 1011, changed at 4
                   kvoctl set --ttl 60 presence.ada.online true
                 """)
 
@@ -52,6 +54,8 @@ extension KVOCtl {
 
         @Option(help: ArgumentHelp("Set the key to null after this many seconds (up to a year).", valueName: "seconds"))
         var ttl: Double?
+
+        @OptionGroup var output: ValueOptions
 
         @Argument(help: "The key path, e.g. person.address.city.")
         var path: String
@@ -103,7 +107,7 @@ extension KVOCtl {
             } catch {
                 throw client.report(error)
             }
-            try Output.line(JSONWriter.encodeString(result))
+            try self.output.print(result)
         }
     }
 }

@@ -20,12 +20,12 @@ extension KVOCtl {
 
         @OptionGroup var connection: ConnectionOptions
 
-        @Option(help: "text (for people) or json (the stats result).")
+        @Option(help: "text (for people), json (the stats result) or pretty (indented JSON).")
         var format: OutputFormat = .text
 
         func run() throws {
             let result = try self.connection.call("stats", nil)
-            guard self.format == .text else { return try Output.line(JSONWriter.encodeString(result)) }
+            guard self.format == .text else { return try self.format.printJSON(result) }
             for line in Self.text(result) { try Output.line(line) }
         }
 

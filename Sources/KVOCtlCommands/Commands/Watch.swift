@@ -19,7 +19,7 @@ extension KVOCtl {
 
                 EXAMPLES:
                   kvoctl watch person.address.city --initial --old --new
-                  kvoctl watch counter --count 1 --context '"mine"'
+                  kvoctl watch counter --initial --count 1 --context '"mine"'   # then exits
                 """)
 
         /// Where kvod is and how long to wait for it.
@@ -47,7 +47,10 @@ extension KVOCtl {
         @Option(help: "Exit 0 after printing this many notifications.")
         var count: Int?
 
-        @Option(help: "json (one params object per line, the default) or text (one readable line per notification).")
+        @Option(
+            help: ArgumentHelp(
+                "json (one params object per line, the default; coloured on a terminal), text (one readable line "
+                    + "per notification) or pretty (indented JSON)."))
         var format: OutputFormat = .json
 
         @Option(help: ArgumentHelp(
@@ -145,9 +148,11 @@ extension KVOCtl {
                     resumeSeq = seq
                     ResumeHint.update(seq: seq)
                 }
-                try Output.line(
-                    self.format == .json
-                        ? JSONWriter.encodeString(notification.params) : Self.text(notification.params))
+                if self.format == .text {
+                    try Output.line(Self.text(notification.params))
+                } else {
+                    try self.format.printJSON(notification.params)
+                }
                 printed += 1
             }
         }

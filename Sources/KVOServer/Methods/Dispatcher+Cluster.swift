@@ -98,6 +98,9 @@ extension Dispatcher {
         if cluster.role == .follower {
             bytes.append(contentsOf: #","leaderSeq":"#.utf8)
             JSONWriter.appendInt(Int64(max(cluster.leaderSeq, self.context.graph.seq)), to: &bytes)
+            // Until the leader answered `replicate`, leaderSeq is only what this member knew before: no lag to show.
+            bytes.append(contentsOf: #","linked":"#.utf8)
+            bytes.append(contentsOf: (cluster.isLinked ? "true" : "false").utf8)
         }
         bytes.append(contentsOf: #","writable":"#.utf8)
         bytes.append(

@@ -4,21 +4,32 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
-    static let getParameterNames = ["path", "meta", "query"]
+    static let getParameterNames = ["path", "meta", "offset", "limit", "query"]
 
     func get(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: Self.getParameterNames, method: "get")
         try params.rejectUnknown()
         let path = try self.keyPath(params.string("path"))
-        if let query = params["query"] {
-            if params["meta"] != nil { throw RPCError.badParams("get: 'meta' does not go with 'query'") }
-            return try self.getQuery(path, try QueryParams.parse(query, method: "get"))
-        }
         let withMeta: Bool
-        switch params["meta"] {
+        let meta = params["meta"]
+        switch meta {
         case nil, .bool(false)?: withMeta = false
         case .bool(true)?: withMeta = true
         default: throw RPCError.badParams("get: 'meta' must be a boolean")
+        }
+        // A page or a query only when there is more than path and meta: the common get, `{"path": …}`, looks up
+        // nothing more.
+        if params.count > (meta == nil ? 1 : 2) {
+            if let query = params["query"] {
+                if withMeta || params["offset"] != nil || params["limit"] != nil {
+                    throw RPCError.badParams("get: 'query' goes with neither 'meta' nor 'offset' and 'limit' (the query has its own)")
+                }
+                return try self.getQuery(path, try QueryParams.parse(query, method: "get"))
+            }
+            if params["offset"] != nil || params["limit"] != nil {
+                if withMeta { throw RPCError.badParams("get: 'meta' does not go with 'offset' or 'limit'") }
+                return try self.getPage(path, params)
+            }
         }
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
         let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
@@ -51,6 +62,24 @@ extension Dispatcher {
             }
             $0.append(contentsOf: #"],"count":"#.utf8)
             JSONWriter.appendInt(Int64(result.count), to: &$0)
+            $0.append(contentsOf: #","seq":"#.utf8)
+            JSONWriter.appendInt(Int64(seq), to: &$0)
+            $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `get` with `offset`/`limit`: a page of a collection and its count (Protocol/methods.md#get).
+    private func getPage(_ path: KeyPath, _ params: Params) throws {
+        let offset = params["offset"] == nil ? 0 : try params.integer("offset")
+        let limit = params["limit"] == nil ? Int64.max : try params.integer("limit")
+        guard offset >= 0, limit >= 0 else { throw RPCError.badParams("get: 'offset' and 'limit' must be 0 or more") }
+        let (page, count) = try self.context.graph.page(path, offset: Int(offset), limit: Int(limit))
+        let seq = self.context.graph.seq
+        self.writeResult {
+            $0.append(contentsOf: #"{"value":"#.utf8)
+            page.appendJSON(to: &$0)
+            $0.append(contentsOf: #","count":"#.utf8)
+            JSONWriter.appendInt(Int64(count), to: &$0)
             $0.append(contentsOf: #","seq":"#.utf8)
             JSONWriter.appendInt(Int64(seq), to: &$0)
             $0.append(UInt8(ascii: "}"))

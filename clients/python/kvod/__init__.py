@@ -2,9 +2,10 @@
 
     import kvod
     with kvod.Client("127.0.0.1:7070") as client:
-        client.set("greeting", "hello")
-        for change in client.subscribe("greeting", ["new", "old"]):
-            print(change.old, "->", change.new)
+        subscription = client.subscribe("greeting", ["new", "old"])
+        client.set("greeting", "hello", ttl=60)
+        change = subscription.next(timeout=5)
+        print(change.old, "->", change.new)          # None -> hello
 
 `kvod.aio` has the same vocabulary for asyncio. Both speak TCP, or WebSocket with `transport="websocket"` (the
 `websocket` extra: `pip install 'kvod[websocket]'`). Subscriptions resume by themselves after a reconnect (no gap, no

@@ -118,6 +118,7 @@ class Change:
 
     @staticmethod
     def from_params(params: Dict[str, Any]) -> "Change":
+        """The Change a `change` notification's params describe."""
         return Change(
             path=params.get("path", ""), kind=params.get("kind", "setting"), seq=params.get("seq", 0),
             new=params.get("new"), old=params.get("old"), has_new="new" in params, has_old="old" in params,
@@ -479,16 +480,28 @@ def condition(if_mod_seq: Optional[int], if_value: Any, if_absent: bool) -> Opti
     return given[0] if given else None
 
 
-def set_params(path: str, value: Any, if_mod_seq: Optional[int], if_value: Any, if_absent: bool) -> Dict[str, Any]:
-    """`set`'s params, with the `if` of `condition` when one is given."""
+def set_params(path: str, value: Any, if_mod_seq: Optional[int], if_value: Any, if_absent: bool,
+               ttl: Optional[float] = None) -> Dict[str, Any]:
+    """`set`'s params, with the `if` of `condition` when one is given and the `ttl` (seconds) when there is one."""
     params: Dict[str, Any] = {"path": path, "value": value}
     when = condition(if_mod_seq, if_value, if_absent)
     if when is not None:
         params["if"] = when
+    if ttl is not None:
+        params["ttl"] = ttl
+    return params
+
+
+def page_params(path: str, offset: int, limit: Optional[int]) -> Dict[str, Any]:
+    """`get`'s params for a page of a collection (Protocol/methods.md#get)."""
+    params: Dict[str, Any] = {"path": path, "offset": offset}
+    if limit is not None:
+        params["limit"] = limit
     return params
 
 
 def mutation_params(path: str, **named: Any) -> Dict[str, Any]:
+    """A collection mutation's params: `path` and the named ones that were given."""
     params: Dict[str, Any] = {"path": path}
     params.update({key: value for key, value in named.items() if value is not _UNSET})
     return params
@@ -515,6 +528,7 @@ class SubscriptionBase:
 
     @property
     def path(self) -> str:
+        """The key path this subscription observes."""
         return self._state.path
 
     @property

@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterable, List, Optional,
 
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, logger, mutation_params, ops_params, run_hook,
-                    set_params)
+                    page_params, set_params)
 from ._transport import AsyncTransport, async_transport
 from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
@@ -28,6 +28,8 @@ class AsyncSubscription(SubscriptionBase):
         super().__init__(client, state, asyncio.Queue())
 
     async def next(self, timeout: Optional[float] = None) -> Union[Change, Resync]:
+        """The next change (or Resync); raises Timeout after `timeout` seconds, StopAsyncIteration once unsubscribed,
+        the error that ended the subscription once it ended."""
         try:
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
@@ -46,6 +48,7 @@ class AsyncSubscription(SubscriptionBase):
         return await self.next()
 
     async def unsubscribe(self) -> None:
+        """Ends this subscription (`AsyncClient.unsubscribe`)."""
         await self._client.unsubscribe(self)
 
 
@@ -73,6 +76,7 @@ class AsyncClient(ClientBase):
         self._hook_tasks: Set["asyncio.Task[Any]"] = set()
 
     async def connect(self) -> None:
+        """Opens the first connection (hello, the onDisconnect ops) and starts reading; `kvod.aio.connect` calls it."""
         await self._connect()
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
 
@@ -284,67 +288,93 @@ class AsyncClient(ClientBase):
         return outcome
 
     async def hello(self, token: Optional[str] = None) -> Dict[str, Any]:
+        """Says hello, presenting `token` (kept for reconnections); returns kvod's answer (as `kvod.Client.hello`)."""
         return await self.call("hello", self._hello_params(token))
 
     async def ping(self) -> str:
+        """Checks that kvod answers; returns `"pong"`."""
         return await self.call("ping")
 
     async def get(self, path: str) -> Any:
+        """The value at `path`; None when never set (as `kvod.Client.get`)."""
         return (await self.call("get", {"path": path}))["value"]
 
     async def get_with_seq(self, path: str) -> Tuple[Any, int]:
+        """`(value, seq)`: the value at `path` and the seq of the state it was read from."""
         result = await self.call("get", {"path": path})
         return result["value"], result["seq"]
 
     async def get_meta(self, path: str) -> Dict[str, Any]:
+        """`{"value", "seq", "modSeq", "expires"}` (as `kvod.Client.get_meta`)."""
         return await self.call("get", {"path": path, "meta": True})
 
+    async def get_page(self, path: str, offset: int = 0, limit: Optional[int] = None) -> Dict[str, Any]:
+        """`{"value", "count", "seq"}`: a page of the collection at `path` (as `kvod.Client.get_page`)."""
+        return await self.call("get", page_params(path, offset, limit))
+
     async def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,
-                  if_absent: bool = False) -> int:
-        return (await self.call("set", set_params(path, value, if_mod_seq, if_value, if_absent)))["seq"]
+                  if_absent: bool = False, ttl: Optional[float] = None) -> int:
+        """Sets `path` to `value`, conditionally with one of `if_mod_seq`, `if_value`, `if_absent`, expiring after `ttl`
+        seconds; returns the seq (as `kvod.Client.set`)."""
+        return (await self.call("set", set_params(path, value, if_mod_seq, if_value, if_absent, ttl)))["seq"]
 
     async def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                      indexes: Any = UNSET) -> int:
+        """Inserts `value` (or `values`) at `index` (or `indexes`), or at the end; returns the seq (as
+        `kvod.Client.insert`)."""
         params = mutation_params(path, value=value, values=values, index=index, indexes=indexes)
         return (await self.call("insert", params))["seq"]
 
     async def remove(self, path: str, *, index: Any = UNSET, indexes: Any = UNSET, values: Any = UNSET) -> int:
+        """Removes elements by `index`/`indexes`, or set members by `values`; returns the seq."""
         return (await self.call("remove", mutation_params(path, index=index, indexes=indexes, values=values)))["seq"]
 
     async def replace(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                       indexes: Any = UNSET) -> int:
+        """Replaces the elements at `index`/`indexes` with `value`/`values`; returns the seq."""
         params = mutation_params(path, value=value, values=values, index=index, indexes=indexes)
         return (await self.call("replace", params))["seq"]
 
     async def union(self, path: str, values: Iterable[Any]) -> int:
+        """Adds `values` to the set at `path`; returns the seq."""
         return (await self.call("union", {"path": path, "values": list(values)}))["seq"]
 
     async def minus(self, path: str, values: Iterable[Any]) -> int:
+        """Removes `values` from the set at `path`; returns the seq."""
         return (await self.call("minus", {"path": path, "values": list(values)}))["seq"]
 
     async def intersect(self, path: str, values: Iterable[Any]) -> int:
+        """Keeps only the members of the set at `path` that are in `values`; returns the seq."""
         return (await self.call("intersect", {"path": path, "values": list(values)}))["seq"]
 
     async def set_members(self, path: str, values: Iterable[Any]) -> int:
+        """Makes the set at `path` exactly `values`; returns the seq."""
         return (await self.call("setMembers", {"path": path, "values": list(values)}))["seq"]
 
     async def transaction(self, ops: Iterable[Any]) -> int:
+        """Applies ops (dicts or `(method, params)` pairs) atomically; returns the seq (as `kvod.Client.transaction`)."""
         return (await self.call("transaction", ops_params(ops)))["seq"]
 
     async def validate(self, path: str, value: Any) -> Any:
+        """What `set(path, value)` would store, without storing it."""
         return (await self.call("validate", {"path": path, "value": value}))["value"]
 
     async def describe(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """The model, or the class of the object at `path` and its current keys."""
         return await self.call("describe", {} if path is None else {"path": path})
 
     async def observers(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """Every connection and its subscriptions (with `path`, only those to it)."""
         return await self.call("observers", {} if path is None else {"path": path})
 
     async def stats(self) -> Dict[str, Any]:
+        """kvod's figures (Protocol/methods.md#stats)."""
         return await self.call("stats")
 
     async def subscribe(self, path: str, options: Iterable[str] = ("new",), context: Any = None, *,
                         since: Optional[int] = None, progress: Optional[float] = None) -> AsyncSubscription:
+        """Observes `path` with KVO's options; returns an AsyncSubscription to `async for` over. With `since`, resumes
+        after that seq; with `progress` (seconds), kvod sends progress notices while quiet (as `kvod.Client.subscribe`)."""
         state = SubscriptionState(path, check_options(options), context, progress)
         subscription = AsyncSubscription(self, state)
         if since is not None:
@@ -367,6 +397,7 @@ class AsyncClient(ClientBase):
                     raise
 
     async def cancel_on_disconnect(self) -> None:
+        """Cancels the onDisconnect ops, on this connection and the next ones."""
         await self.on_disconnect([])
 
     @property
@@ -383,6 +414,7 @@ class AsyncClient(ClientBase):
         return remove
 
     async def unsubscribe(self, subscription: AsyncSubscription) -> None:
+        """Ends `subscription`: kvod stops sending its notifications."""
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
@@ -395,6 +427,7 @@ class AsyncClient(ClientBase):
                 pass
 
     async def close(self) -> None:
+        """Closes the connection for good: no reconnecting; subscriptions end."""
         self._closed = True
         if self._transport is not None:
             await self._transport.close()

@@ -12,8 +12,8 @@ import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
-                    SubscriptionState, check_options, connection_order, mutation_params, ops_params, run_hook,
-                    set_params)
+                    SubscriptionState, check_options, connection_order, mutation_params, ops_params, page_params,
+                    run_hook, set_params)
 from ._transport import BlockingTransport, blocking_transport
 from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
@@ -47,6 +47,7 @@ class Subscription(SubscriptionBase):
         return self.next()
 
     def unsubscribe(self) -> None:
+        """Ends this subscription (`Client.unsubscribe`)."""
         self._client.unsubscribe(self)
 
 
@@ -306,16 +307,22 @@ class Client(ClientBase):
         return outcome
 
     def hello(self, token: Optional[str] = None) -> Dict[str, Any]:
-        """Presents a token (kept for reconnections)."""
+        """Says hello, presenting `token` (kept for reconnections; default: the client's); returns kvod's answer:
+        `{"server", "version", "protocol"}`, with `access` under access control and `role`, `term`, ... in a
+        cluster. Unauthorized for a wrong token."""
         return self.call("hello", self._hello_params(token))
 
     def ping(self) -> str:
+        """Checks that kvod answers; returns `"pong"`."""
         return self.call("ping")
 
     def get(self, path: str) -> Any:
+        """The value at `path` (objects as dicts with `"$id"` first); None when never set or when an intermediate is
+        missing. UndefinedKey for a key the model does not declare, TypeMismatch for a path through a non-object."""
         return self.call("get", {"path": path})["value"]
 
     def get_with_seq(self, path: str) -> Tuple[Any, int]:
+        """`(value, seq)`: the value at `path` and the seq of the state it was read from."""
         result = self.call("get", {"path": path})
         return result["value"], result["seq"]
 
@@ -324,55 +331,84 @@ class Client(ClientBase):
         when its ttl passes (epoch ms, None without one)."""
         return self.call("get", {"path": path, "meta": True})
 
+    def get_page(self, path: str, offset: int = 0, limit: Optional[int] = None) -> Dict[str, Any]:
+        """`{"value", "count", "seq"}`: at most `limit` elements (default: to the end) of the collection at `path` from
+        `offset`, and its element count; costs the page, not the collection (Protocol/methods.md#get). TypeMismatch
+        when the value is not a collection."""
+        return self.call("get", page_params(path, offset, limit))
+
     def set(self, path: str, value: Any, *, if_mod_seq: Optional[int] = None, if_value: Any = UNSET,
-            if_absent: bool = False) -> int:
+            if_absent: bool = False, ttl: Optional[float] = None) -> int:
         """Sets `path` to `value`; returns the mutation's seq. With one of `if_mod_seq` (unchanged since that seq),
-        `if_value` (currently equal) or `if_absent`, a conditional write: PreconditionFailed when it does not hold."""
-        return self.call("set", set_params(path, value, if_mod_seq, if_value, if_absent))["seq"]
+        `if_value` (currently equal) or `if_absent`, a conditional write: PreconditionFailed when it does not hold.
+        With `ttl` (seconds), kvod sets the key to null when it passes, unless a later set moves (with a ttl) or clears
+        (without) the deadline. ValidationFailed, NullNotAllowed, ReadOnlyKey when the model refuses the value."""
+        return self.call("set", set_params(path, value, if_mod_seq, if_value, if_absent, ttl))["seq"]
 
     def insert(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                indexes: Any = UNSET) -> int:
+        """Inserts `value` (or `values`) into the collection at `path`, at `index` (or `indexes`, one per value) or, without,
+        at the end of an ordered collection (a set adds the members it lacks); returns the seq. IndexOutOfRange."""
         return self.call("insert", mutation_params(path, value=value, values=values, index=index, indexes=indexes))["seq"]
 
     def remove(self, path: str, *, index: Any = UNSET, indexes: Any = UNSET, values: Any = UNSET) -> int:
+        """Removes the elements at `index` (or `indexes`) of an ordered collection, or the members `values` of a set;
+        returns the seq. IndexOutOfRange."""
         return self.call("remove", mutation_params(path, index=index, indexes=indexes, values=values))["seq"]
 
     def replace(self, path: str, value: Any = UNSET, *, values: Any = UNSET, index: Any = UNSET,
                 indexes: Any = UNSET) -> int:
+        """Replaces the element at `index` with `value` (or those at `indexes` with `values`) in an ordered collection;
+        returns the seq. IndexOutOfRange."""
         return self.call("replace", mutation_params(path, value=value, values=values, index=index, indexes=indexes))["seq"]
 
     def union(self, path: str, values: Iterable[Any]) -> int:
+        """Adds `values` to the set at `path` (those it lacks); returns the seq."""
         return self.call("union", {"path": path, "values": list(values)})["seq"]
 
     def minus(self, path: str, values: Iterable[Any]) -> int:
+        """Removes `values` from the set at `path`; returns the seq."""
         return self.call("minus", {"path": path, "values": list(values)})["seq"]
 
     def intersect(self, path: str, values: Iterable[Any]) -> int:
+        """Keeps only the members of the set at `path` that are in `values`; returns the seq."""
         return self.call("intersect", {"path": path, "values": list(values)})["seq"]
 
     def set_members(self, path: str, values: Iterable[Any]) -> int:
+        """Makes the set at `path` exactly `values` (one change with what was added and removed); returns the seq."""
         return self.call("setMembers", {"path": path, "values": list(values)})["seq"]
 
     def transaction(self, ops: Iterable[Any]) -> int:
-        """Applies ops atomically: each a `{"method", "params"}` dict or a `(method, params)` pair."""
+        """Applies ops atomically, each a `{"method", "params"}` dict or a `(method, params)` pair (set, insert, remove,
+        replace, union, minus, intersect, setMembers): all with one seq, which it returns, or none (the error's
+        `data["op"]` names the failing op)."""
         return self.call("transaction", ops_params(ops))["seq"]
 
     def validate(self, path: str, value: Any) -> Any:
+        """What `set(path, value)` would store (after trimming and the like), without storing it; ValidationFailed
+        (and the others `set` raises) when it would be refused."""
         return self.call("validate", {"path": path, "value": value})["value"]
 
     def describe(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """The model (`{"root", "classes"}`), or with `path` the class of the object there and its current keys
+        (`{"path", "id", "class", "keys"}`; TypeMismatch when it is not an object)."""
         return self.call("describe", {} if path is None else {"path": path})
 
     def observers(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """`{"connections": [...]}`: every connection and its subscriptions (with `path`, only those to it)."""
         return self.call("observers", {} if path is None else {"path": path})
 
     def stats(self) -> Dict[str, Any]:
+        """kvod's figures: seq, connections, subscriptions, requests, notifications, bytes, closes by reason, ...
+        (Protocol/methods.md#stats)."""
         return self.call("stats")
 
     def subscribe(self, path: str, options: Iterable[str] = ("new",), context: Any = None, *,
                   since: Optional[int] = None, progress: Optional[float] = None) -> Subscription:
-        """Observes `path` with KVO's options; returns a Subscription to iterate. With `since`, resumes after that
-        seq (Protocol/README.md#resuming); the subscription resumes by itself after a reconnect."""
+        """Observes `path` with KVO's options (`new`, `old`, `initial`, `prior`), `context` echoed in each change;
+        returns a Subscription to iterate. With `since`, resumes after that seq (Protocol/README.md#resuming); with
+        `progress` (seconds), kvod sends progress notices while quiet, which keep the resume point fresh. The
+        subscription resumes by itself after a reconnect."""
         state = SubscriptionState(path, check_options(options), context, progress)
         subscription = Subscription(self, state)
         if since is not None:
@@ -418,6 +454,8 @@ class Client(ClientBase):
         return remove
 
     def unsubscribe(self, subscription: Subscription) -> None:
+        """Ends `subscription`: kvod stops sending its notifications, and its iteration stops once the items already
+        delivered are read."""
         state = subscription._state
         server_id = state.server_id
         self._session.forget(state)
@@ -430,6 +468,7 @@ class Client(ClientBase):
                 pass  # gone with its connection, or already ended
 
     def close(self) -> None:
+        """Closes the connection for good: no reconnecting; subscriptions end. Also what leaving a `with` block does."""
         self._closed = True
         with self._lock:
             connection, self._transport = self._transport, None

@@ -128,15 +128,18 @@ declare type Queued = Change | Resync | null | KvodError;
  * subclass, also in `error`) after the items delivered before (README.md#when-a-subscription-cannot-resume). */
 export declare class Subscription implements AsyncIterable<Change | Resync> {
     private readonly client;
-    readonly state: SubscriptionState;
     /** The seq the subscribe reported. */
     seq: number;
     private readonly items;
     private readonly waiting;
+    /** @internal The client's record of this subscription. */
+    readonly state: SubscriptionState;
     constructor(client: Client, state: SubscriptionState);
+    /** The key path this subscription observes. */
     get path(): string;
     /** kvod's id on the current connection (it changes after a reconnect). */
     get id(): number | undefined;
+    /** The seq up to which every notification was delivered: where a resume starts. */
     get lastSeq(): number | undefined;
     /** The error that ended the subscription (kvod refused to resume it for good); undefined while it lives. */
     get error(): KvodError | undefined;
@@ -145,16 +148,21 @@ export declare class Subscription implements AsyncIterable<Change | Resync> {
     /** The next item; rejects with Timeout after `timeoutMs`; resolves null once unsubscribed or closed; rejects with
      * the error that ended the subscription once it ended (every later call ends the same way). */
     next(timeoutMs?: number): Promise<Change | Resync | null>;
+    /** `for await (const item of subscription)`: each Change (or Resync) until unsubscribed or closed. */
     [Symbol.asyncIterator](): AsyncIterator<Change | Resync>;
+    /** Ends this subscription (`Client.unsubscribe`). */
     unsubscribe(): Promise<void>;
 }
 export interface ClientOptions {
     /** Sent with `hello` on every (re)connection. */
     token?: string;
+    /** The name kvod's logs give this client (`hello`'s `client`). Default "kvod-typescript". */
     clientName?: string;
     /** Milliseconds for each call, including waiting for a reconnection. Default 10000. */
     timeout?: number;
+    /** Reconnect (with backoff, through the addresses in turn) when the connection drops. Default true. */
     reconnect?: boolean;
+    /** The longest pause between reconnection attempts, in milliseconds. Default 2000. */
     maxBackoff?: number;
     /** "tcp" (Node) or "websocket"; default: tcp in Node, websocket elsewhere. */
     transport?: "tcp" | "websocket";
@@ -164,7 +172,9 @@ export interface ClientOptions {
 }
 /** One op of `transaction` and `onDisconnect`. */
 export interface Op {
+    /** set, insert, remove, replace, union, minus, intersect or setMembers. */
     method: string;
+    /** The method's params, as in a request. */
     params: unknown;
 }
 /** What an `onConnected` listener gets, once per connection (the first and each reconnection), when it is ready:
@@ -172,19 +182,26 @@ export interface Op {
  * `onDisconnectError` is set when the remembered onDisconnect ops could not be registered on this connection (the
  * error kvod gave, or NotLeader once `leaderWait` passed): this connection's end runs nothing. */
 export interface Connected {
+    /** How many connections were made so far (1 + reconnections). */
     connections: number;
+    /** The address of this connection. */
     endpoint: string;
+    /** `hello`'s result. */
     server: Record<string, unknown>;
     onDisconnectError?: KvodError;
 }
+/** A function `onConnected` calls on each connection. */
 export declare type ConnectedListener = (info: Connected) => void | Promise<void>;
 /** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export declare function connect(addresses: string | string[], options?: ClientOptions): Promise<Client>;
+/** A kvod client (create it with `connect`): promises for calls, async iterators for subscriptions, which resume by
+ * themselves after a reconnect; given a cluster's members, it follows the leader. */
 export declare class Client {
     private readonly addresses;
     private readonly options;
     /** How many connections were made (1 + reconnections). */
     connections: number;
+    /** The reason of kvod's last `closing` notice (`server_shutdown`, `not_leader`, ...), if any. */
     closingReason?: string;
     /** The address of the current (or last) connection. */
     endpoint?: string;
@@ -255,9 +272,16 @@ export declare class Client {
     /** Sends one request and resolves with its result; rejects with the KvodError subclass of an error response. A 1012
      * "not the leader" refusal (nothing changed) is retried on the leader for up to `leaderWait` milliseconds. */
     call(method: string, params?: unknown): Promise<unknown>;
+    /** Says hello, presenting `token` (kept for reconnections; default: the client's); resolves with kvod's answer:
+     * `{server, version, protocol}`, with `access` under access control and `role`, `term`, ... in a cluster.
+     * Rejects with Unauthorized for a wrong token. */
     hello(token?: string): Promise<unknown>;
+    /** Checks that kvod answers; resolves with "pong". */
     ping(): Promise<string>;
+    /** The value at `path` (objects with `"$id"` first); null when never set or when an intermediate is missing.
+     * Rejects with UndefinedKey for a key the model does not declare, TypeMismatch for a path through a non-object. */
     get(path: string): Promise<unknown>;
+    /** `{value, seq}`: the value at `path` and the seq of the state it was read from. */
     getWithSeq(path: string): Promise<{
         value: unknown;
         seq: number;
@@ -269,6 +293,17 @@ export declare class Client {
         seq: number;
         modSeq: number | null;
         expires: number | null;
+    }>;
+    /** `{value, count, seq}`: at most `limit` elements (default: to the end) of the collection at `path` from `offset`
+     * (default 0), and its element count; costs the page, not the collection (Protocol/methods.md#get). Rejects with
+     * TypeMismatch when the value is not a collection. */
+    getPage(path: string, page?: {
+        offset?: number;
+        limit?: number;
+    }): Promise<{
+        value: unknown[];
+        count: number;
+        seq: number;
     }>;
     /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
      * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. With
@@ -299,36 +334,53 @@ export declare class Client {
         index?: number;
         indexes?: number[];
     }): Promise<number>;
+    /** Removes the elements at `index` (or `indexes`) of an ordered collection, or the members `values` of a set;
+     * resolves with the seq. Rejects with IndexOutOfRange. */
     remove(path: string, change: {
         index?: number;
         indexes?: number[];
         values?: unknown[];
     }): Promise<number>;
+    /** Replaces the element at `index` with `value` (or those at `indexes` with `values`); resolves with the seq. */
     replace(path: string, change: {
         value?: unknown;
         values?: unknown[];
         index?: number;
         indexes?: number[];
     }): Promise<number>;
+    /** Adds `values` to the set at `path` (those it lacks); resolves with the seq. */
     union(path: string, values: unknown[]): Promise<number>;
+    /** Removes `values` from the set at `path`; resolves with the seq. */
     minus(path: string, values: unknown[]): Promise<number>;
+    /** Keeps only the members of the set at `path` that are in `values`; resolves with the seq. */
     intersect(path: string, values: unknown[]): Promise<number>;
+    /** Makes the set at `path` exactly `values`; resolves with the seq. */
     setMembers(path: string, values: unknown[]): Promise<number>;
-    /** Applies `{method, params}` ops atomically. */
+    /** Applies `{method, params}` ops atomically: all with one seq, which it resolves with, or none (the error's
+     * `data.op` names the failing op). */
     transaction(ops: Op[]): Promise<number>;
+    /** What `set(path, value)` would store (after trimming and the like), without storing it; rejects as `set` would. */
     validate(path: string, value: unknown): Promise<unknown>;
+    /** The model (`{root, classes}`), or with `path` the class of the object there and its current keys. */
     describe(path?: string): Promise<unknown>;
+    /** `{connections: [...]}`: every connection and its subscriptions (with `path`, only those to it). */
     observers(path?: string): Promise<unknown>;
+    /** kvod's figures: seq, connections, subscriptions, requests, notifications, bytes, closes by reason, ... */
     stats(): Promise<unknown>;
     private seqOf;
-    /** Observes `path` with KVO's options; the subscription resumes by itself after a reconnect. */
+    /** Observes `path` with KVO's options (`new`, `old`, `initial`, `prior`), `context` echoed in each change. With
+     * `since`, resumes after that seq; with `progress` (seconds), kvod sends progress notices while quiet. The
+     * subscription resumes by itself after a reconnect. */
     subscribe(path: string, options?: {
         options?: Option[];
         context?: unknown;
         since?: number;
         progress?: number;
     }): Promise<Subscription>;
+    /** Ends `subscription`: kvod stops sending its notifications; its iterator ends once the items already delivered
+     * are read. */
     unsubscribe(subscription: Subscription): Promise<void>;
+    /** Closes the connection for good: no reconnecting; subscriptions end. */
     close(): void;
 }
 export {};

@@ -164,15 +164,17 @@ export function resumeRefused(state, error, endpoint, leaderWait, now) {
 export class Subscription {
     constructor(client, state) {
         this.client = client;
-        this.state = state;
         /** The seq the subscribe reported. */
         this.seq = 0;
         this.items = [];
         this.waiting = [];
+        this.state = state;
     }
+    /** The key path this subscription observes. */
     get path() { return this.state.path; }
     /** kvod's id on the current connection (it changes after a reconnect). */
     get id() { return this.state.serverId; }
+    /** The seq up to which every notification was delivered: where a resume starts. */
     get lastSeq() { return this.state.lastSeq; }
     /** The error that ended the subscription (kvod refused to resume it for good); undefined while it lives. */
     get error() { return this.state.error; }
@@ -216,6 +218,7 @@ export class Subscription {
             }
         });
     }
+    /** `for await (const item of subscription)`: each Change (or Resync) until unsubscribed or closed. */
     async *[Symbol.asyncIterator]() {
         while (true) {
             const item = await this.next();
@@ -224,6 +227,7 @@ export class Subscription {
             yield item;
         }
     }
+    /** Ends this subscription (`Client.unsubscribe`). */
     unsubscribe() {
         return this.client.unsubscribe(this);
     }
@@ -234,6 +238,8 @@ export async function connect(addresses, options = {}) {
     await client.open();
     return client;
 }
+/** A kvod client (create it with `connect`): promises for calls, async iterators for subscriptions, which resume by
+ * themselves after a reconnect; given a cluster's members, it follows the leader. */
 export class Client {
     constructor(addresses, options = {}) {
         this.addresses = addresses;
@@ -620,13 +626,20 @@ export class Client {
             }
         }
     }
+    /** Says hello, presenting `token` (kept for reconnections; default: the client's); resolves with kvod's answer:
+     * `{server, version, protocol}`, with `access` under access control and `role`, `term`, ... in a cluster.
+     * Rejects with Unauthorized for a wrong token. */
     hello(token) {
         if (token !== undefined)
             this.options.token = token;
         return this.call("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
     }
+    /** Checks that kvod answers; resolves with "pong". */
     async ping() { return (await this.call("ping")); }
+    /** The value at `path` (objects with `"$id"` first); null when never set or when an intermediate is missing.
+     * Rejects with UndefinedKey for a key the model does not declare, TypeMismatch for a path through a non-object. */
     async get(path) { return (await this.call("get", { path })).value; }
+    /** `{value, seq}`: the value at `path` and the seq of the state it was read from. */
     async getWithSeq(path) {
         return (await this.call("get", { path }));
     }
@@ -634,6 +647,15 @@ export class Client {
      * its ttl passes (epoch milliseconds; null without one). */
     async getMeta(path) {
         return (await this.call("get", { path, meta: true }));
+    }
+    /** `{value, count, seq}`: at most `limit` elements (default: to the end) of the collection at `path` from `offset`
+     * (default 0), and its element count; costs the page, not the collection (Protocol/methods.md#get). Rejects with
+     * TypeMismatch when the value is not a collection. */
+    async getPage(path, page = {}) {
+        const params = { path, offset: page.offset ?? 0 };
+        if (page.limit !== undefined)
+            params.limit = page.limit;
+        return (await this.call("get", params));
     }
     /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
      * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. With
@@ -702,28 +724,42 @@ export class Client {
     async insert(path, change) {
         return this.seqOf("insert", { path, ...change });
     }
+    /** Removes the elements at `index` (or `indexes`) of an ordered collection, or the members `values` of a set;
+     * resolves with the seq. Rejects with IndexOutOfRange. */
     async remove(path, change) {
         return this.seqOf("remove", { path, ...change });
     }
+    /** Replaces the element at `index` with `value` (or those at `indexes` with `values`); resolves with the seq. */
     async replace(path, change) {
         return this.seqOf("replace", { path, ...change });
     }
+    /** Adds `values` to the set at `path` (those it lacks); resolves with the seq. */
     async union(path, values) { return this.seqOf("union", { path, values }); }
+    /** Removes `values` from the set at `path`; resolves with the seq. */
     async minus(path, values) { return this.seqOf("minus", { path, values }); }
+    /** Keeps only the members of the set at `path` that are in `values`; resolves with the seq. */
     async intersect(path, values) { return this.seqOf("intersect", { path, values }); }
+    /** Makes the set at `path` exactly `values`; resolves with the seq. */
     async setMembers(path, values) { return this.seqOf("setMembers", { path, values }); }
-    /** Applies `{method, params}` ops atomically. */
+    /** Applies `{method, params}` ops atomically: all with one seq, which it resolves with, or none (the error's
+     * `data.op` names the failing op). */
     async transaction(ops) { return this.seqOf("transaction", { ops }); }
+    /** What `set(path, value)` would store (after trimming and the like), without storing it; rejects as `set` would. */
     async validate(path, value) {
         return (await this.call("validate", { path, value })).value;
     }
+    /** The model (`{root, classes}`), or with `path` the class of the object there and its current keys. */
     describe(path) { return this.call("describe", path === undefined ? {} : { path }); }
+    /** `{connections: [...]}`: every connection and its subscriptions (with `path`, only those to it). */
     observers(path) { return this.call("observers", path === undefined ? {} : { path }); }
+    /** kvod's figures: seq, connections, subscriptions, requests, notifications, bytes, closes by reason, ... */
     stats() { return this.call("stats"); }
     async seqOf(method, params) {
         return (await this.call(method, params)).seq;
     }
-    /** Observes `path` with KVO's options; the subscription resumes by itself after a reconnect. */
+    /** Observes `path` with KVO's options (`new`, `old`, `initial`, `prior`), `context` echoed in each change. With
+     * `since`, resumes after that seq; with `progress` (seconds), kvod sends progress notices while quiet. The
+     * subscription resumes by itself after a reconnect. */
     async subscribe(path, options = {}) {
         const state = {
             path, options: options.options ?? ["new"], context: options.context, progress: options.progress,
@@ -736,6 +772,8 @@ export class Client {
         subscription.seq = result.seq;
         return subscription;
     }
+    /** Ends `subscription`: kvod stops sending its notifications; its iterator ends once the items already delivered
+     * are read. */
     async unsubscribe(subscription) {
         const state = subscription.state;
         const serverId = state.serverId;
@@ -750,6 +788,7 @@ export class Client {
             }
         }
     }
+    /** Closes the connection for good: no reconnecting; subscriptions end. */
     close() {
         this.closed = true;
         this.transport?.close();

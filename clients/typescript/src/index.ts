@@ -236,11 +236,18 @@ export class Subscription implements AsyncIterable<Change | Resync> {
   private readonly items: Queued[] = [];
   private readonly waiting: Array<(item: Queued) => void> = [];
 
-  constructor(private readonly client: Client, readonly state: SubscriptionState) {}
+  /** @internal The client's record of this subscription. */
+  readonly state: SubscriptionState;
 
+  constructor(private readonly client: Client, state: SubscriptionState) {
+    this.state = state;
+  }
+
+  /** The key path this subscription observes. */
   get path(): string { return this.state.path; }
   /** kvod's id on the current connection (it changes after a reconnect). */
   get id(): number | undefined { return this.state.serverId; }
+  /** The seq up to which every notification was delivered: where a resume starts. */
   get lastSeq(): number | undefined { return this.state.lastSeq; }
   /** The error that ended the subscription (kvod refused to resume it for good); undefined while it lives. */
   get error(): KvodError | undefined { return this.state.error; }
@@ -279,6 +286,7 @@ export class Subscription implements AsyncIterable<Change | Resync> {
     });
   }
 
+  /** `for await (const item of subscription)`: each Change (or Resync) until unsubscribed or closed. */
   async *[Symbol.asyncIterator](): AsyncIterator<Change | Resync> {
     while (true) {
       const item = await this.next();
@@ -287,6 +295,7 @@ export class Subscription implements AsyncIterable<Change | Resync> {
     }
   }
 
+  /** Ends this subscription (`Client.unsubscribe`). */
   unsubscribe(): Promise<void> {
     return this.client.unsubscribe(this);
   }
@@ -297,10 +306,13 @@ export class Subscription implements AsyncIterable<Change | Resync> {
 export interface ClientOptions {
   /** Sent with `hello` on every (re)connection. */
   token?: string;
+  /** The name kvod's logs give this client (`hello`'s `client`). Default "kvod-typescript". */
   clientName?: string;
   /** Milliseconds for each call, including waiting for a reconnection. Default 10000. */
   timeout?: number;
+  /** Reconnect (with backoff, through the addresses in turn) when the connection drops. Default true. */
   reconnect?: boolean;
+  /** The longest pause between reconnection attempts, in milliseconds. Default 2000. */
   maxBackoff?: number;
   /** "tcp" (Node) or "websocket"; default: tcp in Node, websocket elsewhere. */
   transport?: "tcp" | "websocket";
@@ -319,7 +331,9 @@ interface Pending {
 
 /** One op of `transaction` and `onDisconnect`. */
 export interface Op {
+  /** set, insert, remove, replace, union, minus, intersect or setMembers. */
   method: string;
+  /** The method's params, as in a request. */
   params: unknown;
 }
 
@@ -328,12 +342,16 @@ export interface Op {
  * `onDisconnectError` is set when the remembered onDisconnect ops could not be registered on this connection (the
  * error kvod gave, or NotLeader once `leaderWait` passed): this connection's end runs nothing. */
 export interface Connected {
+  /** How many connections were made so far (1 + reconnections). */
   connections: number;
+  /** The address of this connection. */
   endpoint: string;
+  /** `hello`'s result. */
   server: Record<string, unknown>;
   onDisconnectError?: KvodError;
 }
 
+/** A function `onConnected` calls on each connection. */
 export type ConnectedListener = (info: Connected) => void | Promise<void>;
 
 /** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
@@ -343,9 +361,12 @@ export async function connect(addresses: string | string[], options: ClientOptio
   return client;
 }
 
+/** A kvod client (create it with `connect`): promises for calls, async iterators for subscriptions, which resume by
+ * themselves after a reconnect; given a cluster's members, it follows the leader. */
 export class Client {
   /** How many connections were made (1 + reconnections). */
   connections = 0;
+  /** The reason of kvod's last `closing` notice (`server_shutdown`, `not_leader`, ...), if any. */
   closingReason?: string;
   /** The address of the current (or last) connection. */
   endpoint?: string;
@@ -717,12 +738,19 @@ export class Client {
     }
   }
 
+  /** Says hello, presenting `token` (kept for reconnections; default: the client's); resolves with kvod's answer:
+   * `{server, version, protocol}`, with `access` under access control and `role`, `term`, ... in a cluster.
+   * Rejects with Unauthorized for a wrong token. */
   hello(token?: string): Promise<unknown> {
     if (token !== undefined) this.options.token = token;
     return this.call("hello", { client: this.options.clientName ?? "kvod-typescript", ...(this.options.token ? { token: this.options.token } : {}) });
   }
+  /** Checks that kvod answers; resolves with "pong". */
   async ping(): Promise<string> { return (await this.call("ping")) as string; }
+  /** The value at `path` (objects with `"$id"` first); null when never set or when an intermediate is missing.
+   * Rejects with UndefinedKey for a key the model does not declare, TypeMismatch for a path through a non-object. */
   async get(path: string): Promise<unknown> { return ((await this.call("get", { path })) as { value: unknown }).value; }
+  /** `{value, seq}`: the value at `path` and the seq of the state it was read from. */
   async getWithSeq(path: string): Promise<{ value: unknown; seq: number }> {
     return (await this.call("get", { path })) as { value: unknown; seq: number };
   }
@@ -732,6 +760,14 @@ export class Client {
     return (await this.call("get", { path, meta: true })) as {
       value: unknown; seq: number; modSeq: number | null; expires: number | null;
     };
+  }
+  /** `{value, count, seq}`: at most `limit` elements (default: to the end) of the collection at `path` from `offset`
+   * (default 0), and its element count; costs the page, not the collection (Protocol/methods.md#get). Rejects with
+   * TypeMismatch when the value is not a collection. */
+  async getPage(path: string, page: { offset?: number; limit?: number } = {}): Promise<{ value: unknown[]; count: number; seq: number }> {
+    const params: Record<string, unknown> = { path, offset: page.offset ?? 0 };
+    if (page.limit !== undefined) params.limit = page.limit;
+    return (await this.call("get", params)) as { value: unknown[]; count: number; seq: number };
   }
   /** Sets `path`; resolves with the mutation's seq. With one of `ifModSeq` (unchanged since that seq), `ifValue`
    * (currently equal) or `ifAbsent`, a conditional write: rejects with PreconditionFailed when it does not hold. With
@@ -793,30 +829,44 @@ export class Client {
   async insert(path: string, change: { value?: unknown; values?: unknown[]; index?: number; indexes?: number[] }): Promise<number> {
     return this.seqOf("insert", { path, ...change });
   }
+  /** Removes the elements at `index` (or `indexes`) of an ordered collection, or the members `values` of a set;
+   * resolves with the seq. Rejects with IndexOutOfRange. */
   async remove(path: string, change: { index?: number; indexes?: number[]; values?: unknown[] }): Promise<number> {
     return this.seqOf("remove", { path, ...change });
   }
+  /** Replaces the element at `index` with `value` (or those at `indexes` with `values`); resolves with the seq. */
   async replace(path: string, change: { value?: unknown; values?: unknown[]; index?: number; indexes?: number[] }): Promise<number> {
     return this.seqOf("replace", { path, ...change });
   }
+  /** Adds `values` to the set at `path` (those it lacks); resolves with the seq. */
   async union(path: string, values: unknown[]): Promise<number> { return this.seqOf("union", { path, values }); }
+  /** Removes `values` from the set at `path`; resolves with the seq. */
   async minus(path: string, values: unknown[]): Promise<number> { return this.seqOf("minus", { path, values }); }
+  /** Keeps only the members of the set at `path` that are in `values`; resolves with the seq. */
   async intersect(path: string, values: unknown[]): Promise<number> { return this.seqOf("intersect", { path, values }); }
+  /** Makes the set at `path` exactly `values`; resolves with the seq. */
   async setMembers(path: string, values: unknown[]): Promise<number> { return this.seqOf("setMembers", { path, values }); }
-  /** Applies `{method, params}` ops atomically. */
+  /** Applies `{method, params}` ops atomically: all with one seq, which it resolves with, or none (the error's
+   * `data.op` names the failing op). */
   async transaction(ops: Op[]): Promise<number> { return this.seqOf("transaction", { ops }); }
+  /** What `set(path, value)` would store (after trimming and the like), without storing it; rejects as `set` would. */
   async validate(path: string, value: unknown): Promise<unknown> {
     return ((await this.call("validate", { path, value })) as { value: unknown }).value;
   }
+  /** The model (`{root, classes}`), or with `path` the class of the object there and its current keys. */
   describe(path?: string): Promise<unknown> { return this.call("describe", path === undefined ? {} : { path }); }
+  /** `{connections: [...]}`: every connection and its subscriptions (with `path`, only those to it). */
   observers(path?: string): Promise<unknown> { return this.call("observers", path === undefined ? {} : { path }); }
+  /** kvod's figures: seq, connections, subscriptions, requests, notifications, bytes, closes by reason, ... */
   stats(): Promise<unknown> { return this.call("stats"); }
 
   private async seqOf(method: string, params: unknown): Promise<number> {
     return ((await this.call(method, params)) as { seq: number }).seq;
   }
 
-  /** Observes `path` with KVO's options; the subscription resumes by itself after a reconnect. */
+  /** Observes `path` with KVO's options (`new`, `old`, `initial`, `prior`), `context` echoed in each change. With
+   * `since`, resumes after that seq; with `progress` (seconds), kvod sends progress notices while quiet. The
+   * subscription resumes by itself after a reconnect. */
   async subscribe(path: string, options: { options?: Option[]; context?: unknown; since?: number; progress?: number } = {}): Promise<Subscription> {
     const state = {
       path, options: options.options ?? ["new"], context: options.context, progress: options.progress,
@@ -830,6 +880,8 @@ export class Client {
     return subscription;
   }
 
+  /** Ends `subscription`: kvod stops sending its notifications; its iterator ends once the items already delivered
+   * are read. */
   async unsubscribe(subscription: Subscription): Promise<void> {
     const state = subscription.state;
     const serverId = state.serverId;
@@ -844,6 +896,7 @@ export class Client {
     }
   }
 
+  /** Closes the connection for good: no reconnecting; subscriptions end. */
   close(): void {
     this.closed = true;
     this.transport?.close();

@@ -15,7 +15,7 @@ test("the README example runs", async () => {
   try {
     const readme = readFileSync(join(here, "..", "..", "..", "README.md"), "utf8");
     const section = readme.split("## From TypeScript / a browser")[1];
-    let code = /```js\n([\s\S]*?)```/.exec(section)[1];
+    let code = /```js[^\n]*\n([\s\S]*?)```/.exec(section)[1];
     assert.ok(code.includes("127.0.0.1:7070"));
     code = code.replace("127.0.0.1:7070", server.address).replace('from "kvod"', `from "${join(here, "..", "dist", "index.js")}"`);
     const file = join(mkdtempSync(join(tmpdir(), "kvod-readme-")), "example.mjs");
