@@ -95,6 +95,9 @@ extension Graph {
         return (observer, initial)
     }
 
+    /// The number of live query subscribers.
+    public var queryObservationCount: Int { self.queries.observerCount }
+
     /// Ends a query subscription; what no other subscriber needs is dropped.
     public func removeQueryObservation(_ observer: QueryObserver) {
         guard observer.isActive else { return }
@@ -381,6 +384,7 @@ extension Graph {
                     var prior = change
                     prior.isPrior = true
                     prior.new = nil
+                    prior.payloadID = self.registry.nextPayloadID()  // its own fields: its own payload (encoders cache by it)
                     observer.sink.observe(prior, options: observer.options)
                 }
             }

@@ -10,7 +10,8 @@ public indirect enum Predicate: Sendable, Equatable, CustomStringConvertible {
         if parts == ["TRUEPREDICATE"] || text.isEmpty { self = .truePredicate; return }
         guard parts.count == 3 else { throw PredicateSyntaxError(column: 1, message: "stub: KEY OP NUMBER") }
         let value: Value = Int64(parts[2]).map(Value.int) ?? Double(parts[2]).map(Value.double) ?? .string(parts[2].trimmingCharacters(in: "\"'"))
-        self = .compare(key: parts[0].split(separator: ".").map(String.init), op: parts[1], value: value)
+        let keys = parts[0] == "SELF" ? [] : parts[0].split(separator: ".").map(String.init)
+        self = .compare(key: keys, op: parts[1], value: value)
     }
 
     public var description: String {
@@ -53,7 +54,7 @@ extension String {
 extension Graph {
     func checkPredicate(_ predicate: Predicate, elementClass: ObjectClass?, variables: [String: Value], path: KeyPath) throws(GraphError) {
         guard let elementClass, !elementClass.isOpen else { return }
-        for keys in predicate.keyPaths where elementClass.property(keys[0]) == nil {
+        for keys in predicate.keyPaths where !keys.isEmpty && elementClass.property(keys[0]) == nil {
             throw GraphError.undefinedKey(path: path.description + "." + keys.joined(separator: "."))
         }
     }

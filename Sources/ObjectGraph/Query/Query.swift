@@ -146,13 +146,20 @@ extension Graph {
             throw GraphError.undefinedKey(path: path.description)
         }
         target.holder = Touch(object: id, key: key)
-        switch object.objectClass.property(key)?.stored?.type {
+        let declared = object.objectClass.property(key)
+        switch declared?.stored?.type {
         case .set(let element)?:
             target.isSet = true
             target.elementClass = self.model.objectClass(for: element)
         case .array(let element)?:
             target.elementClass = self.model.objectClass(for: element)
-        default: break
+        case nil, .any?:
+            break
+        case let other?:
+            if strict { throw GraphError.typeMismatch(path: path.description, reason: "a query needs a collection, not \(other)") }
+        }
+        if strict, declared?.computed != nil {
+            throw GraphError.typeMismatch(path: path.description, reason: "a query needs a stored collection, not a computed key")
         }
         switch self.read(object, key) {
         case .array(let elements): target.elements = elements
