@@ -94,7 +94,7 @@ extension Graph {
     func commit(mutation: Mutation, entries known: [TriggerEntry]? = nil, apply: () -> Void) -> UInt64 {
         // Live queries the mutation reaches are told after its observers, before the garbage is collected (a removed
         // element is still shown then).
-        if !self.queries.isEmpty, let queries = self.openQueryBracket([mutation]) {
+        if self.hasLiveQueries, let queries = self.openQueryBracket([mutation]) {
             let seq = self.commit(mutation: mutation, entries: known, collectingGarbage: false, apply: apply)
             self.closeQueryBracket(queries, seq: seq)
             self.collectGarbageIfNeeded()

@@ -17,7 +17,7 @@ extension Graph {
     /// Applies a mutation described by `mutations` (with collection details) and notifies; returns the seq.
     func commit(mutations: [Mutation], apply: () -> Void) -> UInt64 {
         if mutations.count == 1 { return self.commit(mutation: mutations[0], apply: apply) }  // ChangeBracket.swift
-        let queries = self.queries.isEmpty ? nil : self.openQueryBracket(mutations)  // Graph+LiveQuery.swift
+        let queries = self.hasLiveQueries ? self.openQueryBracket(mutations) : nil  // Graph+LiveQuery.swift
         let seq = self.takeSeq()
         if mutations.isEmpty {
             apply()
@@ -52,7 +52,7 @@ extension Graph {
         let touch = Touch(object: object, key: key)
         var bracket = ChangeBracket(seq: seq, manualTouch: touch)
         self.openBracket(&bracket, Mutation(touch: touch), manual: true)
-        bracket.queries = self.queries.isEmpty ? nil : self.openQueryBracket([Mutation(touch: touch)])
+        bracket.queries = self.hasLiveQueries ? self.openQueryBracket([Mutation(touch: touch)]) : nil
         self.manualBrackets.append(bracket)
     }
 

@@ -59,6 +59,7 @@ extension Graph {
         } else {
             watch = QueryWatch(keyPath: keyPath)
             registry.watches[keyPath] = watch
+            self.hasLiveQueries = true
             self.locate(watch)
             self.fill(watch)
         }
@@ -115,6 +116,7 @@ extension Graph {
         guard watch.groups.isEmpty else { return }
         self.unregister(watch)
         self.queries.watches[watch.keyPath] = nil
+        self.hasLiveQueries = !self.queries.watches.isEmpty
     }
 
     /// The subscriber's window now, as the query shows it.

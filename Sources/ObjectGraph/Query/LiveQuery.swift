@@ -159,8 +159,7 @@ final class QueryRegistry {
 
     var isEmpty: Bool { self.watches.isEmpty }
 
-    /// Whether a change of `touch` may reach a live query.
-    @inline(__always)
+    /// Whether a change of `touch` may reach a live query (the graph asked `hasLiveQueries` first).
     func concerns(_ touch: Touch) -> Bool {
         guard !self.watches.isEmpty else { return false }
         return self.elementWatches[touch.object] != nil || self.byHolder[touch] != nil || self.byRoute[touch] != nil
