@@ -77,8 +77,21 @@ extension Graph {
     /// - Throws: as `get` of `path` (1001, 1005), `typeMismatch` when the path does not hold a collection,
     ///   `undefinedKey` for a key the typed element class does not declare, `invalidArgument` for a missing variable.
     public func query(_ path: KeyPath, _ query: Query) throws(GraphError) -> QueryResult {
+        try self.query(path, query, fromLiveQueries: true)
+    }
+
+    /// `query`, answered from a live query when one is kept (or, for tests, always by scanning the collection).
+    public func query(_ path: KeyPath, _ query: Query, fromLiveQueries: Bool) throws(GraphError) -> QueryResult {
         let target = try self.queryTarget(path, strict: true)
         try self.checkQuery(query, elementClass: target.elementClass, path: path)
+        // A live query with the same collection, predicate and order answers in O(log n) per shown element; without
+        // one the predicate is evaluated on every element (docs/RELIABILITY.md#hostile-input).
+        if fromLiveQueries, let live = self.liveQuery(path, query, isSet: target.isSet) {
+            let start = min(query.offset, live.count)
+            let end = query.limit.map { min(live.count, start + min($0, live.count)) } ?? live.count
+            let window = (start..<end).map { self.project(live.group.element(at: live.bits.select($0)), select: query.select) }
+            return QueryResult(window: window, count: live.count)
+        }
         var matched: [(key: [Value], element: Value)] = []
         target.elements.forEach { element in
             guard query.predicate.map({ self.matches($0, element: element, variables: query.variables, collector: nil) }) ?? true
@@ -93,6 +106,16 @@ extension Graph {
         let end = query.limit.map { min(matched.count, start + $0) } ?? matched.count
         let window = matched[start..<end].map { self.project($0.element, select: query.select) }
         return QueryResult(window: window, count: matched.count)
+    }
+
+    /// The live query answering `query`'s predicate and order on the collection at `path`, if one is kept.
+    func liveQuery(_ path: KeyPath, _ query: Query, isSet: Bool) -> LiveQuery? {
+        guard self.hasLiveQueries, let watch = self.queries.watches[path] else { return nil }
+        let isOwnOrder = query.orderBy.isEmpty && !isSet
+        guard let group = watch.groups.first(where: { $0.orderBy == query.orderBy && $0.isOwnOrder == isOwnOrder }) else {
+            return nil
+        }
+        return group.queries.first { $0.predicate == query.predicate && $0.variables == query.variables }
     }
 
     /// Checks a query against the element class: its key paths (predicate, sort descriptors, selected keys) must
