@@ -61,6 +61,48 @@ struct Program {
         var changes: [Change] = []
     }
 
+    /// A live query's subscriber: the window and count built only from its notifications.
+    final class Mirror: ObservationSink {
+        let path: KeyPath
+        let query: Query
+        var window: [Value] = []
+        var count = 0
+        var broken: String?
+
+        init(path: KeyPath, query: Query) {
+            self.path = path
+            self.query = query
+        }
+
+        func observe(_ change: Change, options: ObservationOptions) {
+            guard !change.isPrior else { return }
+            if let count = change.count { self.count = count }
+            var new: [Value] = []
+            if case .array(let list)? = change.new { new = list.array }
+            let indexes = change.indexes ?? []
+            switch change.kind {
+            case .setting: self.window = new
+            case .insertion:
+                for (index, value) in zip(indexes, new) {
+                    guard index >= 0 && index <= self.window.count else { return self.broken = "insertion at \(index)" }
+                    self.window.insert(value, at: index)
+                }
+            case .removal:
+                for index in indexes.reversed() {
+                    guard index >= 0 && index < self.window.count else { return self.broken = "removal at \(index)" }
+                    self.window.remove(at: index)
+                }
+            case .replacement:
+                for (index, value) in zip(indexes, new) {
+                    guard index >= 0 && index < self.window.count else { return self.broken = "replacement at \(index)" }
+                    self.window[index] = value
+                }
+            }
+        }
+    }
+
+    var mirrors: [Mirror] = []
+
     /// The root's optional properties; a program includes each whose bit is set.
     static let rootProperties: [String] = [
         #""n": {"type": "int", "default": 0}"#,
@@ -131,11 +173,13 @@ struct Program {
 
     mutating func run() {
         for _ in 0..<self.choices.below(4) { self.observe() }
+        for _ in 0..<self.choices.below(4) { self.watchQuery() }
         var steps = 0
         while !self.choices.isExhausted && steps < 64 {
             steps += 1
             self.step()
             self.checkInvariants()
+            self.checkMirrors()
         }
         self.checkSnapshot()
     }
@@ -151,6 +195,37 @@ struct Program {
             let initial
         {
             Self.checkChange(initial)
+        }
+    }
+
+    /// A live query with random predicate, order, window and selected keys, mirrored from its notifications.
+    mutating func watchQuery() {
+        let path = self.choices.pick(["items", "group", "nums", "ints", "tags", "anything"])
+        var query = Query()
+        query.predicate = try? Predicate(parsing: self.choices.pick(["TRUEPREDICATE", "x > 0", "k == 1", "name == t1", "SELF > 1"]))
+        query.orderBy = self.choices.pick([
+            [], [SortDescriptor(keys: ["x"])], [SortDescriptor(keys: ["k"], ascending: false), SortDescriptor(keys: ["name"], caseInsensitive: true)],
+            [SortDescriptor(keys: [])],
+        ])
+        query.offset = self.choices.below(3)
+        query.limit = self.choices.flag() ? nil : self.choices.below(5)
+        query.select = self.choices.pick([nil, [["x"], ["name"]], [["next", "x"]]])
+        guard let keyPath = try? KeyPath(parsing: path) else { return }
+        let mirror = Mirror(path: keyPath, query: query)
+        let options = ObservationOptions(rawValue: self.choices.byte() & 0x0F).union([.new, .initial])
+        guard let (_, initial) = try? self.graph.addQueryObservation(keyPath, query: query, options: options, sink: mirror)
+        else { return }
+        if let initial { mirror.observe(initial, options: options) }
+        self.mirrors.append(mirror)
+    }
+
+    /// Every live query's mirror holds what the query answers, counted from scratch.
+    func checkMirrors() {
+        for mirror in self.mirrors {
+            check(mirror.broken == nil, "a live query's notification does not apply: \(mirror.broken ?? "")")
+            guard let expected = try? self.graph.query(mirror.path, mirror.query, fromLiveQueries: false) else { continue }
+            check(mirror.window == expected.window, "the mirror of \(mirror.path) \(mirror.query) is \(mirror.window), not \(expected.window)")
+            check(mirror.count == expected.count, "the mirror of \(mirror.path) counts \(mirror.count), not \(expected.count)")
         }
     }
 
@@ -190,7 +265,7 @@ struct Program {
                 failed = true
             }
         case 7:
-            self.observe()
+            if self.choices.flag() { self.observe() } else { self.watchQuery() }
             return
         case 8:
             self.checkSnapshot()
