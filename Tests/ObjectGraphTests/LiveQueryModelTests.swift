@@ -126,6 +126,15 @@ struct LiveQueryModelTests {
             return list.compactMap { if case .object(let id) = $0 { id } else { nil } }
         }
         for step in 0..<steps {
+            if step % 37 == 36 {
+                // A subscriber that joins later, on a collection that changed since the first ones joined.
+                let path = Bool.random(using: &random) ? players : club
+                let query = Self.randomQuery(&random)
+                let mirror = Mirror()
+                let (observer, initial) = try graph.addQueryObservation(path, query: query, options: [.initial, .new], sink: mirror)
+                if let initial { mirror.observe(initial, options: [.initial, .new]) }
+                subscribers.append((path, query, mirror, observer))
+            }
             for subscriber in subscribers { subscriber.mirror.log.removeAll() }
             let current = try ids(players)
             var roll = Int.random(in: 0..<12, using: &random)

@@ -70,7 +70,7 @@ extension Graph {
         } else {
             group = OrderGroup(orderBy: query.orderBy, isOwnOrder: isOwnOrder, watch: watch)
             watch.groups.append(group)
-            if isOwnOrder && watch.positions == nil { watch.positions = PositionIndex(watch.target.elements) }
+            if isOwnOrder && watch.positions == nil { watch.positions = PositionIndex(self.elements(of: watch)) }
             self.fill(group)
         }
         let live: LiveQuery
@@ -154,16 +154,25 @@ extension Graph {
         if let holder = watch.target.holder { QueryRegistry.add(watch, to: &registry.byHolder, at: holder) }
     }
 
+    /// The watched collection's elements now (an empty list when its holder holds none).
+    func elements(of watch: QueryWatch) -> ValueList {
+        guard let holder = watch.target.holder, let object = self.objects[holder.object],
+            case .array(let elements) = self.read(object, holder.key)
+        else { return [] }
+        return elements
+    }
+
     /// Counts the watch's members (and registers them as elements).
     private func fill(_ watch: QueryWatch) {
-        watch.target.elements.forEach { self.addMember($0, to: watch) }
+        self.elements(of: watch).forEach { self.addMember($0, to: watch) }
     }
 
     private func fill(_ group: OrderGroup) {
         guard !group.isOwnOrder else { return }
         var entries: [Value] = []
-        entries.reserveCapacity(group.watch.target.elements.count)
-        group.watch.target.elements.forEach { element in
+        let elements = self.elements(of: group.watch)
+        entries.reserveCapacity(elements.count)
+        elements.forEach { element in
             let entry = group.entries[element] ?? self.entry(of: element, in: group)
             group.entries[element] = entry
             entries.append(entry)
@@ -190,7 +199,7 @@ extension Graph {
             bits.append(result)
         }
         if group.isOwnOrder {
-            group.watch.target.elements.forEach(visit)
+            self.elements(of: group.watch).forEach(visit)
         } else {
             group.base.forEach { visit(OrderGroup.split($0).element) }
         }
@@ -405,7 +414,7 @@ extension Graph {
         }
         self.locate(watch)
         self.fill(watch)
-        if watch.groups.contains(where: \.isOwnOrder) { watch.positions = PositionIndex(watch.target.elements) }
+        if watch.groups.contains(where: \.isOwnOrder) { watch.positions = PositionIndex(self.elements(of: watch)) }
         for group in watch.groups {
             group.entries = [:]
             self.fill(group)

@@ -64,7 +64,8 @@ public struct QueryResult: Sendable, Equatable {
 struct QueryTarget {
     /// The collection's key on the object holding it (nil: the path does not reach an object now).
     var holder: Touch?
-    /// The collection's elements (empty when there is none).
+    /// The collection's elements when it was found (empty when there is none); a live query reads them anew
+    /// (`Graph.elements(of:)`).
     var elements: ValueList
     /// Whether the collection is a set (its own order is its members' total order).
     var isSet: Bool

@@ -9,6 +9,9 @@
 // keeps its tree's invariants; a restored snapshot reads the same as the graph it was taken from.
 // Docs: docs/RELIABILITY.md#fuzzing.
 import FuzzSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 import ModelFile
 import ObjectGraph
 import Persistence
@@ -216,6 +219,7 @@ struct Program {
         guard let (_, initial) = try? self.graph.addQueryObservation(keyPath, query: query, options: options, sink: mirror)
         else { return }
         if let initial { mirror.observe(initial, options: options) }
+        Self.trace("query \(path) \(query) -> \(mirror.window)")
         self.mirrors.append(mirror)
     }
 
@@ -229,14 +233,25 @@ struct Program {
         }
     }
 
+    /// FUZZ_TRACE=1 prints each operation (to replay a crash by hand).
+    static let tracing = getenv("FUZZ_TRACE") != nil
+
+    static func trace(_ text: @autoclosure () -> String) {
+        guard Self.tracing else { return }
+        var line = text() + "\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
     mutating func step() {
         let seq = self.graph.seq
+        defer { Self.trace("seq \(self.graph.seq)") }
         self.log.changes.removeAll()
         var failed = false
         switch self.choices.below(10) {
         case 0, 1, 2:
             let path = self.choices.pick(Self.paths)
             let value = self.value(depth: 0)
+            Self.trace("set \(path) \(value)")
             do {
                 try self.graph.set(KeyPath(parsing: path), to: value)
             } catch {
@@ -244,6 +259,7 @@ struct Program {
             }
         case 3, 4, 5:
             let (path, mutation) = self.mutation()
+            Self.trace("mutate \(path) \(mutation)")
             do {
                 try self.graph.mutate(KeyPath(parsing: path), mutation)
             } catch {
@@ -259,6 +275,7 @@ struct Program {
                     ops.append(.set(keyPath, self.value(depth: 0)))
                 }
             }
+            Self.trace("transaction \(ops)")
             do {
                 try self.graph.transaction(ops)
             } catch {
