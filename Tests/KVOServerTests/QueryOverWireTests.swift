@@ -118,20 +118,55 @@ import WireProtocol
             #expect(error?["code"] == -32602, "\(query)")
         }
         #expect(try peer.request(15, "subscribe", #"{"path":"department.employees","query":{"where":"salary >"}}"#)["error"]?["code"] == 1013)
-        #expect(try peer.request(16, "subscribe", #"{"path":"department.employees","query":{},"since":0}"#)["error"]?["code"] == 1010)
         try peer.expectQuiet()
     }
 
-    @Test func aClosedConnectionLeavesNoLiveQueryBehind() throws {
-        let server = InProcessServer(model: try InProcessServer.defaultModel())
+    @Test(arguments: [0, 10_000])
+    func aClosedConnectionLeavesNoLiveQueryBehind(history: Int) throws {
+        let server = InProcessServer(model: try InProcessServer.defaultModel(), historyCapacity: history)
         let peer = server.peer()
         let watcher = server.peer()
         _ = try watcher.request(1, "subscribe", #"{"path":"department.employees","query":{"orderBy":["salary"],"limit":3}}"#)
         _ = try watcher.request(2, "subscribe", #"{"path":"department.employees","query":{"where":"salary > 1"}}"#)
-        #expect(server.graph.queryObservationCount == 2)
+        // With a history, each distinct query has a recorder too (it outlives its subscribers, for `since`).
+        let recorders = history > 0 ? 2 : 0
+        #expect(server.graph.queryObservationCount == 2 + recorders)
         watcher.close()
-        #expect(server.graph.queryObservationCount == 0)
+        #expect(server.graph.queryObservationCount == recorders)
         _ = try peer.request(3, "insert", #"{"path":"department.employees","value":{"name":"Ada","salary":1}}"#)
         try peer.expectQuiet()
+    }
+
+    /// A query subscription resumes with `since`: exactly the changes its window had since, priors and afters as
+    /// its options ask; from before its recorder started, or with another window, 1010.
+    @Test func aQuerySubscriptionResumesWithSince() throws {
+        let (server, peer) = try Self.staffed()
+        let query = #""query":{"where":"salary > 100","orderBy":["-salary"],"limit":2,"select":["name"]}"#
+        let first = server.peer()
+        _ = try first.request(1, "subscribe", #"{"path":"department.employees",\#(query),"options":["new"]}"#)
+        _ = try peer.request(2, "set", #"{"path":"$8.salary","value":200}"#)  // seq 2: Bob enters at 0, Ada leaves
+        let missedOne = try first.receive(2)
+        first.close()  // the connection is lost
+        _ = try peer.request(3, "set", #"{"path":"$9.name","value":"Cyrus"}"#)  // seq 3: a replacement
+        _ = try peer.request(4, "set", #"{"path":"$7.name","value":"Ada L."}"#)  // seq 4: not shown: nothing
+        // Back, from seq 2: exactly seq 3's change.
+        let back = server.peer()
+        let resumed = try back.request(5, "subscribe", #"{"path":"department.employees",\#(query),"options":["new","old","prior"],"since":2}"#)
+        #expect(resumed["result"]?["seq"] == 4)
+        let replayed = try back.receive(2)
+        #expect(replayed.map { $0["params"]?["seq"] } == [3, 3] && replayed[0]["params"]?["prior"] == true)
+        #expect(replayed[1]["params"]?["kind"] == "replacement" && replayed[1]["params"]?["indexes"] == [1])
+        #expect(replayed[1]["params"]?["new"] == .json(#"[{"$id":9,"name":"Cyrus"}]"#))
+        #expect(replayed[1]["params"]?["old"] == .json(#"[{"$id":9,"name":"Cy"}]"#))
+        try back.expectQuiet()
+        #expect(missedOne.count == 2)
+        // From seq 1 (the query was subscribed at seq 1): seq 2's two changes and seq 3's.
+        let again = server.peer()
+        _ = try again.request(6, "subscribe", #"{"path":"department.employees",\#(query),"options":["new"],"since":1}"#)
+        #expect(try again.receive(3).map { $0["params"]?["seq"] } == [2, 2, 3])
+        // Another window, never subscribed: 1010 with the oldest seq it could resume from.
+        let other = try peer.request(
+            7, "subscribe", #"{"path":"department.employees","query":{"limit":3},"options":["new"],"since":2}"#)["error"]
+        #expect(other?["code"] == 1010 && other?["data"]?["oldest"] == 4)
     }
 }

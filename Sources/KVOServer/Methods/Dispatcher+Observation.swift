@@ -26,15 +26,12 @@ extension Dispatcher {
                 throw RPCError.badParams("subscribe: 'since' and the 'initial' option exclude each other")
             }
             try self.refuseLostSince(since, path: text, keyPath: path)
-            if query != nil {
-                throw RPCError(
-                    .resyncRequired, "cannot resume a query subscription of \(text): subscribe again with 'initial'",
-                    data: .object([
-                        "path": .string(text), "since": .int(since), "oldest": .int(Int64(graph.seq)),
-                        "seq": .int(Int64(graph.seq)),
-                    ]))
+            if let query {
+                try self.context.graph.checkQueryObservable(path, query)
+                missed = try self.context.subscriptions.missed(path, query: query, spelled: text, since: since)
+            } else {
+                missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
             }
-            missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
         }
         let (created, initial) = try self.context.subscriptions.create(
             path: text, keyPath: path, query: query, options: options, context: context,

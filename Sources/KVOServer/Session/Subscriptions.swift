@@ -10,8 +10,10 @@ import WireProtocol
 final class Subscriptions {
     private let graph: Graph
     private let clock: any SessionClock
-    /// The bounded history that `subscribe` with `since` replays from (SubscriptionHistory.swift).
+    /// The bounded history that `subscribe` with `since` replays from (SubscriptionHistory.swift), and its
+    /// counterpart for query subscriptions (QueryHistory.swift).
     let history: SubscriptionHistory
+    let queryHistory: QueryHistory
     /// The id of the next subscription (wire ids are the server's own, independent of engine observations).
     private(set) var nextID = 1
     /// Subscriptions live now.
@@ -23,6 +25,7 @@ final class Subscriptions {
         self.graph = graph
         self.clock = clock
         self.history = SubscriptionHistory(capacity: historyCapacity, graph: graph)
+        self.queryHistory = QueryHistory(capacity: historyCapacity, graph: graph)
     }
 
     /// What a subscription of `path` resuming after `since` missed, oldest first; 1010 when the history cannot say.
@@ -50,6 +53,28 @@ final class Subscriptions {
         return changes
     }
 
+    /// What a subscription of `query` at `path` resuming after `since` missed; 1010 when the history cannot say.
+    func missed(_ path: KeyPath, query: Query, spelled text: String, since: Int64) throws -> [Change] {
+        let graph = self.graph
+        guard since >= 0 else { throw RPCError.badParams("subscribe: 'since' must be a seq of at least 0") }
+        guard UInt64(since) <= graph.seq else {
+            throw RPCError(
+                .invalidParams, "subscribe: 'since' \(since) is beyond this member's seq \(graph.seq): it is behind",
+                data: .object(["reason": .string("behind"), "since": .int(since), "seq": .int(Int64(graph.seq))]))
+        }
+        guard UInt64(since) < graph.seq else { return [] }
+        let (changes, oldest) = self.queryHistory.changes(path, query, after: UInt64(since))
+        guard let changes else {
+            throw RPCError(
+                .resyncRequired, "cannot resume the query on \(text) from seq \(since): its history starts at \(oldest)",
+                data: .object([
+                    "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)),
+                    "seq": .int(Int64(graph.seq)),
+                ]))
+        }
+        return changes
+    }
+
     /// Creates a subscription of `session`: the engine observation, the history recorder and the `progress`
     /// bookkeeping. Returns it with its initial notification (option `initial`), which the caller queues after the
     /// response.
@@ -64,6 +89,7 @@ final class Subscriptions {
         if let query {
             let (observer, first) = try self.graph.addQueryObservation(keyPath, query: query, options: options, sink: created)
             created.queryObserver = observer
+            self.queryHistory.subscribed(keyPath, query)
             initial = first
         } else {
             let (observer, first) = try self.graph.addObservation(keyPath, options: options, sink: created)
@@ -85,6 +111,7 @@ final class Subscriptions {
     /// forgot it).
     func end(_ subscription: Subscription) {
         if let observer = subscription.queryObserver {
+            self.queryHistory.unsubscribed(observer.keyPath, observer.query)
             self.graph.removeQueryObservation(observer)
             subscription.queryObserver = nil
         } else {

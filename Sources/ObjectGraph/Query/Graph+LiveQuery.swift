@@ -96,6 +96,12 @@ extension Graph {
         return (observer, initial)
     }
 
+    /// Checks what `addQueryObservation` checks, without subscribing.
+    public func checkQueryObservable(_ keyPath: KeyPath, _ query: Query) throws(GraphError) {
+        let target = try self.queryTarget(keyPath, strict: true)
+        try self.checkQuery(query, elementClass: target.elementClass, path: keyPath)
+    }
+
     /// The number of live query subscribers.
     public var queryObservationCount: Int { self.queries.observerCount }
 
