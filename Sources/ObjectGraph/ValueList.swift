@@ -274,36 +274,12 @@ extension ValueList {
             if !isKnownUniquelyReferenced(&node) { node = Node(copying: node) }
         }
 
-        /// A tree of `elements` (more than a leaf holds), leaves and interior nodes filled evenly.
+        /// A tree of `elements` (more than a leaf holds), leaves and interior nodes filled evenly (TreeLevels.swift).
         static func build(_ elements: [Value]) -> Node {
-            var level: [Node] = []
-            let leaves = (elements.count + ValueList.leafCapacity - 1) / ValueList.leafCapacity
-            level.reserveCapacity(leaves)
-            for range in self.evenRanges(elements.count, parts: leaves) {
-                level.append(Node(elements: Array(elements[range])))
-            }
-            while level.count > 1 {
-                let parents = (level.count + ValueList.fanout - 1) / ValueList.fanout
-                var next: [Node] = []
-                next.reserveCapacity(parents)
-                for range in self.evenRanges(level.count, parts: parents) {
-                    next.append(Node(children: Array(level[range])))
-                }
-                level = next
-            }
-            return level[0]
-        }
-
-        /// `count` items cut into `parts` ranges whose sizes differ by at most one.
-        private static func evenRanges(_ count: Int, parts: Int) -> [Range<Int>] {
-            var ranges: [Range<Int>] = []
-            var start = 0
-            for part in 0..<parts {
-                let end = count * (part + 1) / parts
-                ranges.append(start..<end)
-                start = end
-            }
-            return ranges
+            let leaves = evenRanges(
+                elements.count, parts: (elements.count + ValueList.leafCapacity - 1) / ValueList.leafCapacity
+            ).map { Node(elements: Array(elements[$0])) }
+            return buildLevels(leaves, fanout: ValueList.fanout, parent: Node.init(children:)) ?? Node(elements: [])
         }
 
         /// The child holding `index`, and the index within it.

@@ -30,6 +30,23 @@ final class Subscriptions {
 
     /// What a subscription of `path` resuming after `since` missed, oldest first; 1010 when the history cannot say.
     func missed(_ path: KeyPath, spelled text: String, since: Int64) throws -> [Change] {
+        try self.graph.checkObservable(path)
+        guard let since = try self.resumable(since) else { return [] }
+        if self.history.isEnabled, let changes = self.history.changes(for: path, after: since) { return changes }
+        let oldest = self.history.isEnabled ? self.history.oldestResumable(path) : self.graph.seq
+        throw self.resyncRequired(text, since: since, oldest: oldest, what: text)
+    }
+
+    /// What a subscription of `query` at `path` resuming after `since` missed; 1010 when the history cannot say.
+    func missed(_ path: KeyPath, query: Query, spelled text: String, since: Int64) throws -> [Change] {
+        guard let since = try self.resumable(since) else { return [] }
+        let (changes, oldest) = self.queryHistory.changes(path, query, after: since)
+        guard let changes else { throw self.resyncRequired(text, since: since, oldest: oldest, what: "the query on \(text)") }
+        return changes
+    }
+
+    /// A `since` checked against this member's seq: nil when nothing can have been missed (it is the seq now).
+    private func resumable(_ since: Int64) throws -> UInt64? {
         let graph = self.graph
         guard since >= 0 else { throw RPCError.badParams("subscribe: 'since' must be a seq of at least 0") }
         guard UInt64(since) <= graph.seq else {
@@ -39,40 +56,16 @@ final class Subscriptions {
                 .invalidParams, "subscribe: 'since' \(since) is beyond this member's seq \(graph.seq): it is behind",
                 data: .object(["reason": .string("behind"), "since": .int(since), "seq": .int(Int64(graph.seq))]))
         }
-        try graph.checkObservable(path)
-        guard UInt64(since) < graph.seq else { return [] }
-        guard self.history.isEnabled, let changes = self.history.changes(for: path, after: UInt64(since)) else {
-            let oldest = self.history.isEnabled ? self.history.oldestResumable(path) : graph.seq
-            throw RPCError(
-                .resyncRequired, "cannot resume \(text) from seq \(since): the history starts at \(oldest)",
-                data: .object([
-                    "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)),
-                    "seq": .int(Int64(graph.seq)),
-                ]))
-        }
-        return changes
+        return UInt64(since) < graph.seq ? UInt64(since) : nil
     }
 
-    /// What a subscription of `query` at `path` resuming after `since` missed; 1010 when the history cannot say.
-    func missed(_ path: KeyPath, query: Query, spelled text: String, since: Int64) throws -> [Change] {
-        let graph = self.graph
-        guard since >= 0 else { throw RPCError.badParams("subscribe: 'since' must be a seq of at least 0") }
-        guard UInt64(since) <= graph.seq else {
-            throw RPCError(
-                .invalidParams, "subscribe: 'since' \(since) is beyond this member's seq \(graph.seq): it is behind",
-                data: .object(["reason": .string("behind"), "since": .int(since), "seq": .int(Int64(graph.seq))]))
-        }
-        guard UInt64(since) < graph.seq else { return [] }
-        let (changes, oldest) = self.queryHistory.changes(path, query, after: UInt64(since))
-        guard let changes else {
-            throw RPCError(
-                .resyncRequired, "cannot resume the query on \(text) from seq \(since): its history starts at \(oldest)",
-                data: .object([
-                    "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)),
-                    "seq": .int(Int64(graph.seq)),
-                ]))
-        }
-        return changes
+    private func resyncRequired(_ text: String, since: UInt64, oldest: UInt64, what: String) -> RPCError {
+        RPCError(
+            .resyncRequired, "cannot resume \(what) from seq \(since): the history starts at \(oldest)",
+            data: .object([
+                "path": .string(text), "since": .int(Int64(since)), "oldest": .int(Int64(oldest)),
+                "seq": .int(Int64(self.graph.seq)),
+            ]))
     }
 
     /// Creates a subscription of `session`: the engine observation, the history recorder and the `progress`

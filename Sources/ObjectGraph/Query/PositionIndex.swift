@@ -14,30 +14,11 @@ struct PositionIndex {
     private var leaves: [Value: [Node]] = [:]
 
     init(_ elements: ValueList) {
-        self.root = Node(elements: [])
         let all = elements.array
-        guard !all.isEmpty else { return }
-        var level: [Node] = []
-        let leafCount = (all.count + Self.leafCapacity - 1) / Self.leafCapacity
-        var start = 0
-        for leaf in 0..<leafCount {
-            let end = all.count * (leaf + 1) / leafCount
-            level.append(Node(elements: Array(all[start..<end])))
-            start = end
-        }
-        for leaf in level { self.note(leaf) }
-        while level.count > 1 {
-            let parents = (level.count + Self.fanout - 1) / Self.fanout
-            var next: [Node] = []
-            var first = 0
-            for parent in 0..<parents {
-                let end = level.count * (parent + 1) / parents
-                next.append(Node(children: Array(level[first..<end])))
-                first = end
-            }
-            level = next
-        }
-        self.root = level[0]
+        let leaves = evenRanges(all.count, parts: (all.count + Self.leafCapacity - 1) / Self.leafCapacity)
+            .map { Node(elements: Array(all[$0])) }
+        self.root = buildLevels(leaves, fanout: Self.fanout, parent: Node.init(children:)) ?? Node(elements: [])
+        for leaf in leaves { self.note(leaf) }
     }
 
     var count: Int { self.root.count }

@@ -22,31 +22,14 @@ struct RankTree {
     /// `count` bits, each `bit(position)`.
     init(count: Int, bit: (Int) -> Bool) {
         guard count > 0 else { return }
-        var leaves: [Node] = []
-        var position = 0
-        let leafCount = (count + Self.leafCapacity - 1) / Self.leafCapacity
-        for leaf in 0..<leafCount {
-            let end = count * (leaf + 1) / leafCount
-            var words = [UInt64](repeating: 0, count: (end - position + 63) / 64)
-            for offset in 0..<(end - position) where bit(position + offset) {
+        let leaves = evenRanges(count, parts: (count + Self.leafCapacity - 1) / Self.leafCapacity).map { range in
+            var words = [UInt64](repeating: 0, count: (range.count + 63) / 64)
+            for offset in 0..<range.count where bit(range.lowerBound + offset) {
                 words[offset >> 6] |= 1 << UInt64(offset & 63)
             }
-            leaves.append(Node(words: words, bits: end - position))
-            position = end
+            return Node(words: words, bits: range.count)
         }
-        var level = leaves
-        while level.count > 1 {
-            let parents = (level.count + Self.fanout - 1) / Self.fanout
-            var next: [Node] = []
-            var start = 0
-            for parent in 0..<parents {
-                let end = level.count * (parent + 1) / parents
-                next.append(Node(children: Array(level[start..<end])))
-                start = end
-            }
-            level = next
-        }
-        self.root = level[0]
+        self.root = buildLevels(leaves, fanout: Self.fanout, parent: Node.init(children:)) ?? self.root
     }
 
     /// The number of bits.
