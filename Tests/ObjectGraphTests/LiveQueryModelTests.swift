@@ -17,6 +17,11 @@ struct LiveQueryModelTests {
             .stored("score", StoredProperty(type: .int, defaultValue: 0)),
             .stored("team", StoredProperty(type: .int, defaultValue: 0)),
             .stored("rival", StoredProperty(type: .object("Player"))),
+            // A computed key, read by predicates and sort descriptors: its dependencies are the triggers.
+            .computed("rank", dependsOn: ["score", "team"]) { read in
+                guard case .int(let score) = read("score"), case .int(let team) = read("team") else { return .null }
+                return .int(team * 1000 + score)
+            },
         ])
     static let root = ObjectClass(
         name: "Root", isOpen: true,
@@ -70,15 +75,16 @@ struct LiveQueryModelTests {
     }
 
     static func randomQuery(_ random: inout Generator) -> Query {
-        let predicates = ["TRUEPREDICATE", "score > 50", "team == 1", "score < 30", "rival.name == p3"]
+        let predicates = ["TRUEPREDICATE", "score > 50", "team == 1", "score < 30", "rival.name == p3", "rank > 1050"]
         var query = Query()
         let text = predicates[Int.random(in: 0..<predicates.count, using: &random)]
         query.predicate = try? Predicate(parsing: text)
-        switch Int.random(in: 0..<4, using: &random) {
+        switch Int.random(in: 0..<5, using: &random) {
         case 0: query.orderBy = []
         case 1: query.orderBy = [SortDescriptor(keys: ["score"])]
         case 2: query.orderBy = [SortDescriptor(keys: ["score"], ascending: false), SortDescriptor(keys: ["name"], caseInsensitive: true)]
-        default: query.orderBy = [SortDescriptor(keys: ["team"]), SortDescriptor(keys: ["rival", "score"], ascending: false)]
+        case 3: query.orderBy = [SortDescriptor(keys: ["team"]), SortDescriptor(keys: ["rival", "score"], ascending: false)]
+        default: query.orderBy = [SortDescriptor(keys: ["rank"], ascending: false)]
         }
         query.offset = Int.random(in: 0..<4, using: &random)
         query.limit = Bool.random(using: &random) ? nil : Int.random(in: 0..<6, using: &random)

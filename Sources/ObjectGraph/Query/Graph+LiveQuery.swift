@@ -189,21 +189,11 @@ extension Graph {
 
     private func fill(_ live: LiveQuery) {
         let group = live.group
-        var matched: [Value: Bool] = [:]
+        if let keys = live.singleKeys { group.watch.ownKeys?.formUnion(keys) }
         var bits: [Bool] = []
         bits.reserveCapacity(group.count)
         // The group's order, walked once: the base's entries, or the array itself.
-        let visit: (Value) -> Void = { element in
-            if let known = matched[element] {
-                bits.append(known)
-                return
-            }
-            let collector = TriggerCollector()
-            let result = live.matches(element, in: self, collector: collector)
-            self.noteTriggers(collector, of: element, in: group.watch)
-            matched[element] = result
-            bits.append(result)
-        }
+        let visit: (Value) -> Void = { element in bits.append(self.matches(live, element)) }
         if group.isOwnOrder {
             self.elements(of: group.watch).forEach(visit)
         } else {
@@ -213,10 +203,34 @@ extension Graph {
     }
 
     private func entry(of element: Value, in group: OrderGroup) -> Value {
+        if let keys = group.singleKeys, !self.readsComputed(element, keys) {
+            group.watch.ownKeys?.formUnion(keys)
+            return OrderGroup.entry(self.sortKey(of: element, group.orderBy, collector: nil), element)
+        }
         let collector = TriggerCollector()
         let key = self.sortKey(of: element, group.orderBy, collector: collector)
         self.noteTriggers(collector, of: element, in: group.watch)
         return OrderGroup.entry(key, element)
+    }
+
+    /// Whether `live`'s predicate holds for `element`, the touches it read registered when they may go beyond the
+    /// element's stored keys (the common predicate over its own stored keys allocates nothing).
+    private func matches(_ live: LiveQuery, _ element: Value) -> Bool {
+        if let keys = live.singleKeys, !self.readsComputed(element, keys) {
+            return live.matches(element, in: self, collector: nil)
+        }
+        let collector = TriggerCollector()
+        let result = live.matches(element, in: self, collector: collector)
+        self.noteTriggers(collector, of: element, in: live.group.watch)
+        return result
+    }
+
+    /// Whether one of `keys` is a computed key of the object `element` is (its dependencies are touches to collect).
+    private func readsComputed(_ element: Value, _ keys: Set<String>) -> Bool {
+        guard case .object(let id) = element, let object = self.objects[id] else { return false }
+        let objectClass = object.objectClass
+        return !objectClass.isOpen || !objectClass.properties.isEmpty
+            ? keys.contains { objectClass.property($0)?.computed != nil } : false
     }
 
     /// The keys a new subscriber shows. A key of the element itself that is stored is noted once for the watch; a
@@ -487,9 +501,7 @@ extension Graph {
                 group.base.insert(entry, at: place)
             }
             for live in group.queries {
-                let collector = TriggerCollector()
-                let bit = live.matches(element, in: self, collector: collector)
-                if isNew { self.noteTriggers(collector, of: element, in: watch) }
+                let bit = self.matches(live, element)
                 live.bits.insert(bit, at: place)
                 if bit { self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs) }
             }
@@ -543,12 +555,7 @@ extension Graph {
                     }
                     group.entries[element] = new
                     let place = group.lowerBound(new)
-                    var bits: [Bool] = []
-                    for live in group.queries {
-                        let collector = TriggerCollector()
-                        bits.append(live.matches(element, in: self, collector: collector))
-                        self.noteTriggers(collector, of: element, in: watch)
-                    }
+                    let bits = group.queries.map { self.matches($0, element) }
                     for offset in 0..<occurrences {
                         group.base.insert(new, at: place + offset)
                         for (live, bit) in zip(group.queries, bits) {
@@ -562,9 +569,7 @@ extension Graph {
             }
             // In place: each query's bit may flip; a shown element that stays may show new values.
             for live in group.queries {
-                let collector = TriggerCollector()
-                let bit = live.matches(element, in: self, collector: collector)
-                self.noteTriggers(collector, of: element, in: watch)
+                let bit = self.matches(live, element)
                 for place in places {
                     let was = live.bits[place]
                     if was && !bit {

@@ -56,6 +56,9 @@ public final class QueryObserver {
 final class LiveQuery {
     let predicate: Predicate?
     let variables: [String: Value]
+    /// The element's keys the predicate reads, when each of its key paths is one key (or `SELF`): then evaluating it
+    /// needs no trigger collection unless one of those keys is computed on the element's class. nil: collect.
+    let singleKeys: Set<String>?
     /// One bit per element of the group's order: whether it matches.
     var bits = RankTree()
     var observers: [QueryObserver] = []
@@ -65,6 +68,7 @@ final class LiveQuery {
         self.predicate = predicate
         self.variables = variables
         self.group = group
+        self.singleKeys = OrderGroup.singleKeys(predicate?.keyPaths ?? [])
     }
 
     func matches(_ element: Value, in graph: Graph, collector: TriggerCollector?) -> Bool {
@@ -87,11 +91,27 @@ final class OrderGroup {
     var entries: [Value: Value] = [:]
     var queries: [LiveQuery] = []
     unowned let watch: QueryWatch
+    /// The element's keys the sort descriptors read, when each is one key (see `LiveQuery.singleKeys`).
+    let singleKeys: Set<String>?
 
     init(orderBy: [SortDescriptor], isOwnOrder: Bool, watch: QueryWatch) {
         self.orderBy = orderBy
         self.isOwnOrder = isOwnOrder
         self.watch = watch
+        self.singleKeys = Self.singleKeys(orderBy.map(\.keys))
+    }
+
+    /// The keys of `paths` when each is at most one key (not an operator); nil otherwise.
+    static func singleKeys(_ paths: [[String]]) -> Set<String>? {
+        var keys: Set<String> = []
+        for path in paths {
+            guard path.count <= 1 else { return nil }
+            if let key = path.first {
+                if key.utf8.first == UInt8(ascii: "@") { return nil }
+                keys.insert(key)
+            }
+        }
+        return keys
     }
 
     static func entry(_ key: [Value], _ element: Value) -> Value { .array(key + [element]) }
