@@ -265,8 +265,8 @@ struct PredicateLexer {
                 value.append(scalar)
                 continue
             }
-            isVerbatim = false
-            try Self.escape(&scalars, at: scalars.characterIndex, into: &value)
+            guard scalars.peek() != nil else { throw self.error(start, "unterminated string") }
+            if try Self.escape(&scalars, at: scalars.characterIndex, into: &value) { isVerbatim = false }
         }
         guard scalars.isAtCharacterEnd else {
             throw self.error(scalars.characterIndex, "unexpected combining mark after a closing quote")
@@ -279,13 +279,11 @@ struct PredicateLexer {
 
     /// Reads the escape after a backslash at Character `backslash`. `\\ \' \" \n \r \t` and `\uXXXX` / `\u{X…}`
     /// are escapes; a backslash before anything else stays, so regular expressions read as written (`'\d+'` is
-    /// the 3 characters `\d+`).
+    /// the 3 characters `\d+`). Returns whether it was an escape (false: the text is as written).
     private static func escape(
         _ scalars: inout ScalarReader, at backslash: Int, into value: inout String.UnicodeScalarView
-    ) throws(PredicateSyntaxError) {
-        guard let code = scalars.peek() else {
-            throw PredicateSyntaxError(column: backslash + 1, message: "unterminated string")
-        }
+    ) throws(PredicateSyntaxError) -> Bool {
+        guard let code = scalars.peek() else { return false }
         switch code {
         case "\\", "'", "\"": value.append(code)
         case "n": value.append("\n")
@@ -294,12 +292,13 @@ struct PredicateLexer {
         case "u":
             _ = scalars.next()
             value.append(try Self.unicodeEscape(&scalars, at: backslash))
-            return
+            return true
         default:
             value.append("\\")
-            return  // the next scalar is read as itself
+            return false  // the next scalar is read as itself
         }
         _ = scalars.next()
+        return true
     }
 
     private static func unicodeEscape(
