@@ -75,7 +75,7 @@ struct LiveQueryModelTests {
     }
 
     static func randomQuery(_ random: inout Generator) -> Query {
-        let predicates = ["TRUEPREDICATE", "score > 50", "team == 1", "score < 30", "rival.name == p3", "rank > 1050"]
+        let predicates = ["TRUEPREDICATE", "score > 50", "team == 1", "score < 30", "rival.name == 'p3'", "rank > 1050"]
         var query = Query()
         let text = predicates[Int.random(in: 0..<predicates.count, using: &random)]
         query.predicate = try? Predicate(parsing: text)
