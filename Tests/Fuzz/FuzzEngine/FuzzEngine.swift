@@ -205,7 +205,7 @@ struct Program {
     mutating func watchQuery() {
         let path = self.choices.pick(["items", "group", "nums", "ints", "tags", "anything"])
         var query = Query()
-        query.predicate = try? Predicate(parsing: self.choices.pick(["TRUEPREDICATE", "x > 0", "k == 1", "name == t1", "SELF > 1"]))
+        query.predicate = try? Predicate(parsing: self.choices.pick(["TRUEPREDICATE", "x > 0", "k == 1", "name == 't1'", "SELF > 1"]))
         query.orderBy = self.choices.pick([
             [], [SortDescriptor(keys: ["x"])], [SortDescriptor(keys: ["k"], ascending: false), SortDescriptor(keys: ["name"], caseInsensitive: true)],
             [SortDescriptor(keys: [])],
