@@ -154,7 +154,9 @@ extension Graph {
         }
         guard self.plainKeys.isUndeclared(last, in: object.objectClass), last.utf8.first != UInt8(ascii: "@")
         else { return nil }
-        guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil else { return nil }
+        guard self.deadlines.isEmpty || self.deadlines.deadline(object: object.id, key: last) == nil,
+            !self.hasLiveQueries || !self.queries.concerns(Touch(object: object.id, key: last))
+        else { return nil }
         if !self.registry.triggerIndex.isEmpty,
             let entries = self.registry.entries(for: Touch(object: object.id, key: last)),
             object.objectClass.automaticallyNotifies(last)

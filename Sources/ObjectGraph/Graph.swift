@@ -16,6 +16,12 @@ public final class Graph {
     @exclusivity(unchecked) var objects = ObjectTable()
     @exclusivity(unchecked) var nextObjectID: ObjectID = ObjectID.root + 1
     let registry = ObservationRegistry()
+    /// Live queries (Query/LiveQuery.swift).
+    let queries = QueryRegistry()
+    /// Whether any live query exists: what every commit and plain set asks first. A flag of the graph's own, so that
+    /// asking neither retains the registry nor checks exclusivity (reading it through the registry cost a plain set
+    /// 47 more instructions, callgrind). Kept by Graph+LiveQuery.swift.
+    @exclusivity(unchecked) var hasLiveQueries = false
     /// Objects created since the last collection; drives when garbage collection runs.
     @exclusivity(unchecked) var allocatedSinceCollection = 0
     /// Manual change brackets opened by `willChangeValue` and not yet closed.

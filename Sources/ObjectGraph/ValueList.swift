@@ -156,9 +156,15 @@ public struct ValueList: @unchecked Sendable {
 
     /// Where `value` is or would go in a list sorted by `Value.totalOrder`: its index, and whether it is there.
     public func sortedIndex(of value: Value) -> (index: Int, found: Bool) {
+        self.sortedIndex(of: value, by: Value.totalOrder)
+    }
+
+    /// Where `value` is or would go in a list sorted by `compare` (-1, 0, 1): the first index whose element is not
+    /// before it, and whether that element equals it.
+    public func sortedIndex(of value: Value, by compare: (Value, Value) -> Int) -> (index: Int, found: Bool) {
         switch self.storage {
-        case .flat(let elements): return Node.sortedIndex(of: value, in: elements)
-        case .tree(let root): return root.sortedIndex(of: value)
+        case .flat(let elements): return Node.sortedIndex(of: value, in: elements, by: compare)
+        case .tree(let root): return root.sortedIndex(of: value, by: compare)
         }
     }
 
@@ -268,36 +274,12 @@ extension ValueList {
             if !isKnownUniquelyReferenced(&node) { node = Node(copying: node) }
         }
 
-        /// A tree of `elements` (more than a leaf holds), leaves and interior nodes filled evenly.
+        /// A tree of `elements` (more than a leaf holds), leaves and interior nodes filled evenly (TreeLevels.swift).
         static func build(_ elements: [Value]) -> Node {
-            var level: [Node] = []
-            let leaves = (elements.count + ValueList.leafCapacity - 1) / ValueList.leafCapacity
-            level.reserveCapacity(leaves)
-            for range in self.evenRanges(elements.count, parts: leaves) {
-                level.append(Node(elements: Array(elements[range])))
-            }
-            while level.count > 1 {
-                let parents = (level.count + ValueList.fanout - 1) / ValueList.fanout
-                var next: [Node] = []
-                next.reserveCapacity(parents)
-                for range in self.evenRanges(level.count, parts: parents) {
-                    next.append(Node(children: Array(level[range])))
-                }
-                level = next
-            }
-            return level[0]
-        }
-
-        /// `count` items cut into `parts` ranges whose sizes differ by at most one.
-        private static func evenRanges(_ count: Int, parts: Int) -> [Range<Int>] {
-            var ranges: [Range<Int>] = []
-            var start = 0
-            for part in 0..<parts {
-                let end = count * (part + 1) / parts
-                ranges.append(start..<end)
-                start = end
-            }
-            return ranges
+            let leaves = evenRanges(
+                elements.count, parts: (elements.count + ValueList.leafCapacity - 1) / ValueList.leafCapacity
+            ).map { Node(elements: Array(elements[$0])) }
+            return buildLevels(leaves, fanout: ValueList.fanout, parent: Node.init(children:)) ?? Node(elements: [])
         }
 
         /// The child holding `index`, and the index within it.
@@ -433,7 +415,7 @@ extension ValueList {
             return node.elements[node.elements.count - 1]
         }
 
-        func sortedIndex(of value: Value) -> (index: Int, found: Bool) {
+        func sortedIndex(of value: Value, by compare: (Value, Value) -> Int) -> (index: Int, found: Bool) {
             var node = self
             var base = 0
             while !node.isLeaf {
@@ -442,23 +424,25 @@ extension ValueList {
                 var high = node.children.count - 1
                 while low < high {
                     let middle = (low + high) / 2
-                    if Value.totalOrder(node.children[middle].last, value) < 0 { low = middle + 1 } else { high = middle }
+                    if compare(node.children[middle].last, value) < 0 { low = middle + 1 } else { high = middle }
                 }
                 for child in 0..<low { base += node.counts[child] }
                 node = node.children[low]
             }
-            let (index, found) = Node.sortedIndex(of: value, in: node.elements)
+            let (index, found) = Node.sortedIndex(of: value, in: node.elements, by: compare)
             return (base + index, found)
         }
 
-        static func sortedIndex(of value: Value, in elements: [Value]) -> (index: Int, found: Bool) {
+        static func sortedIndex(
+            of value: Value, in elements: [Value], by compare: (Value, Value) -> Int
+        ) -> (index: Int, found: Bool) {
             var low = 0
             var high = elements.count
             while low < high {
                 let middle = (low + high) / 2
-                if Value.totalOrder(elements[middle], value) < 0 { low = middle + 1 } else { high = middle }
+                if compare(elements[middle], value) < 0 { low = middle + 1 } else { high = middle }
             }
-            return (low, low < elements.count && Value.totalOrder(elements[low], value) == 0)
+            return (low, low < elements.count && compare(elements[low], value) == 0)
         }
 
         /// Checks the invariants below this node; returns the leaves' depth, or nil when broken.

@@ -39,6 +39,8 @@ public enum RPCErrorCode: Int, Sendable, CaseIterable {
     /// A mutation (or a replication link) reached a cluster member that cannot accept it now: a follower, a leader
     /// that cannot prove its lease, a member during an election (docs/SCALING.md).
     case notLeader = 1012
+    /// A query's `where` does not parse (Protocol/methods.md#queries): `data.column` says where.
+    case invalidQuery = 1013
 }
 
 /// A JSON-RPC 2.0 error object: `{"code": …, "message": …, "data": …}`. The code and the members of `data` are the

@@ -11,7 +11,7 @@ struct RPCErrorTests {
             (.invalidParams, -32602), (.internalError, -32603), (.undefinedKey, 1001), (.validationFailed, 1002),
             (.nullNotAllowed, 1003), (.indexOutOfRange, 1004), (.typeMismatch, 1005), (.readOnlyKey, 1006),
             (.unknownSubscription, 1007), (.unauthorized, 1008), (.limitExceeded, 1009), (.resyncRequired, 1010),
-            (.preconditionFailed, 1011), (.notLeader, 1012),
+            (.preconditionFailed, 1011), (.notLeader, 1012), (.invalidQuery, 1013),
         ])
     func codes(code: RPCErrorCode, value: Int) {
         #expect(code.rawValue == value)
@@ -27,7 +27,7 @@ struct RPCErrorTests {
         #expect(RPCError.methodNotFound == RPCError(code: -32601, message: "method not found"))
         #expect(RPCError.invalidParams == RPCError(code: -32602, message: "invalid params"))
         #expect(RPCError.internalError == RPCError(code: -32603, message: "internal error"))
-        #expect(RPCErrorCode.allCases.count == 17)
+        #expect(RPCErrorCode.allCases.count == 18)
     }
 
     @Test("data participates in equality and description")

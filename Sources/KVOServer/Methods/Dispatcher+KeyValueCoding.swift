@@ -4,7 +4,7 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
-    static let getParameterNames = ["path", "meta", "offset", "limit"]
+    static let getParameterNames = ["path", "meta", "offset", "limit", "query"]
 
     func get(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: Self.getParameterNames, method: "get")
@@ -17,10 +17,19 @@ extension Dispatcher {
         case .bool(true)?: withMeta = true
         default: throw RPCError.badParams("get: 'meta' must be a boolean")
         }
-        // A page only when there is more than path and meta: the common get, `{"path": …}`, looks up nothing more.
-        if params.count > (meta == nil ? 1 : 2), params["offset"] != nil || params["limit"] != nil {
-            if withMeta { throw RPCError.badParams("get: 'meta' does not go with 'offset' or 'limit'") }
-            return try self.getPage(path, params)
+        // A page or a query only when there is more than path and meta: the common get, `{"path": …}`, looks up
+        // nothing more.
+        if params.count > (meta == nil ? 1 : 2) {
+            if let query = params["query"] {
+                if withMeta || params["offset"] != nil || params["limit"] != nil {
+                    throw RPCError.badParams("get: 'query' goes with neither 'meta' nor 'offset' and 'limit' (the query has its own)")
+                }
+                return try self.getQuery(path, try QueryParams.parse(query, method: "get"))
+            }
+            if params["offset"] != nil || params["limit"] != nil {
+                if withMeta { throw RPCError.badParams("get: 'meta' does not go with 'offset' or 'limit'") }
+                return try self.getPage(path, params)
+            }
         }
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
         let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
@@ -38,6 +47,24 @@ extension Dispatcher {
                 $0.append(contentsOf: #","expires":"#.utf8)
                 if let expires { JSONWriter.appendInt(Int64(expires), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
             }
+            $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `get` with `query`: the window and the match count (Protocol/methods.md#queries).
+    private func getQuery(_ path: KeyPath, _ query: Query) throws {
+        let result = try self.context.graph.query(path, query)
+        let seq = self.context.graph.seq
+        self.writeResult {
+            $0.append(contentsOf: #"{"value":["#.utf8)
+            for (index, element) in result.window.enumerated() {
+                if index > 0 { $0.append(UInt8(ascii: ",")) }
+                element.appendJSON(to: &$0)
+            }
+            $0.append(contentsOf: #"],"count":"#.utf8)
+            JSONWriter.appendInt(Int64(result.count), to: &$0)
+            $0.append(contentsOf: #","seq":"#.utf8)
+            JSONWriter.appendInt(Int64(seq), to: &$0)
             $0.append(UInt8(ascii: "}"))
         }
     }

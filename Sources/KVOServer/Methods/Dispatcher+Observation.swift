@@ -6,10 +6,11 @@ import WireProtocol
 extension Dispatcher {
     func subscribe(_ request: RPCRequest, on session: Session) throws {
         let params = Params(
-            request.params, names: ["path", "options", "context", "since", "progress"], method: "subscribe")
+            request.params, names: ["path", "options", "context", "since", "progress", "query"], method: "subscribe")
         try params.rejectUnknown()
         let text = try params.string("path")
         let path = try self.keyPath(text)
+        let query = try params["query"].map { (value) throws(RPCError) in try QueryParams.parse(value, method: "subscribe") }
         let options = try Self.observationOptions(params["options"])
         let context = params["context"]
         if let context { try self.checkContextLimit(context) }
@@ -26,11 +27,16 @@ extension Dispatcher {
                 throw RPCError.badParams("subscribe: 'since' and the 'initial' option exclude each other")
             }
             try self.refuseLostSince(since, path: text, keyPath: path)
-            missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
+            if let query {
+                try self.context.graph.checkQueryObservable(path, query)
+                missed = try self.context.subscriptions.missed(path, query: query, spelled: text, since: since)
+            } else {
+                missed = try self.context.subscriptions.missed(path, spelled: text, since: since)
+            }
         }
         let (created, initial) = try self.context.subscriptions.create(
-            path: text, keyPath: path, options: options, context: context, progressSeconds: progress.map { Int($0) },
-            for: session, encoder: self.context.encoder)
+            path: text, keyPath: path, query: query, options: options, context: context,
+            progressSeconds: progress.map { Int($0) }, for: session, encoder: self.context.encoder)
         let id = created.id
         let seq = graph.seq
         self.writeResult {

@@ -144,6 +144,10 @@ final class NotificationEncoder {
             tail.pointee.append(#","old":"#)
             self.append(old, to: tail)
         }
+        if let count = change.count {
+            tail.pointee.append(#","count":"#)
+            tail.pointee.appendInteger(Int64(count))
+        }
         if change.isPrior { tail.pointee.append(#","prior":true"#) }
         if change.isInitial { tail.pointee.append(#","initial":true"#) }
         tail.pointee.append(#","seq":"#)

@@ -15,6 +15,8 @@ final class Subscription {
     /// The engine observation behind it: set right after it is added, nil once the subscription ended (the
     /// observer holds the subscription as its sink, so this reference is dropped then to break the cycle).
     var observer: Observer?
+    /// For a query subscription, the engine's live query subscriber instead (set and cleared like `observer`).
+    var queryObserver: QueryObserver?
     /// The session. A strong `let`, which a notification reads without a retain and release (an unowned one costs
     /// both per notification); the session holds its subscriptions too, and drops them when it closes.
     let session: Session
@@ -68,9 +70,9 @@ final class Subscription {
     }
 
     /// True until the subscription ended.
-    var isLive: Bool { self.observer != nil }
+    var isLive: Bool { self.observer != nil || self.queryObserver != nil }
     /// The parsed path (while live).
-    var keyPath: KeyPath { self.observer!.keyPath }
+    var keyPath: KeyPath { self.observer?.keyPath ?? self.queryObserver!.keyPath }
     /// The key path as the client gave it (while live).
     var path: String { self.extras?.spelling ?? self.keyPath.description }
     var context: JSONValue? { self.extras?.context }

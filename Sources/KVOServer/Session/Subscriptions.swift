@@ -10,8 +10,10 @@ import WireProtocol
 final class Subscriptions {
     private let graph: Graph
     private let clock: any SessionClock
-    /// The bounded history that `subscribe` with `since` replays from (SubscriptionHistory.swift).
+    /// The bounded history that `subscribe` with `since` replays from (SubscriptionHistory.swift), and its
+    /// counterpart for query subscriptions (QueryHistory.swift).
     let history: SubscriptionHistory
+    let queryHistory: QueryHistory
     /// The id of the next subscription (wire ids are the server's own, independent of engine observations).
     private(set) var nextID = 1
     /// Subscriptions live now.
@@ -29,10 +31,28 @@ final class Subscriptions {
         self.graph = graph
         self.clock = clock
         self.history = SubscriptionHistory(capacity: historyCapacity, graph: graph)
+        self.queryHistory = QueryHistory(capacity: historyCapacity, graph: graph)
     }
 
     /// What a subscription of `path` resuming after `since` missed, oldest first; 1010 when the history cannot say.
     func missed(_ path: KeyPath, spelled text: String, since: Int64) throws -> [Change] {
+        try self.graph.checkObservable(path)
+        guard let since = try self.resumable(since) else { return [] }
+        if self.history.isEnabled, let changes = self.history.changes(for: path, after: since) { return changes }
+        let oldest = self.history.isEnabled ? self.history.oldestResumable(path) : self.graph.seq
+        throw self.resyncRequired(text, since: since, oldest: oldest, what: text)
+    }
+
+    /// What a subscription of `query` at `path` resuming after `since` missed; 1010 when the history cannot say.
+    func missed(_ path: KeyPath, query: Query, spelled text: String, since: Int64) throws -> [Change] {
+        guard let since = try self.resumable(since) else { return [] }
+        let (changes, oldest) = self.queryHistory.changes(path, query, after: since)
+        guard let changes else { throw self.resyncRequired(text, since: since, oldest: oldest, what: "the query on \(text)") }
+        return changes
+    }
+
+    /// A `since` checked against this member's seq: nil when nothing can have been missed (it is the seq now).
+    private func resumable(_ since: Int64) throws -> UInt64? {
         let graph = self.graph
         guard since >= 0 else { throw RPCError.badParams("subscribe: 'since' must be a seq of at least 0") }
         guard UInt64(since) <= graph.seq else {
@@ -42,36 +62,43 @@ final class Subscriptions {
                 .invalidParams, "subscribe: 'since' \(since) is beyond this member's seq \(graph.seq): it is behind",
                 data: .object(["reason": .string("behind"), "since": .int(since), "seq": .int(Int64(graph.seq))]))
         }
-        try graph.checkObservable(path)
-        guard UInt64(since) < graph.seq else { return [] }
-        guard self.history.isEnabled, let changes = self.history.changes(for: path, after: UInt64(since)) else {
-            let oldest = self.history.isEnabled ? self.history.oldestResumable(path) : graph.seq
-            throw RPCError(
-                .resyncRequired, "cannot resume \(text) from seq \(since): the history starts at \(oldest)",
-                data: .object([
-                    "path": .string(text), "since": .int(since), "oldest": .int(Int64(oldest)),
-                    "seq": .int(Int64(graph.seq)),
-                ]))
-        }
-        return changes
+        return UInt64(since) < graph.seq ? UInt64(since) : nil
+    }
+
+    private func resyncRequired(_ text: String, since: UInt64, oldest: UInt64, what: String) -> RPCError {
+        RPCError(
+            .resyncRequired, "cannot resume \(what) from seq \(since): the history starts at \(oldest)",
+            data: .object([
+                "path": .string(text), "since": .int(Int64(since)), "oldest": .int(Int64(oldest)),
+                "seq": .int(Int64(self.graph.seq)),
+            ]))
     }
 
     /// Creates a subscription of `session`: the engine observation, the history recorder and the `progress`
     /// bookkeeping. Returns it with its initial notification (option `initial`), which the caller queues after the
     /// response.
     func create(
-        path text: String, keyPath: KeyPath, options: ObservationOptions, context: JSONValue?, progressSeconds: Int?,
-        for session: Session, encoder: NotificationEncoder
+        path text: String, keyPath: KeyPath, query: Query? = nil, options: ObservationOptions, context: JSONValue?,
+        progressSeconds: Int?, for session: Session, encoder: NotificationEncoder
     ) throws -> (Subscription, initial: Change?) {
         let created = Subscription(
             id: self.nextID, path: text, keyPath: keyPath, options: options, context: context, session: session,
             middle: encoder.middle(path: text, context: context))
-        let (observer, initial) = try self.graph.addObservation(keyPath, options: options, sink: created)
+        let initial: Change?
+        if let query {
+            let (observer, first) = try self.graph.addQueryObservation(keyPath, query: query, options: options, sink: created)
+            created.queryObserver = observer
+            self.queryHistory.subscribed(keyPath, query)
+            initial = first
+        } else {
+            let (observer, first) = try self.graph.addObservation(keyPath, options: options, sink: created)
+            created.observer = observer
+            self.history.subscribed(keyPath)
+            initial = first
+        }
         self.nextID += 1
         self.openCount += 1
-        created.observer = observer
         session.add(created)
-        self.history.subscribed(keyPath)
         if let progressSeconds {
             created.startProgress(milliseconds: UInt64(progressSeconds) * 1000, now: self.clock.nowMilliseconds)
             self.progressSubscriptions[created.id] = created
@@ -88,10 +115,16 @@ final class Subscriptions {
     }
 
     private func tearDown(_ subscription: Subscription) {
-        guard let observer = subscription.observer else { return }
-        self.history.unsubscribed(observer.keyPath)
-        try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
-        subscription.observer = nil
+        if let observer = subscription.queryObserver {
+            self.queryHistory.unsubscribed(observer.keyPath, observer.query)
+            self.graph.removeQueryObservation(observer)
+            subscription.queryObserver = nil
+        } else {
+            guard let observer = subscription.observer else { return }
+            self.history.unsubscribed(observer.keyPath)
+            try? self.graph.removeObservation(observer)  // the engine has it: both sides are added together
+            subscription.observer = nil
+        }
         self.progressSubscriptions.removeValue(forKey: subscription.id)
     }
 

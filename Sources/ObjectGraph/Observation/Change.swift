@@ -42,6 +42,8 @@ public struct Change: Sendable {
     public var seq: UInt64
     /// Equal for notifications whose `new`/`old` values are the same, so an encoder may encode them once.
     public var payloadID: UInt64
+    /// A query subscription's: the number of elements its predicate matches at `seq` (LiveQuery.swift).
+    public var count: Int? = nil
 }
 
 extension Change {

@@ -64,6 +64,8 @@ struct ChangeBracket {
     var observers: [Observer] = []
     /// Each observer's path index in `paths`, parallel to `observers`; empty when there is one path.
     var observerPaths: [Int] = []
+    /// A manual bracket's live queries (Graph+LiveQuery.swift), told when it closes.
+    var queries: QueryBracket?
 }
 
 extension ObservationRegistry {
@@ -90,12 +92,26 @@ extension Graph {
     /// the key reaches when the caller looked them up already. With one path (the usual case) the whole bracket is
     /// here, in locals: nothing allocated or copied beyond the path's values and the shared `Change`.
     func commit(mutation: Mutation, entries known: [TriggerEntry]? = nil, apply: () -> Void) -> UInt64 {
+        // Live queries the mutation reaches are told after its observers, before the garbage is collected (a removed
+        // element is still shown then).
+        if self.hasLiveQueries, let queries = self.openQueryBracket([mutation]) {
+            let seq = self.commit(mutation: mutation, entries: known, collectingGarbage: false, apply: apply)
+            self.closeQueryBracket(queries, seq: seq)
+            self.collectGarbageIfNeeded()
+            return seq
+        }
+        return self.commit(mutation: mutation, entries: known, collectingGarbage: true, apply: apply)
+    }
+
+    private func commit(
+        mutation: Mutation, entries known: [TriggerEntry]?, collectingGarbage: Bool, apply: () -> Void
+    ) -> UInt64 {
         let seq = self.takeSeq()
         let registry = self.registry
         guard let entries = known ?? (registry.triggerIndex.isEmpty ? nil : registry.entries(for: mutation.touch))
         else {
             apply()
-            self.collectGarbageIfNeeded()
+            if collectingGarbage { self.collectGarbageIfNeeded() }
             return seq
         }
         if entries.count != 1 {
@@ -104,7 +120,7 @@ extension Graph {
             self.openBracket(&bracket, mutation, entries: entries)
             apply()
             self.closeBracket(&bracket)
-            self.collectGarbageIfNeeded()
+            if collectingGarbage { self.collectGarbageIfNeeded() }
             return seq
         }
         let touch = mutation.touch
@@ -112,7 +128,7 @@ extension Graph {
             entries[0], seq: seq, detail: entries[0].role == .direct ? mutation.detail : nil,
             directOld: { self.objects[touch.object].map { $0.value(forKey: touch.key) ?? .null } }, apply: apply,
             directNew: { mutation.stored ?? self.objects[touch.object].map { self.export($0.value(forKey: touch.key) ?? .null) } })
-        self.collectGarbageIfNeeded()
+        if collectingGarbage { self.collectGarbageIfNeeded() }
         return seq
     }
 

@@ -17,6 +17,7 @@ extension Graph {
     /// Applies a mutation described by `mutations` (with collection details) and notifies; returns the seq.
     func commit(mutations: [Mutation], apply: () -> Void) -> UInt64 {
         if mutations.count == 1 { return self.commit(mutation: mutations[0], apply: apply) }  // ChangeBracket.swift
+        let queries = self.hasLiveQueries ? self.openQueryBracket(mutations) : nil  // Graph+LiveQuery.swift
         let seq = self.takeSeq()
         if mutations.isEmpty {
             apply()
@@ -26,6 +27,7 @@ extension Graph {
             apply()
             self.closeBracket(&bracket)
         }
+        if let queries { self.closeQueryBracket(queries, seq: seq) }
         self.collectGarbageIfNeeded()
         return seq
     }
@@ -50,6 +52,7 @@ extension Graph {
         let touch = Touch(object: object, key: key)
         var bracket = ChangeBracket(seq: seq, manualTouch: touch)
         self.openBracket(&bracket, Mutation(touch: touch), manual: true)
+        bracket.queries = self.hasLiveQueries ? self.openQueryBracket([Mutation(touch: touch)]) : nil
         self.manualBrackets.append(bracket)
     }
 
@@ -63,6 +66,7 @@ extension Graph {
             bracket.manualTouch == Touch(object: object, key: key),
             "didChangeValue(forKey: \(key)) does not match the innermost willChangeValue")
         self.closeBracket(&bracket)
+        if let queries = bracket.queries { self.closeQueryBracket(queries, seq: bracket.seq) }
         if self.manualBrackets.isEmpty { self.collectGarbageIfNeeded() }
     }
 

@@ -9,6 +9,9 @@
 // keeps its tree's invariants; a restored snapshot reads the same as the graph it was taken from.
 // Docs: docs/RELIABILITY.md#fuzzing.
 import FuzzSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 import ModelFile
 import ObjectGraph
 import Persistence
@@ -60,6 +63,48 @@ struct Program {
     final class Log {
         var changes: [Change] = []
     }
+
+    /// A live query's subscriber: the window and count built only from its notifications.
+    final class Mirror: ObservationSink {
+        let path: KeyPath
+        let query: Query
+        var window: [Value] = []
+        var count = 0
+        var broken: String?
+
+        init(path: KeyPath, query: Query) {
+            self.path = path
+            self.query = query
+        }
+
+        func observe(_ change: Change, options: ObservationOptions) {
+            guard !change.isPrior else { return }
+            if let count = change.count { self.count = count }
+            var new: [Value] = []
+            if case .array(let list)? = change.new { new = list.array }
+            let indexes = change.indexes ?? []
+            switch change.kind {
+            case .setting: self.window = new
+            case .insertion:
+                for (index, value) in zip(indexes, new) {
+                    guard index >= 0 && index <= self.window.count else { return self.broken = "insertion at \(index)" }
+                    self.window.insert(value, at: index)
+                }
+            case .removal:
+                for index in indexes.reversed() {
+                    guard index >= 0 && index < self.window.count else { return self.broken = "removal at \(index)" }
+                    self.window.remove(at: index)
+                }
+            case .replacement:
+                for (index, value) in zip(indexes, new) {
+                    guard index >= 0 && index < self.window.count else { return self.broken = "replacement at \(index)" }
+                    self.window[index] = value
+                }
+            }
+        }
+    }
+
+    var mirrors: [Mirror] = []
 
     /// The root's optional properties; a program includes each whose bit is set.
     static let rootProperties: [String] = [
@@ -131,11 +176,13 @@ struct Program {
 
     mutating func run() {
         for _ in 0..<self.choices.below(4) { self.observe() }
+        for _ in 0..<self.choices.below(4) { self.watchQuery() }
         var steps = 0
         while !self.choices.isExhausted && steps < 64 {
             steps += 1
             self.step()
             self.checkInvariants()
+            self.checkMirrors()
         }
         self.checkSnapshot()
     }
@@ -154,14 +201,57 @@ struct Program {
         }
     }
 
+    /// A live query with random predicate, order, window and selected keys, mirrored from its notifications.
+    mutating func watchQuery() {
+        let path = self.choices.pick(["items", "group", "nums", "ints", "tags", "anything"])
+        var query = Query()
+        query.predicate = try? Predicate(parsing: self.choices.pick(["TRUEPREDICATE", "x > 0", "k == 1", "name == 't1'", "SELF > 1"]))
+        query.orderBy = self.choices.pick([
+            [], [SortDescriptor(keys: ["x"])], [SortDescriptor(keys: ["k"], ascending: false), SortDescriptor(keys: ["name"], caseInsensitive: true)],
+            [SortDescriptor(keys: [])],
+        ])
+        query.offset = self.choices.below(3)
+        query.limit = self.choices.flag() ? nil : self.choices.below(5)
+        query.select = self.choices.pick([nil, [["x"], ["name"]], [["next", "x"]]])
+        guard let keyPath = try? KeyPath(parsing: path) else { return }
+        let mirror = Mirror(path: keyPath, query: query)
+        let options = ObservationOptions(rawValue: self.choices.byte() & 0x0F).union([.new, .initial])
+        guard let (_, initial) = try? self.graph.addQueryObservation(keyPath, query: query, options: options, sink: mirror)
+        else { return }
+        if let initial { mirror.observe(initial, options: options) }
+        Self.trace("query \(path) \(query) -> \(mirror.window)")
+        self.mirrors.append(mirror)
+    }
+
+    /// Every live query's mirror holds what the query answers, counted from scratch.
+    func checkMirrors() {
+        for mirror in self.mirrors {
+            check(mirror.broken == nil, "a live query's notification does not apply: \(mirror.broken ?? "")")
+            guard let expected = try? self.graph.query(mirror.path, mirror.query, fromLiveQueries: false) else { continue }
+            check(mirror.window == expected.window, "the mirror of \(mirror.path) \(mirror.query) is \(mirror.window), not \(expected.window)")
+            check(mirror.count == expected.count, "the mirror of \(mirror.path) counts \(mirror.count), not \(expected.count)")
+        }
+    }
+
+    /// FUZZ_TRACE=1 prints each operation (to replay a crash by hand).
+    static let tracing = getenv("FUZZ_TRACE") != nil
+
+    static func trace(_ text: @autoclosure () -> String) {
+        guard Self.tracing else { return }
+        var line = text() + "\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
     mutating func step() {
         let seq = self.graph.seq
+        defer { Self.trace("seq \(self.graph.seq)") }
         self.log.changes.removeAll()
         var failed = false
         switch self.choices.below(10) {
         case 0, 1, 2:
             let path = self.choices.pick(Self.paths)
             let value = self.value(depth: 0)
+            Self.trace("set \(path) \(value)")
             do {
                 try self.graph.set(KeyPath(parsing: path), to: value)
             } catch {
@@ -169,6 +259,7 @@ struct Program {
             }
         case 3, 4, 5:
             let (path, mutation) = self.mutation()
+            Self.trace("mutate \(path) \(mutation)")
             do {
                 try self.graph.mutate(KeyPath(parsing: path), mutation)
             } catch {
@@ -184,13 +275,14 @@ struct Program {
                     ops.append(.set(keyPath, self.value(depth: 0)))
                 }
             }
+            Self.trace("transaction \(ops)")
             do {
                 try self.graph.transaction(ops)
             } catch {
                 failed = true
             }
         case 7:
-            self.observe()
+            if self.choices.flag() { self.observe() } else { self.watchQuery() }
             return
         case 8:
             self.checkSnapshot()

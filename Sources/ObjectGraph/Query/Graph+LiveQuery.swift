@@ -1,0 +1,799 @@
+// Live queries on the graph: adding and removing a subscriber, and the two halves of a commit that keep every live
+// query answered (LiveQuery.swift has the structures). `openQueryBracket` runs before a mutation applies: it finds
+// the watches the mutation's touches reach and keeps what only the state before can say (the shown values of the
+// elements about to change, for `old`; a window about to be rebuilt). `closeQueryBracket` runs after the other
+// observers were told: it brings each reached watch up to date — the collection's insertions and removals from the
+// mutations' collection details, then each changed element evaluated again — and sends each subscriber the changes
+// of its window, its priors first (after the mutation applied: a query's window change is known only then; they
+// still come before every after notification of the query), then its afters, every one with the match count.
+
+/// What a commit's mutation does to one watched collection.
+final class WatchChange {
+    let watch: QueryWatch
+    /// The collection is found again and every query answered anew (its route or the whole collection changed).
+    var rebuild = false
+    /// The collection's own changes, in order (a transaction may change it several times).
+    var details: [CollectionDetail] = []
+    /// Elements whose keys, or keys their key paths go through, changed.
+    var changed: [Value] = []
+    var changedSet: Set<Value> = []
+    /// Shown values before the change: by element, then by `select` (an element's record with those keys).
+    var oldShown: [Value: [[[String]]?: Value]] = [:]
+    /// Windows before a rebuild, by observer id.
+    var oldWindows: [ObservationID: Value] = [:]
+
+    init(watch: QueryWatch) {
+        self.watch = watch
+    }
+}
+
+/// The watches one commit reaches.
+struct QueryBracket {
+    var changes: [WatchChange] = []
+}
+
+extension Graph {
+    // MARK: - Subscribers
+
+    /// Subscribes `sink` to the live answer of `query` on the collection at `keyPath`.
+    /// - Returns: the observer (keep it to remove the subscription) and, with `initial`, the initial notification
+    ///   (`setting`, the window as `new` with the `new` option, and `count`).
+    /// - Throws: as `query` (1001, 1005, a missing variable), and `typeMismatch` for a collection whose changes are
+    ///   announced by hand (`notify: manual`).
+    public func addQueryObservation(
+        _ keyPath: KeyPath, query: Query, options: ObservationOptions, sink: any ObservationSink
+    ) throws(GraphError) -> (observer: QueryObserver, initial: Change?) {
+        let target = try self.queryTarget(keyPath, strict: true)
+        try self.checkQuery(query, elementClass: target.elementClass, path: keyPath)
+        if let holder = target.holder, let object = self.objects[holder.object],
+            !object.objectClass.automaticallyNotifies(holder.key)
+                || object.objectClass.property(holder.key)?.stored?.notification == .manual
+        {
+            throw GraphError.typeMismatch(
+                path: keyPath.description, reason: "a live query needs a collection whose changes are announced automatically")
+        }
+        let registry = self.queries
+        let watch: QueryWatch
+        if let existing = registry.watches[keyPath] {
+            watch = existing
+        } else {
+            watch = QueryWatch(keyPath: keyPath)
+            registry.watches[keyPath] = watch
+            self.hasLiveQueries = true
+            self.locate(watch)
+            self.fill(watch)
+        }
+        let isOwnOrder = query.orderBy.isEmpty && !watch.target.isSet
+        let group: OrderGroup
+        if let existing = watch.groups.first(where: { $0.orderBy == query.orderBy && $0.isOwnOrder == isOwnOrder }) {
+            group = existing
+        } else {
+            group = OrderGroup(orderBy: query.orderBy, isOwnOrder: isOwnOrder, watch: watch)
+            watch.groups.append(group)
+            if isOwnOrder && watch.positions == nil { watch.positions = PositionIndex(self.elements(of: watch)) }
+            self.fill(group)
+        }
+        let live: LiveQuery
+        if let existing = group.queries.first(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
+            live = existing
+        } else {
+            live = LiveQuery(predicate: query.predicate, variables: query.variables, group: group)
+            group.queries.append(live)
+            self.fill(live)
+        }
+        let id = self.registry.nextObservationID
+        self.registry.nextObservationID += 1
+        let observer = QueryObserver(id: id, keyPath: keyPath, query: query, options: options, sink: sink, live: live)
+        live.observers.append(observer)
+        registry.observerCount += 1
+        self.noteReads(of: observer, in: watch)
+        guard options.contains(.initial) else { return (observer, nil) }
+        var initial = Change(
+            observation: id, kind: .setting, isPrior: false, isInitial: true,
+            new: options.contains(.new) ? self.window(of: observer) : nil, old: nil, indexes: nil, seq: self.seq,
+            payloadID: self.registry.nextPayloadID())
+        initial.count = live.count
+        return (observer, initial)
+    }
+
+    /// Checks what `addQueryObservation` checks, without subscribing.
+    public func checkQueryObservable(_ keyPath: KeyPath, _ query: Query) throws(GraphError) {
+        let target = try self.queryTarget(keyPath, strict: true)
+        try self.checkQuery(query, elementClass: target.elementClass, path: keyPath)
+    }
+
+    /// The number of live query subscribers.
+    public var queryObservationCount: Int { self.queries.observerCount }
+
+    /// Ends a query subscription; what no other subscriber needs is dropped.
+    public func removeQueryObservation(_ observer: QueryObserver) {
+        guard observer.isActive else { return }
+        observer.isActive = false
+        self.queries.observerCount -= 1
+        let live = observer.live
+        live.observers.removeAll { $0 === observer }
+        guard live.observers.isEmpty else { return }
+        let group = live.group
+        group.queries.removeAll { $0 === live }
+        guard group.queries.isEmpty else { return }
+        let watch = group.watch
+        watch.groups.removeAll { $0 === group }
+        if !watch.groups.contains(where: \.isOwnOrder) { watch.positions = nil }
+        guard watch.groups.isEmpty else { return }
+        self.unregister(watch)
+        self.queries.watches[watch.keyPath] = nil
+        self.hasLiveQueries = !self.queries.watches.isEmpty
+    }
+
+    /// The subscriber's window now, as the query shows it.
+    func window(of observer: QueryObserver) -> Value {
+        let live = observer.live
+        let group = live.group
+        let start = min(observer.offset, live.count)
+        let end = min(observer.end, live.count)
+        var shown: [Value] = []
+        shown.reserveCapacity(end - start)
+        for rank in start..<end {
+            shown.append(self.project(group.element(at: live.bits.select(rank)), select: observer.query.select))
+        }
+        return .array(shown)
+    }
+
+    // MARK: - Building
+
+    /// Finds the watch's collection and registers the touches that lead to it.
+    private func locate(_ watch: QueryWatch) {
+        let registry = self.queries
+        for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
+        watch.target = (try? self.queryTarget(watch.keyPath, strict: false))
+            ?? QueryTarget(holder: nil, elements: [], isSet: false, elementClass: nil)
+        var route: Set<Touch> = []
+        if self.objects[watch.keyPath.origin] != nil, watch.keyPath.keys.count > 1 {
+            let collector = TriggerCollector()
+            _ = try? self.evaluate(
+                watch.keyPath.keys.dropLast(), from: .object(watch.keyPath.origin), collector: collector, isObserved: true)
+            route = Set(collector.triggers.keys)
+        }
+        watch.route = route
+        for touch in route { QueryRegistry.add(watch, to: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.add(watch, to: &registry.byHolder, at: holder) }
+    }
+
+    /// The watched collection's elements now (an empty list when its holder holds none).
+    func elements(of watch: QueryWatch) -> ValueList {
+        guard let holder = watch.target.holder, let object = self.objects[holder.object],
+            case .array(let elements) = self.read(object, holder.key)
+        else { return [] }
+        return elements
+    }
+
+    /// Counts the watch's members (and registers them as elements).
+    private func fill(_ watch: QueryWatch) {
+        self.elements(of: watch).forEach { self.addMember($0, to: watch) }
+    }
+
+    private func fill(_ group: OrderGroup) {
+        guard !group.isOwnOrder else { return }
+        var entries: [Value] = []
+        let elements = self.elements(of: group.watch)
+        entries.reserveCapacity(elements.count)
+        elements.forEach { element in
+            let entry = group.entries[element] ?? self.entry(of: element, in: group)
+            group.entries[element] = entry
+            entries.append(entry)
+        }
+        entries.sort { group.compare($0, $1) < 0 }
+        group.base = ValueList(entries)
+    }
+
+    private func fill(_ live: LiveQuery) {
+        let group = live.group
+        if let keys = live.singleKeys { group.watch.ownKeys?.formUnion(keys) }
+        var bits: [Bool] = []
+        bits.reserveCapacity(group.count)
+        // The group's order, walked once: the base's entries, or the array itself.
+        let visit: (Value) -> Void = { element in bits.append(self.matches(live, element)) }
+        if group.isOwnOrder {
+            self.elements(of: group.watch).forEach(visit)
+        } else {
+            group.base.forEach { visit(OrderGroup.split($0).element) }
+        }
+        live.bits = RankTree(count: bits.count) { bits[$0] }
+    }
+
+    private func entry(of element: Value, in group: OrderGroup) -> Value {
+        if let keys = group.singleKeys, !self.readsComputed(element, keys) {
+            group.watch.ownKeys?.formUnion(keys)
+            return OrderGroup.entry(self.sortKey(of: element, group.orderBy, collector: nil), element)
+        }
+        let collector = TriggerCollector()
+        let key = self.sortKey(of: element, group.orderBy, collector: collector)
+        self.noteTriggers(collector, of: element, in: group.watch)
+        return OrderGroup.entry(key, element)
+    }
+
+    /// Whether `live`'s predicate holds for `element`, the touches it read registered when they may go beyond the
+    /// element's stored keys (the common predicate over its own stored keys allocates nothing).
+    private func matches(_ live: LiveQuery, _ element: Value) -> Bool {
+        if let keys = live.singleKeys, !self.readsComputed(element, keys) {
+            return live.matches(element, in: self, collector: nil)
+        }
+        let collector = TriggerCollector()
+        let result = live.matches(element, in: self, collector: collector)
+        self.noteTriggers(collector, of: element, in: live.group.watch)
+        return result
+    }
+
+    /// Whether one of `keys` is a computed key of the object `element` is (its dependencies are touches to collect).
+    private func readsComputed(_ element: Value, _ keys: Set<String>) -> Bool {
+        guard case .object(let id) = element, let object = self.objects[id] else { return false }
+        let objectClass = object.objectClass
+        return !objectClass.isOpen || !objectClass.properties.isEmpty
+            ? keys.contains { objectClass.property($0)?.computed != nil } : false
+    }
+
+    /// The keys a new subscriber shows. A key of the element itself that is stored is noted once for the watch; a
+    /// longer key path (`manager.name`) or a computed key is read from every member once, for the touches it goes
+    /// through, and from each member that joins later (`watch.selectPaths`).
+    private func noteReads(of observer: QueryObserver, in watch: QueryWatch) {
+        guard let select = observer.query.select else {
+            watch.ownKeys = nil
+            return
+        }
+        var added: [[String]] = []
+        for keys in select {
+            if keys.count == 1, watch.target.elementClass?.property(keys[0])?.computed == nil {
+                watch.ownKeys?.insert(keys[0])
+            } else if watch.selectPaths.insert(keys).inserted {
+                added.append(keys)
+            }
+        }
+        guard !added.isEmpty else { return }
+        for element in watch.members.keys { self.noteSelectReads(of: element, paths: added, in: watch) }
+    }
+
+    /// The touches the selected key paths of `element` go through.
+    private func noteSelectReads(of element: Value, paths: some Collection<[String]>, in watch: QueryWatch) {
+        guard !paths.isEmpty else { return }
+        let collector = TriggerCollector()
+        for keys in paths { _ = try? self.evaluate(keys[...], from: element, collector: collector) }
+        self.noteTriggers(collector, of: element, in: watch)
+    }
+
+    /// Registers what evaluating an element read: its own keys (in the watch's set), and touches of other objects.
+    private func noteTriggers(_ collector: TriggerCollector, of element: Value, in watch: QueryWatch) {
+        let own: ObjectID? = if case .object(let id) = element { id } else { nil }
+        var foreign = watch.foreign[element] ?? []
+        for touch in collector.triggers.keys {
+            if touch.object == own {
+                if touch.key.isEmpty { watch.ownKeys = nil } else { watch.ownKeys?.insert(touch.key) }
+            } else if !foreign.contains(touch) {
+                foreign.append(touch)
+                watch.dependents[touch, default: [:]][element, default: 0] += 1
+                QueryRegistry.add(watch, to: &self.queries.byDependency, at: touch)
+            }
+        }
+        if !foreign.isEmpty { watch.foreign[element] = foreign }
+    }
+
+    /// Forgets an element's foreign touches (it left the collection, or is evaluated again).
+    private func dropForeign(of element: Value, in watch: QueryWatch) {
+        guard let foreign = watch.foreign.removeValue(forKey: element) else { return }
+        for touch in foreign {
+            guard var elements = watch.dependents[touch] else { continue }
+            elements[element] = nil
+            if elements.isEmpty {
+                watch.dependents[touch] = nil
+                QueryRegistry.remove(watch, from: &self.queries.byDependency, at: touch)
+            } else {
+                watch.dependents[touch] = elements
+            }
+        }
+    }
+
+    private func addMember(_ element: Value, to watch: QueryWatch) {
+        let count = watch.members[element, default: 0]
+        watch.members[element] = count + 1
+        if count == 0, case .object(let id) = element { self.queries.elementWatches[id, default: 0] += 1 }
+    }
+
+    private func removeMember(_ element: Value, from watch: QueryWatch) {
+        guard let count = watch.members[element] else { return }
+        if count > 1 {
+            watch.members[element] = count - 1
+            return
+        }
+        watch.members[element] = nil
+        self.dropForeign(of: element, in: watch)
+        for group in watch.groups where !group.isOwnOrder { group.entries[element] = nil }
+        if case .object(let id) = element {
+            let watches = (self.queries.elementWatches[id] ?? 1) - 1
+            self.queries.elementWatches[id] = watches > 0 ? watches : nil
+        }
+    }
+
+    private func unregister(_ watch: QueryWatch) {
+        let registry = self.queries
+        for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
+        for element in Array(watch.members.keys) {
+            watch.members[element] = 1
+            self.removeMember(element, from: watch)
+        }
+    }
+
+    // MARK: - Commits
+
+    /// Before a mutation applies: the watches its touches reach, and what only the state before can say.
+    func openQueryBracket(_ mutations: [Mutation]) -> QueryBracket? {
+        let registry = self.queries
+        guard !registry.isEmpty else { return nil }
+        var bracket = QueryBracket()
+        func change(for watch: QueryWatch) -> WatchChange {
+            if let existing = bracket.changes.first(where: { $0.watch === watch }) { return existing }
+            let created = WatchChange(watch: watch)
+            bracket.changes.append(created)
+            return created
+        }
+        for mutation in mutations {
+            let (holder, route, elements) = registry.watches(for: mutation.touch)
+            for watch in route { change(for: watch).rebuild = true }
+            for watch in holder {
+                if let detail = mutation.detail { change(for: watch).details.append(detail) } else { change(for: watch).rebuild = true }
+            }
+            for watch in elements {
+                let reached = change(for: watch)
+                var found: [Value] = []
+                if watch.members[.object(mutation.touch.object)] != nil { found.append(.object(mutation.touch.object)) }
+                if let dependents = watch.dependents[mutation.touch] { found.append(contentsOf: dependents.keys) }
+                for element in found where reached.changedSet.insert(element).inserted { reached.changed.append(element) }
+            }
+        }
+        guard !bracket.changes.isEmpty else { return nil }
+        for reached in bracket.changes {
+            let observers = reached.watch.groups.flatMap { $0.queries.flatMap(\.observers) }.filter(\.isActive)
+            if reached.rebuild {
+                for observer in observers where observer.options.contains(.old) {
+                    reached.oldWindows[observer.id] = self.window(of: observer)
+                }
+            }
+            // How the changed elements are shown now: an old value, and what tells a shown element's real change
+            // from a change of keys nobody shows.
+            let selects = Set(observers.map { SelectKey($0.query.select) })
+            for element in reached.changed {
+                var shown: [[[String]]?: Value] = [:]
+                for select in selects { shown[select.keys] = self.project(element, select: select.keys) }
+                reached.oldShown[element] = shown
+            }
+        }
+        return bracket
+    }
+
+    /// After a mutation applied and its other observers were told: brings every reached watch up to date and tells
+    /// each subscriber how its window changed.
+    func closeQueryBracket(_ bracket: QueryBracket, seq: UInt64) {
+        var diffs: [ObservationID: WindowDiff] = [:]
+        var order: [QueryObserver] = []
+        for reached in bracket.changes {
+            let watch = reached.watch
+            guard !watch.groups.isEmpty else { continue }
+            let observers = watch.groups.flatMap { $0.queries.flatMap(\.observers) }.filter(\.isActive)
+            let counts = Dictionary(
+                observers.map { ($0.id, $0.live.count) }, uniquingKeysWith: { first, _ in first })
+            for observer in observers where diffs[observer.id] == nil {
+                diffs[observer.id] = WindowDiff(observer: observer, oldShown: reached.oldShown)
+                order.append(observer)
+            }
+            if reached.rebuild {
+                self.rebuild(watch)
+                for observer in observers {
+                    diffs[observer.id]?.replaceAll(
+                        with: self.window(of: observer), old: reached.oldWindows[observer.id])
+                }
+            } else {
+                // The members whose keys changed first (in their places before the collection's own changes, which
+                // then find each element's entry current), then the collection's changes in order.
+                for element in reached.changed where watch.members[element] != nil {
+                    self.update(element, in: watch, diffs: &diffs)
+                }
+                for detail in reached.details { self.apply(detail, to: watch, diffs: &diffs) }
+            }
+            for observer in observers where observer.live.count != counts[observer.id] {
+                diffs[observer.id]?.countChanged = true
+            }
+        }
+        // Priors of every subscriber first (subscription order), then the afters (reverse order).
+        let sorted = order.sorted { $0.id < $1.id }
+        var afters: [(QueryObserver, [Change])] = []
+        for observer in sorted {
+            guard observer.isActive, let diff = diffs[observer.id] else { continue }
+            let changes = diff.changes(graph: self, seq: seq, count: observer.live.count)
+            if changes.isEmpty { continue }
+            if observer.options.contains(.prior) {
+                for change in changes {
+                    var prior = change
+                    prior.isPrior = true
+                    prior.new = nil
+                    prior.payloadID = self.registry.nextPayloadID()  // its own fields: its own payload (encoders cache by it)
+                    observer.sink.observe(prior, options: observer.options)
+                }
+            }
+            afters.append((observer, changes))
+        }
+        for (observer, changes) in afters.reversed() where observer.isActive {
+            for change in changes { observer.sink.observe(change, options: observer.options) }
+        }
+    }
+
+    /// Finds the collection again and answers every query anew.
+    private func rebuild(_ watch: QueryWatch) {
+        for element in Array(watch.members.keys) {
+            watch.members[element] = 1
+            self.removeMember(element, from: watch)
+        }
+        self.locate(watch)
+        self.fill(watch)
+        if watch.groups.contains(where: \.isOwnOrder) { watch.positions = PositionIndex(self.elements(of: watch)) }
+        for group in watch.groups {
+            group.entries = [:]
+            self.fill(group)
+            for live in group.queries { self.fill(live) }
+        }
+        watch.selectPaths = []
+        for observer in watch.groups.flatMap({ $0.queries.flatMap(\.observers) }) { self.noteReads(of: observer, in: watch) }
+    }
+
+    /// One change of the collection itself: its insertions and removals, at their indexes (arrays) or by value
+    /// (sets).
+    private func apply(_ detail: CollectionDetail, to watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        let isSet = detail.indexes == nil
+        switch detail.kind {
+        case .insertion:
+            for (position, element) in zip(detail.indexes ?? [], detail.new) where !isSet {
+                self.insert(element, at: position, in: watch, diffs: &diffs)
+            }
+            if isSet {
+                for element in detail.new {
+                    self.insert(element, at: nil, in: watch, diffs: &diffs)
+                    }
+            }
+        case .removal:
+            if let indexes = detail.indexes {
+                for (position, element) in zip(indexes, detail.old).reversed() {
+                    self.remove(element, at: position, from: watch, diffs: &diffs)
+                }
+            } else {
+                for element in detail.old { self.remove(element, at: nil, from: watch, diffs: &diffs) }
+            }
+        case .replacement:
+            if let indexes = detail.indexes {
+                for (index, position) in indexes.enumerated() where index < detail.old.count && index < detail.new.count {
+                    self.remove(detail.old[index], at: position, from: watch, diffs: &diffs)
+                    self.insert(detail.new[index], at: position, in: watch, diffs: &diffs)
+                }
+            } else {
+                for element in detail.old { self.remove(element, at: nil, from: watch, diffs: &diffs) }
+                for element in detail.new {
+                    self.insert(element, at: nil, in: watch, diffs: &diffs)
+                    }
+            }
+        case .setting:
+            break
+        }
+    }
+
+    /// An element joins the collection (at `position` in an array).
+    private func insert(_ element: Value, at position: Int?, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        let isNew = watch.members[element] == nil
+        self.addMember(element, to: watch)
+        if isNew { self.noteSelectReads(of: element, paths: watch.selectPaths, in: watch) }
+        if let position { watch.positions?.insert(element, at: position) }
+        for group in watch.groups {
+            let place: Int
+            if group.isOwnOrder {
+                guard let position else { continue }
+                place = position
+            } else {
+                let entry = group.entries[element] ?? self.entry(of: element, in: group)
+                group.entries[element] = entry
+                place = group.lowerBound(entry)
+                group.base.insert(entry, at: place)
+            }
+            for live in group.queries {
+                let bit = self.matches(live, element)
+                live.bits.insert(bit, at: place)
+                if bit { self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs) }
+            }
+        }
+    }
+
+    /// An element leaves the collection (from `position` in an array).
+    private func remove(_ element: Value, at position: Int?, from watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        for group in watch.groups {
+            let place: Int
+            if group.isOwnOrder {
+                guard let position else { continue }
+                place = position
+            } else {
+                guard let entry = group.entries[element] else { continue }
+                place = group.lowerBound(entry)
+            }
+            for live in group.queries where live.bits[place] {
+                self.removing(rank: live.bits.rank(place), in: live, diffs: &diffs)
+            }
+            for live in group.queries { live.bits.remove(at: place) }
+            if !group.isOwnOrder { group.base.remove(at: place) }
+        }
+        if let position { watch.positions?.remove(at: position) }
+        self.removeMember(element, from: watch)
+    }
+
+    /// A member whose keys (or keys its key paths go through) changed: evaluated again in every group and query.
+    private func update(_ element: Value, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+        self.dropForeign(of: element, in: watch)
+        self.noteSelectReads(of: element, paths: watch.selectPaths, in: watch)
+        let occurrences = watch.members[element] ?? 0
+        for group in watch.groups {
+            var places: [Int]
+            if group.isOwnOrder {
+                places = watch.positions?.positions(of: element) ?? []
+            } else {
+                guard let old = group.entries[element] else { continue }
+                let new = self.entry(of: element, in: group)
+                let start = group.lowerBound(old)
+                places = Array(start..<(start + occurrences))
+                if group.compare(old, new) != 0 {
+                    // The element moves: its occurrences leave their place one at a time (the base and every query's
+                    // bits stay aligned), then take the new one.
+                    for _ in 0..<occurrences {
+                        for live in group.queries where live.bits[start] {
+                            self.removing(rank: live.bits.rank(start), in: live, diffs: &diffs)
+                        }
+                        for live in group.queries { live.bits.remove(at: start) }
+                        group.base.remove(at: start)
+                    }
+                    group.entries[element] = new
+                    let place = group.lowerBound(new)
+                    let bits = group.queries.map { self.matches($0, element) }
+                    for offset in 0..<occurrences {
+                        group.base.insert(new, at: place + offset)
+                        for (live, bit) in zip(group.queries, bits) {
+                            live.bits.insert(bit, at: place + offset)
+                            if bit { self.inserted(rank: live.bits.rank(place + offset), in: live, diffs: &diffs) }
+                        }
+                    }
+                    continue
+                }
+                group.entries[element] = new
+            }
+            // In place: each query's bit may flip; a shown element that stays may show new values.
+            for live in group.queries {
+                let bit = self.matches(live, element)
+                for place in places {
+                    let was = live.bits[place]
+                    if was && !bit {
+                        self.removing(rank: live.bits.rank(place), in: live, diffs: &diffs)
+                        live.bits.set(place, to: false)
+                    } else if !was && bit {
+                        live.bits.set(place, to: true)
+                        self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs)
+                    } else if bit {
+                        let rank = live.bits.rank(place)
+                        for observer in live.observers where observer.isActive {
+                            diffs[observer.id]?.replaced(rank: rank, element: element)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The match at `rank` is about to leave (the tree still holds it): each subscriber's window loses it, or
+    /// shifts when it was before the window; the match after the window comes into view.
+    private func removing(rank: Int, in live: LiveQuery, diffs: inout [ObservationID: WindowDiff]) {
+        let count = live.count
+        for observer in live.observers where observer.isActive {
+            let (start, end) = (observer.offset, observer.end)
+            guard rank < end, start < count, start < end else { continue }
+            let leaving = rank < start ? start : rank
+            let element = live.group.element(at: live.bits.select(leaving))
+            let entering = end < count ? live.group.element(at: live.bits.select(end)) : nil
+            diffs[observer.id]?.removed(at: leaving - start, element: element)
+            if let entering { diffs[observer.id]?.inserted(at: min(end, count) - 1 - start, element: entering) }
+        }
+    }
+
+    /// A match arrived at `rank` (the tree holds it): each subscriber's window gains it, or shifts when it came
+    /// before the window; the last shown match is pushed out when the window was full.
+    private func inserted(rank: Int, in live: LiveQuery, diffs: inout [ObservationID: WindowDiff]) {
+        let count = live.count  // after the insertion
+        for observer in live.observers where observer.isActive {
+            let (start, end) = (observer.offset, observer.end)
+            guard rank < end, start < count, start < end else { continue }
+            if end < count {
+                // The window was full: its last match (now at `end`) is pushed out.
+                let pushed = live.group.element(at: live.bits.select(end))
+                diffs[observer.id]?.removed(at: end - 1 - start, element: pushed)
+            }
+            let arriving = rank < start ? start : rank
+            diffs[observer.id]?.inserted(
+                at: arriving - start, element: live.group.element(at: live.bits.select(arriving)))
+        }
+    }
+}
+
+/// The `select` of a subscriber as a set key.
+struct SelectKey: Hashable {
+    let keys: [[String]]?
+    init(_ keys: [[String]]?) { self.keys = keys }
+}
+
+/// One subscriber's window changes within one commit, as the fewest notifications their kinds allow. The changes
+/// arrive one at a time, each at an index of the window as the previous ones left it (an element that enters and a
+/// neighbour pushed out, the same element leaving and coming back elsewhere); `changes` replays them on the window as
+/// runs of its original positions and the elements that arrived, so that what enters and leaves within the commit
+/// cancels out, and tells the rest as at most one removal (indexes in the window before), one insertion (indexes in
+/// the window after) and one replacement (shown elements that stayed and show new values).
+struct WindowDiff {
+    let observer: QueryObserver
+    let oldShown: [Value: [[[String]]?: Value]]
+    private var steps: [Step] = []
+    /// A whole new window (a rebuild): replaces the steps.
+    private var whole: (new: Value, old: Value?)?
+    var countChanged = false
+
+    enum Step {
+        case removed(Int, Value)
+        case inserted(Int, Value)
+        case replaced(Int, Value)
+    }
+
+    init(observer: QueryObserver, oldShown: [Value: [[[String]]?: Value]]) {
+        self.observer = observer
+        self.oldShown = oldShown
+    }
+
+    mutating func replaceAll(with window: Value, old: Value?) {
+        self.whole = (window, old)
+        self.steps = []
+    }
+
+    /// The element at window index `index` leaves (indexes of the window as it is now).
+    mutating func removed(at index: Int, element: Value) {
+        self.steps.append(.removed(index, element))
+    }
+
+    /// `element` arrives at window index `index` (of the window after it).
+    mutating func inserted(at index: Int, element: Value) {
+        self.steps.append(.inserted(index, element))
+    }
+
+    /// The match at `rank` stays where it is but may show new values.
+    mutating func replaced(rank: Int, element: Value) {
+        let (start, end) = (self.observer.offset, self.observer.end)
+        guard rank >= start && rank < end else { return }
+        self.steps.append(.replaced(rank - start, element))
+    }
+
+    /// A piece of the window while the steps are replayed: a run of its original positions, or an element that
+    /// arrived.
+    private enum Run {
+        case originals(Range<Int>)
+        case arrived(Value)
+
+        var count: Int {
+            switch self {
+            case .originals(let range): range.count
+            case .arrived: 1
+            }
+        }
+    }
+
+    /// The notifications, shown values filled in (old ones as they were before the commit); a replacement whose
+    /// values did not change is dropped; a changed count alone is a replacement with no indexes.
+    func changes(graph: Graph, seq: UInt64, count: Int) -> [Change] {
+        let select = self.observer.query.select
+        let options = self.observer.options
+        func make(_ kind: ChangeKind, indexes: [Int]?, new: Value?, old: Value?) -> Change {
+            var change = Change(
+                observation: self.observer.id, kind: kind, isPrior: false, isInitial: false,
+                new: options.contains(.new) ? new : nil, old: options.contains(.old) ? old : nil, indexes: indexes,
+                seq: seq, payloadID: graph.registry.nextPayloadID())
+            change.count = count
+            return change
+        }
+        if let whole = self.whole { return [make(.setting, indexes: nil, new: whole.new, old: whole.old)] }
+        // Replay the steps on runs of the original window.
+        var runs: [Run] = [.originals(0..<Int.max)]
+        var removed: [(index: Int, element: Value)] = []
+        var replaced: [Int: Value] = [:]  // original index -> element
+        func locate(_ index: Int) -> (run: Int, offset: Int)? {
+            var remaining = index
+            for (position, run) in runs.enumerated() {
+                if remaining < run.count { return (position, remaining) }
+                remaining -= run.count
+            }
+            return nil
+        }
+        for step in self.steps {
+            switch step {
+            case .inserted(let index, let element):
+                if let (run, offset) = locate(index) {
+                    if case .originals(let range) = runs[run], offset > 0 {
+                        let split = range.lowerBound + offset
+                        runs.replaceSubrange(
+                            run...run, with: [.originals(range.lowerBound..<split), .arrived(element), .originals(split..<range.upperBound)])
+                    } else {
+                        runs.insert(.arrived(element), at: run)
+                    }
+                } else {
+                    runs.append(.arrived(element))
+                }
+            case .removed(let index, let element):
+                guard let (run, offset) = locate(index) else { continue }
+                switch runs[run] {
+                case .arrived:
+                    runs.remove(at: run)
+                case .originals(let range):
+                    let original = range.lowerBound + offset
+                    removed.append((original, element))
+                    replaced[original] = nil
+                    runs.replaceSubrange(
+                        run...run, with: [.originals(range.lowerBound..<original), .originals((original + 1)..<range.upperBound)])
+                }
+            case .replaced(let index, let element):
+                guard let (run, offset) = locate(index), case .originals(let range) = runs[run] else { continue }
+                replaced[range.lowerBound + offset] = element
+            }
+        }
+        // Where what arrived and what stayed and changed sit in the window after.
+        var arrived: [(index: Int, element: Value)] = []
+        var stayed: [(index: Int, element: Value)] = []
+        var position = 0
+        for run in runs {
+            switch run {
+            case .arrived(let element):
+                arrived.append((position, element))
+            case .originals(let range):
+                for (original, element) in replaced where range.contains(original) {
+                    stayed.append((position + original - range.lowerBound, element))
+                }
+            }
+            if case .originals(let range) = run, range.upperBound == Int.max { break }
+            position += run.count
+        }
+        removed.sort { $0.index < $1.index }
+        stayed.sort { $0.index < $1.index }
+        let old: (Value) -> Value = { self.oldShown[$0]?[select] ?? graph.project($0, select: select) }
+        let new: (Value) -> Value = { graph.project($0, select: select) }
+        var changes: [Change] = []
+        var replacements: [(index: Int, old: Value, new: Value)] = []
+        if removed.count == 1 && arrived.count == 1 && removed[0].index == arrived[0].index {
+            // One left and another took its place: a replacement.
+            replacements.append((arrived[0].index, old(removed[0].element), new(arrived[0].element)))
+        } else {
+            if !removed.isEmpty {
+                changes.append(make(.removal, indexes: removed.map(\.index), new: nil, old: .array(removed.map { old($0.element) })))
+            }
+            if !arrived.isEmpty {
+                changes.append(make(.insertion, indexes: arrived.map(\.index), new: .array(arrived.map { new($0.element) }), old: nil))
+            }
+        }
+        for (index, element) in stayed {
+            let (before, after) = (old(element), new(element))
+            if before != after { replacements.append((index, before, after)) }
+        }
+        if !replacements.isEmpty {
+            replacements.sort { $0.index < $1.index }
+            changes.append(
+                make(
+                    .replacement, indexes: replacements.map(\.index), new: .array(replacements.map(\.new)),
+                    old: .array(replacements.map(\.old))))
+        }
+        if changes.isEmpty && self.countChanged {
+            changes.append(make(.replacement, indexes: [], new: .array([]), old: .array([])))
+        }
+        return changes
+    }
+}
