@@ -4,7 +4,7 @@ import ValueCoding
 import WireProtocol
 
 extension Dispatcher {
-    static let getParameterNames = ["path", "meta"]
+    static let getParameterNames = ["path", "meta", "offset", "limit"]
 
     func get(_ request: RPCRequest, on session: Session) throws {
         let params = Params(request.params, names: Self.getParameterNames, method: "get")
@@ -16,8 +16,31 @@ extension Dispatcher {
         case .bool(true)?: withMeta = true
         default: throw RPCError.badParams("get: 'meta' must be a boolean")
         }
+        let page = try Self.page(params)
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
-        let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
+        let value: Value
+        var count: Int?
+        var modSeq: UInt64?
+        if let page {
+            // A page of a to-many: only the slice is exported (its objects written out), never the whole collection.
+            let stored: Value
+            (stored, modSeq) = withMeta ? try self.context.graph.storedMeta(path) : (try self.context.graph.value(at: path), nil)
+            switch stored {
+            case .null:
+                (value, count) = (.array([]), 0)
+            case .array(let elements):
+                let start = min(page.offset, elements.count)
+                let end = start + min(page.limit, elements.count - start)
+                (value, count) = (self.context.graph.export(.array(Array(elements[start..<end]))), elements.count)
+            default:
+                throw GraphError.typeMismatch(
+                    path: path.description, reason: "offset and limit need a collection, not \(stored.typeName)")
+            }
+        } else if withMeta {
+            (value, modSeq) = try self.context.graph.meta(path)
+        } else {
+            value = try self.context.graph.get(path)
+        }
         let expires = withMeta ? self.context.graph.expiry(path) : nil
         let seq = self.context.graph.seq
         self.writeResult {
@@ -25,6 +48,10 @@ extension Dispatcher {
             value.appendJSON(to: &$0)
             $0.append(contentsOf: #","seq":"#.utf8)
             JSONWriter.appendInt(Int64(seq), to: &$0)
+            if let count {
+                $0.append(contentsOf: #","count":"#.utf8)
+                JSONWriter.appendInt(Int64(count), to: &$0)
+            }
             if withMeta {
                 $0.append(contentsOf: #","modSeq":"#.utf8)
                 if let modSeq { JSONWriter.appendInt(Int64(modSeq), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
@@ -33,6 +60,20 @@ extension Dispatcher {
             }
             $0.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// `get`'s page of a to-many (`offset`, `limit`: integers from 0; either alone reads a page, `offset` from 0 and
+    /// `limit` to the end by default), or nil when neither is given.
+    static func page(_ params: Params) throws(RPCError) -> (offset: Int, limit: Int)? {
+        guard params["offset"] != nil || params["limit"] != nil else { return nil }
+        func bound(_ name: String, default fallback: Int) throws(RPCError) -> Int {
+            guard params[name] != nil else { return fallback }
+            let number: Int64
+            do { number = try params.integer(name) } catch { throw RPCError.badParams("get: '\(name)' must be an integer from 0") }
+            guard number >= 0 else { throw RPCError.badParams("get: '\(name)' must be an integer from 0") }
+            return Int(clamping: number)
+        }
+        return (try bound("offset", default: 0), try bound("limit", default: Int.max))
     }
 
     func set(_ request: RPCRequest, on session: Session) throws {
