@@ -277,6 +277,37 @@ struct AsyncKVOClientTests {
         #expect(await client.connections == 2)
     }
 
+    /// README.md's "From Swift" example, as written there (the prints collected instead).
+    @MainActor
+    @Test func theReadmeExampleRuns() async throws {
+        let server = try KVODProcess.start(defaultModel: true)
+        defer { server.stop() }
+        let printed = Lines()
+        let print: @Sendable (Any...) -> Void = { items in
+            let line = items.map { "\($0)" }.joined(separator: " ")
+            Task { await printed.add(line) }
+        }
+
+        let client = try await AsyncKVOClient.connect(to: "127.0.0.1:\(server.port)")
+        let token = try await client.observe("person.firstName", options: [.new, .old]) { event in
+            if let change = event.change { print(change.old ?? "-", "->", change.new ?? "-") }   // "" -> "Ada"
+        }
+        try await client.set("person.firstName", to: "Ada")
+        let employees = try await client.changes(of: "department.employees", options: [.new])
+        Task { for try await event in employees { print(event.change?.kind ?? "resync", event.change?.indexes ?? []) } }
+        try await client.insert("department.employees", values: [["name": "Grace", "salary": 100]])   // insertion [0]
+        let person = try await KVOMirror.mirror(of: "person", client: client)   // @MainActor, @Observable
+        try await eventually("the mirror's values") { person["firstName"] != nil }
+        print(person["firstName"] ?? "")
+        token.invalidate()   // or let it go: releasing the token unsubscribes
+
+        try await eventually("three lines") { await printed.lines.count == 3 }
+        #expect(Set(await printed.lines) == [#""" -> "Ada""#, "insertion [0]", #""Ada""#])
+        employees.cancel()
+        person.stop()
+        await client.close()
+    }
+
     /// Starts kvod again on `port` (it may take a moment for the port to be free after a kill).
     static func restart(_ arguments: [String], port: Int) throws -> KVODProcess {
         var lastError: (any Error)?
@@ -291,6 +322,12 @@ struct AsyncKVOClientTests {
         }
         throw lastError ?? CancellationError()
     }
+}
+
+/// Lines printed, in the order they came.
+actor Lines {
+    private(set) var lines: [String] = []
+    func add(_ line: String) { self.lines.append(line) }
 }
 
 /// Collects connection states in the background.
