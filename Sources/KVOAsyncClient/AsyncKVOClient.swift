@@ -141,6 +141,10 @@ public actor AsyncKVOClient {
     public private(set) var server: JSONValue?
     /// The `closing` reason kvod sent last (`server_shutdown`, `slow_consumer`, ...).
     public private(set) var closingReason: String?
+    /// The onDisconnect ops kvod last accepted, registered again on every new connection (nil: none).
+    private var onDisconnectOps: [JSONValue]?
+    /// Why the onDisconnect ops could not be registered on the current connection (nil when they were, or none).
+    public private(set) var onDisconnectError: RPCError?
 
     /// Whether the client is connected, and what happens next.
     public enum ConnectionState: Sendable, Equatable {
@@ -269,11 +273,21 @@ public actor AsyncKVOClient {
             reason: failures.joined(separator: "; "))
     }
 
-    /// hello, then every live subscription again with `since`.
+    /// hello, the onDisconnect ops again, then every live subscription again with `since`.
     private func setUp() async throws {
         var hello = JSONObject(["client": .string(self.options.clientName)])
         if let token = self.options.token { hello["token"] = .string(token) }
         self.server = try await self.send("hello", .object(hello))
+        self.onDisconnectError = nil
+        if let ops = self.onDisconnectOps {
+            // Before anything else on this connection, so presence is armed first. A refusal (1012 on a member that
+            // cannot take it, a token that no longer may): the connection goes on without them, and says why.
+            do {
+                _ = try await self.send("onDisconnect", .object(["ops": .array(ops)]))
+            } catch KVOClientError.server(let error) {
+                self.onDisconnectError = error
+            }
+        }
         for state in self.subscriptions.values.sorted(by: { $0.localID < $1.localID }) where state.isActive {
             try await self.resubscribe(state)
         }
@@ -437,6 +451,25 @@ public actor AsyncKVOClient {
                 pause = min(pause * 2, .seconds(1))
             }
         }
+    }
+
+    // MARK: - Presence
+
+    /// Registers `ops` (transaction's `{method, params}` format) that kvod runs as one transaction when this
+    /// connection ends (Protocol/methods.md#ondisconnect); returns their count. The client registers them again on
+    /// every new connection, right after hello, until `cancelOnDisconnect()`, as the Python and TypeScript clients do.
+    @discardableResult
+    public func onDisconnect(_ ops: [(method: String, params: JSONValue)]) async throws -> Int {
+        let list: [JSONValue] = ops.map { .object(["method": .string($0.method), "params": $0.params]) }
+        let result = try await self.call("onDisconnect", .object(["ops": .array(list)]))
+        self.onDisconnectOps = list.isEmpty ? nil : list
+        self.onDisconnectError = nil
+        return Int(clamping: result["ops"]?.intValue ?? 0)
+    }
+
+    /// Cancels the onDisconnect ops, on this connection and the next ones.
+    public func cancelOnDisconnect() async throws {
+        try await self.onDisconnect([])
     }
 
     // MARK: - Subscriptions

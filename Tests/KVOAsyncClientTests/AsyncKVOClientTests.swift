@@ -230,6 +230,39 @@ struct AsyncKVOClientTests {
         #expect(await collector.changes.count == 4)
     }
 
+    @Test func onDisconnectOpsAreRegisteredAgainOnEveryConnection() async throws {
+        let server = try KVODProcess.start()
+        defer { server.stop() }
+        let proxy = try TCPProxy(to: server.port)
+        defer { proxy.stop() }
+        let client = try await AsyncKVOClient.connect(
+            to: "127.0.0.1:\(proxy.port)", options: .init(maxBackoff: .milliseconds(200)))
+        defer { Task { await client.close() } }
+        let states = StateCollector.collecting(await client.connectionStates())
+        let other = try server.client()
+        #expect(try await client.onDisconnect([("set", ["path": "presence.ada", "value": .null])]) == 1)
+        for round in 1...2 {
+            try await client.set("presence.ada", to: "online")
+            proxy.pause()  // the connection ends: kvod runs the ops
+            try await eventually("kvod ran the ops (round \(round))") { try other.get("presence.ada") == .null }
+            proxy.resume()
+            try await eventually("connected again") {
+                await states.states.contains { if case .connected(_, round + 1) = $0 { true } else { false } }
+            }
+            #expect(await client.onDisconnectError == nil)
+        }
+        // Cancelled: the next end of a connection runs nothing.
+        try await client.cancelOnDisconnect()
+        try await client.set("presence.ada", to: "online")
+        proxy.pause()
+        try await eventually("the connection ended") {
+            await states.states.filter { if case .disconnected = $0 { true } else { false } }.count == 3
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try other.get("presence.ada") == "online")
+        proxy.resume()
+    }
+
     @Test func killedWithSigkillAndRestartedTheClientReconnectsAndGoesOn() async throws {
         let data = try ScratchDirectory("async-client")
         let arguments = ["--data-dir", data.path + "/data", "--fsync", "always"]
