@@ -16,31 +16,12 @@ extension Dispatcher {
         case .bool(true)?: withMeta = true
         default: throw RPCError.badParams("get: 'meta' must be a boolean")
         }
-        let page = try Self.page(params)
-        // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
-        let value: Value
-        var count: Int?
-        var modSeq: UInt64?
-        if let page {
-            // A page of a to-many: only the slice is exported (its objects written out), never the whole collection.
-            let stored: Value
-            (stored, modSeq) = withMeta ? try self.context.graph.storedMeta(path) : (try self.context.graph.value(at: path), nil)
-            switch stored {
-            case .null:
-                (value, count) = (.array([]), 0)
-            case .array(let elements):
-                let start = min(page.offset, elements.count)
-                let end = start + min(page.limit, elements.count - start)
-                (value, count) = (self.context.graph.export(.array(Array(elements[start..<end]))), elements.count)
-            default:
-                throw GraphError.typeMismatch(
-                    path: path.description, reason: "offset and limit need a collection, not \(stored.typeName)")
-            }
-        } else if withMeta {
-            (value, modSeq) = try self.context.graph.meta(path)
-        } else {
-            value = try self.context.graph.get(path)
+        // A page of a to-many is read apart; a plain `{path}` does not even look for offset and limit.
+        if Self.mayHavePage(request.params), let page = try Self.page(params) {
+            return try self.getPage(path, offset: page.offset, limit: page.limit, withMeta: withMeta)
         }
+        // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
+        let (value, modSeq) = withMeta ? try self.context.graph.meta(path) : (try self.context.graph.get(path), nil)
         let expires = withMeta ? self.context.graph.expiry(path) : nil
         let seq = self.context.graph.seq
         self.writeResult {
@@ -48,10 +29,6 @@ extension Dispatcher {
             value.appendJSON(to: &$0)
             $0.append(contentsOf: #","seq":"#.utf8)
             JSONWriter.appendInt(Int64(seq), to: &$0)
-            if let count {
-                $0.append(contentsOf: #","count":"#.utf8)
-                JSONWriter.appendInt(Int64(count), to: &$0)
-            }
             if withMeta {
                 $0.append(contentsOf: #","modSeq":"#.utf8)
                 if let modSeq { JSONWriter.appendInt(Int64(modSeq), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
@@ -59,6 +36,49 @@ extension Dispatcher {
                 if let expires { JSONWriter.appendInt(Int64(expires), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
             }
             $0.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `get` with `offset`/`limit`: only the page is exported (its objects written out), never the whole collection,
+    /// with the collection's `count`.
+    private func getPage(_ path: KeyPath, offset: Int, limit: Int, withMeta: Bool) throws {
+        let (stored, modSeq) =
+            withMeta ? try self.context.graph.storedMeta(path) : (try self.context.graph.value(at: path), nil)
+        let value: Value
+        let count: Int
+        switch stored {
+        case .null:
+            (value, count) = (.array([]), 0)
+        case .array(let elements):
+            let start = min(offset, elements.count)
+            let end = start + min(limit, elements.count - start)
+            (value, count) = (self.context.graph.export(.array(Array(elements[start..<end]))), elements.count)
+        default:
+            throw GraphError.typeMismatch(
+                path: path.description, reason: "offset and limit need a collection, not \(stored.typeName)")
+        }
+        let expires = withMeta ? self.context.graph.expiry(path) : nil
+        self.writePageResult(value, count: count, meta: withMeta ? (modSeq, expires) : nil)
+    }
+
+    /// A page's result: `{"value":[...],"seq":N,"count":C}`, and `"modSeq"`, `"expires"` with `meta`.
+    private func writePageResult(_ value: Value, count: Int, meta: (modSeq: UInt64?, expires: UInt64?)?) {
+        var result = JSONObject(["value": value.jsonValue, "seq": .int(Int64(self.context.graph.seq))])
+        result["count"] = .int(Int64(count))
+        if let meta {
+            result["modSeq"] = meta.modSeq.map { .int(Int64($0)) } ?? .null
+            result["expires"] = meta.expires.map { .int(Int64($0)) } ?? .null
+        }
+        self.writeResult { JSONWriter.append(.object(result), to: &$0) }
+    }
+
+    /// Whether the params may hold `offset` or `limit`: more than `path` (and `meta`) by name, or more than two by
+    /// position. Cheap, so that the plain `get` pays nothing for pages.
+    private static func mayHavePage(_ params: JSONValue?) -> Bool {
+        switch params {
+        case .object(let object)?: object.count > 1
+        case .array(let elements)?: elements.count > 2
+        default: false
         }
     }
 
