@@ -341,24 +341,38 @@ public actor AsyncKVOClient {
             self.waiters.removeAll()
             return
         }
-        Task { await self.reconnect() }
-    }
-
-    /// Reconnects with backoff until a connection is set up; one loop at a time.
-    private func reconnect() async {
         guard !self.isReconnecting else { return }
         self.isReconnecting = true
-        defer { self.isReconnecting = false }
-        var backoff = Duration.milliseconds(50)
-        while !self.isClosed && !self.isReady {
-            do {
-                try await self.establish()
-                return
-            } catch {
+        // Reconnects with backoff until a connection is set up; one loop at a time. The loop holds the client weakly
+        // between attempts, so a client its owner released while kvod was down goes away.
+        let maxBackoff = self.options.maxBackoff
+        Task { [weak self] in
+            var backoff = Duration.milliseconds(50)
+            while let client = self, await client.attemptReconnection() == false {
                 try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, self.options.maxBackoff)
+                backoff = min(backoff * 2, maxBackoff)
             }
         }
+    }
+
+    /// One reconnection attempt: true when done (connected, or closed meanwhile), false to try again.
+    private func attemptReconnection() async -> Bool {
+        if self.isClosed || self.isReady {
+            self.isReconnecting = false
+            return true
+        }
+        do {
+            try await self.establish()
+            self.isReconnecting = false
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    deinit {
+        // Released without close(): end the connection, so its reader thread stops and the socket is closed.
+        self.socket?.shutdown()
     }
 
     private func failPending(with error: KVOClientError) {

@@ -109,6 +109,18 @@ struct AsyncKVOClientTests {
         }
     }
 
+    @Test func aClientReleasedWithoutCloseEndsItsConnection() async throws {
+        let server = try KVODProcess.start()
+        defer { server.stop() }
+        let checker = try server.client()
+        var client: AsyncKVOClient? = try await AsyncKVOClient.connect(to: "127.0.0.1:\(server.port)")
+        #expect(try await client?.ping() == "pong")
+        #expect(try checker.call("stats")["connections"] == 2)
+        client = nil
+        try await eventually("kvod saw the connection end") { try checker.call("stats")["connections"] == 1 }
+        #expect(client == nil)
+    }
+
     @Test func aChangeStreamDeliversPriorAndAfterInOrderAndEndsWhenCancelled() async throws {
         let server = try KVODProcess.start(defaultModel: true)
         defer { server.stop() }
