@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "WireProtocol", targets: ["WireProtocol"]),
         .library(name: "ModelFile", targets: ["ModelFile"]),
         .library(name: "KVOClient", targets: ["KVOClient"]),
+        .library(name: "KVOAsyncClient", targets: ["KVOAsyncClient"]),
         .executable(name: "kvod", targets: ["kvod"]),
         .executable(name: "kvoctl", targets: ["kvoctl"]),
         .executable(name: "kvod-bench", targets: ["kvod-bench"]),
@@ -56,6 +57,9 @@ let package = Package(
         .target(name: "ModelFile", dependencies: ["ObjectGraph", "WireProtocol"], swiftSettings: strict),
         // A small blocking client (POSIX sockets) used by kvoctl, the tests and the benchmarks.
         .target(name: "KVOClient", dependencies: ["WireProtocol", "TLS", "SystemCall"], swiftSettings: strict),
+        // The async client library (docs/SWIFT-CLIENT.md): reconnection with `since`, change streams, observation
+        // tokens, an @Observable mirror. POSIX sockets and a reader thread: no libuv, no Foundation.
+        .target(name: "KVOAsyncClient", dependencies: ["KVOClient", "WireProtocol"], swiftSettings: strict),
         .target(
             name: "KVOServer",
             dependencies: [
@@ -99,6 +103,7 @@ let package = Package(
                 logging,
             ]),
         .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(name: "KVOAsyncClientTests", dependencies: ["KVOAsyncClient", "TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
         .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "TLS", "WireProtocol"]),
         // Fuzz targets (docs/RELIABILITY.md, .ci/fuzz.sh): libFuzzer drivers when built with `-D KVOD_LIBFUZZER

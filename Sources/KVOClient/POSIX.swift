@@ -9,17 +9,17 @@ import Darwin
 import SystemCall
 
 /// The text of an errno value (`strerror`).
-func errnoDescription(_ code: Int32) -> String {
+package func errnoDescription(_ code: Int32) -> String {
     String(cString: strerror(code))
 }
 
 /// Closes `descriptor`, ignoring the result (there is nothing useful to do when close fails).
-func closeDescriptor(_ descriptor: Int32) {
+package func closeDescriptor(_ descriptor: Int32) {
     _ = close(descriptor)
 }
 
 /// One send() call that never raises SIGPIPE (MSG_NOSIGNAL on Linux, SO_NOSIGPIPE set at socket creation elsewhere).
-func sendWithoutSignal(_ descriptor: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int {
+package func sendWithoutSignal(_ descriptor: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int {
     #if canImport(Glibc)
     send(descriptor, pointer, count, Int32(MSG_NOSIGNAL))
     #else
@@ -28,7 +28,7 @@ func sendWithoutSignal(_ descriptor: Int32, _ pointer: UnsafeRawPointer, _ count
 }
 
 /// The poll() timeout in milliseconds that waits until `deadline` (rounded up), or -1 (forever) for no deadline.
-func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+package func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
     guard let deadline else { return -1 }
     let remaining = ContinuousClock.now.duration(to: deadline)
     if remaining <= .zero { return 0 }
@@ -38,13 +38,13 @@ func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
 }
 
 /// The instant `timeout` from now, or nil (no deadline) when `timeout` is nil.
-func makeDeadline(after timeout: Duration?) -> ContinuousClock.Instant? {
+package func makeDeadline(after timeout: Duration?) -> ContinuousClock.Instant? {
     timeout.map { ContinuousClock.now.advanced(by: $0) }
 }
 
 /// Waits until `descriptor` has one of `events` (POLLIN, POLLOUT), an error or a hang-up, or until `deadline`.
 /// Returns false on timeout. EINTR restarts the wait with the remaining time.
-func waitFor(_ events: Int32, on descriptor: Int32, until deadline: ContinuousClock.Instant?) throws(KVOClientError)
+package func waitFor(_ events: Int32, on descriptor: Int32, until deadline: ContinuousClock.Instant?) throws(KVOClientError)
     -> Bool
 {
     var entry = pollfd(fd: descriptor, events: Int16(events), revents: 0)
@@ -79,7 +79,7 @@ private func makeStreamSocket(family: Int32) -> Int32 {
 
 /// Resolves `host` (a name, an IPv4 or an IPv6 literal) and connects to the first address that accepts within the
 /// overall `timeout`. Returns a connected, non-blocking socket with TCP_NODELAY set.
-func connectTCP(host: String, port: Int, timeout: Duration?) throws(KVOClientError) -> Int32 {
+package func connectTCP(host: String, port: Int, timeout: Duration?) throws(KVOClientError) -> Int32 {
     func failure(_ reason: String) -> KVOClientError {
         .connectionFailed(host: host, port: port, reason: reason)
     }

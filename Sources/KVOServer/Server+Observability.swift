@@ -18,6 +18,13 @@ extension Server {
         self.core.context.stats.journalFsyncSeconds.observe(seconds)
     }
 
+    /// Notes how late the 250 ms tick fired: how long the loop was busy (reading, dispatching, notifying, writing)
+    /// without coming back to its timers. `stats` and the metrics endpoint show the largest lag of the last second.
+    func recordLoopLag() {
+        let now = self.loop.nowMilliseconds
+        self.core.context.stats.loopLagSeconds = Double(self.loopLag.record(now: now, interval: 250)) / 1000
+    }
+
     /// Starts the metrics endpoint, when configured.
     func startMetrics() throws(UVError) {
         guard let port = self.configuration.metricsPort else { return }
@@ -75,5 +82,22 @@ extension Server {
     func stopWeb() {
         self.webServer?.close()
         self.webServer = nil
+    }
+}
+
+/// The lag of a repeating timer: how much later than its interval after the previous firing it fired, the largest
+/// of the last four firings (a second of a 250 ms timer). libuv rearms a repeating timer from the loop's time when it
+/// fires, so a loop busy for 40 ms shows as a timer 40 ms late.
+struct LoopLagProbe {
+    private var lastFired: UInt64?
+    private var recent: [UInt64] = []
+
+    /// Records a firing at `now` (milliseconds) of a timer repeating every `interval`; returns the largest recent lag.
+    mutating func record(now: UInt64, interval: UInt64) -> UInt64 {
+        let lag = self.lastFired.map { now > $0 + interval ? now - ($0 + interval) : 0 } ?? 0
+        self.lastFired = now
+        self.recent.append(lag)
+        if self.recent.count > 4 { self.recent.removeFirst() }
+        return self.recent.max() ?? 0
     }
 }

@@ -96,6 +96,9 @@ public final class Server {
     var webSocketOrigins: [String]
     /// The TLS context new connections get (`configuration.tls`, then what `replaceTLSContext` put there).
     public private(set) var tlsContext: TLSContext?
+    /// How late the 250 ms tick fired (its lag, Server+Observability.swift): when it last fired, and the lags of
+    /// the last second.
+    var loopLag = LoopLagProbe()
 
     /// Creates a server for `graph` on `loop`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, graph: Graph, loop: EventLoop, logger: Logger) {
@@ -137,7 +140,10 @@ public final class Server {
             self.webSocketListener = webSocketListener
         }
         let timer = try LoopTimer(loop: self.loop)
-        try timer.start(afterMilliseconds: 250, repeatMilliseconds: 250) { [unowned self] in self.core.tick() }
+        try timer.start(afterMilliseconds: 250, repeatMilliseconds: 250) { [unowned self] in
+            self.recordLoopLag()
+            self.core.tick()
+        }
         self.tickTimer = timer
         try self.startMetrics()
         try self.startWeb(kvodAddress: listener.localAddress, kvodPort: listener.localPort)

@@ -23,6 +23,8 @@ public struct ServerStats: Sendable {
     public var authenticationFailures = 0
     /// `onDisconnect` ops that failed when their session ended (nothing applied).
     public var onDisconnectFailures = 0
+    /// The largest lag of the loop's 250 ms tick over the last second, in seconds (Server+Observability.swift).
+    public var loopLagSeconds = 0.0
     /// Closes by reason.
     public var closes: [CloseReason: Int] = [:]
     /// How long journal fsyncs took (filled in by durability; empty without a data directory).

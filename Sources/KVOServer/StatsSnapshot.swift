@@ -60,6 +60,11 @@ public struct StatsSnapshot: Sendable {
             counter(
                 "onDisconnectFailures", "kvod_on_disconnect_failures_total",
                 "onDisconnect ops that failed when their connection ended.", stats.onDisconnectFailures),
+            Figure(
+                jsonName: "loopLagSeconds", metricName: "kvod_loop_lag_seconds", isCounter: false,
+                help: "How late the loop's 250 ms timer fired, at most, over the last second: how long the loop was "
+                    + "busy without coming back to its timers.",
+                value: stats.loopLagSeconds),
         ]
         self.closes = CloseReason.allCases.map { ($0, stats.closes[$0] ?? 0) }
         self.journalFsyncSeconds = stats.journalFsyncSeconds

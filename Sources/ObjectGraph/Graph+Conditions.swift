@@ -17,7 +17,14 @@ extension Graph {
     /// The value at `path` (as `get` gives it) and the modSeq of its last key: the seq of the mutation that last
     /// stored it; nil for a computed key, a key never set, or a path through a missing object.
     public func meta(_ path: KeyPath) throws(GraphError) -> (value: Value, modSeq: UInt64?) {
-        let value = try self.get(path)
+        let (stored, modSeq) = try self.storedMeta(path)
+        return (self.export(stored), modSeq)
+    }
+
+    /// As `meta`, with the value as stored (`value(at:)`: objects as references), for a caller that exports only a
+    /// part of it (a page of a to-many).
+    public func storedMeta(_ path: KeyPath) throws(GraphError) -> (value: Value, modSeq: UInt64?) {
+        let value = try self.value(at: path)
         guard let key = path.keys.last else { return (value, nil) }
         let holder = try self.value(at: KeyPath(origin: path.origin, keys: Array(path.keys.dropLast())))
         guard case .object(let id) = holder, let object = self.objects[id], object.objectClass.property(key)?.computed == nil

@@ -37,6 +37,37 @@ import WireProtocol
         try peer.expectQuiet()
     }
 
+    @Test func getReadsAPageOfAToManyWithItsCount() throws {
+        let server = InProcessServer()
+        let peer = server.peer()
+        _ = try peer.request(1, "set", #"{"path":"list","value":[0,1,2,3,4,5,6,7,8,9]}"#)
+        let page = try peer.request(2, "get", #"{"path":"list","offset":3,"limit":4}"#)["result"]
+        #expect(page == .json(#"{"value":[3,4,5,6],"seq":1,"count":10}"#))
+        // Past the end: what there is; offset alone reads to the end, limit alone from the start; limit 0 counts.
+        #expect(try peer.request(3, "get", #"{"path":"list","offset":8,"limit":5}"#)["result"]?["value"] == .json("[8,9]"))
+        #expect(try peer.request(4, "get", #"{"path":"list","offset":12}"#)["result"] == .json(#"{"value":[],"seq":1,"count":10}"#))
+        #expect(try peer.request(5, "get", #"{"path":"list","limit":2}"#)["result"]?["value"] == .json("[0,1]"))
+        #expect(try peer.request(6, "get", #"{"path":"list","limit":0}"#)["result"] == .json(#"{"value":[],"seq":1,"count":10}"#))
+        // By position: path, meta, offset, limit; with meta, the collection key's modSeq too.
+        let meta = try peer.request(7, "get", #"["list",true,9,1]"#)["result"]
+        #expect(meta == .json(#"{"value":[9],"seq":1,"count":10,"modSeq":1,"expires":null}"#))
+        // Objects in the page are written out; a never-set collection is an empty one.
+        _ = try peer.request(8, "set", #"{"path":"team","value":[{"name":"Ada"},{"name":"Grace"},{"name":"Edsger"}]}"#)
+        let objects = try peer.request(9, "get", #"{"path":"team","offset":1,"limit":1}"#)["result"]
+        let grace = objects?["value"]?.arrayValue?.first
+        #expect(grace?["name"] == "Grace" && grace?["$id"] != nil && objects?["count"] == 3)
+        #expect(try peer.request(10, "get", #"{"path":"nothing","limit":5}"#)["result"]?["count"] == 0)
+        // Bad bounds and a page of something else are errors.
+        for (id, params) in [(11, #"{"path":"list","offset":-1}"#), (12, #"{"path":"list","limit":1.5}"#),
+                             (13, #"{"path":"list","limit":"2"}"#)] {
+            let error = try peer.request(id, "get", params)["error"]
+            #expect(error?["code"] == -32602, "\(params)")
+        }
+        _ = try peer.request(14, "set", #"{"path":"n","value":5}"#)
+        #expect(try peer.request(15, "get", #"{"path":"n","limit":1}"#)["error"]?["code"] == 1005)
+        try peer.expectQuiet()
+    }
+
     @Test func objectsInCollectionsAreAddressableAndOperatorsWork() throws {
         let server = InProcessServer()
         let peer = server.peer()

@@ -3,7 +3,8 @@
 # .build/debug/kvod) and kvoctl ($KVOCTL_BIN, default .build/debug/kvoctl) in headless Chromium. Installs what is
 # missing first: Debian's chromium and chromium-driver (apt-get update, then install, non-interactive; about 1.5 min
 # and 350 MB on a fresh Debian 12), and requirements.txt with pip, as Tests/python/run.sh does. KVOD_SCREENSHOT=1
-# also saves docs/inspector.png. Extra arguments go to pytest. Bounded: the whole run stops after
+# also saves the docs/inspector*.png images (docs/INSPECTOR.md). The cluster test (test_inspector_cluster.py) runs
+# when etcd is installed and is skipped otherwise. Extra arguments go to pytest. Bounded: the whole run stops after
 # BROWSER_TEST_SECONDS (300). Exits with pytest's status.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

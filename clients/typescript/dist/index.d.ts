@@ -204,6 +204,14 @@ export interface Connected {
 }
 /** A function `onConnected` calls on each connection. */
 export declare type ConnectedListener = (info: Connected) => void | Promise<void>;
+/** What an `onDisconnected` listener gets when a connection ends: the address it was to, the `closing` reason kvod
+ * gave (when it sent one: `server_shutdown`, `slow_consumer`, ...), and whether the client reconnects by itself. */
+export interface Disconnected {
+    endpoint?: string;
+    reason?: string;
+    reconnecting: boolean;
+}
+export declare type DisconnectedListener = (info: Disconnected) => void;
 /** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export declare function connect(addresses: string | string[], options?: ClientOptions): Promise<Client>;
 /** A kvod client (create it with `connect`): promises for calls, async iterators for subscriptions, which resume by
@@ -237,6 +245,9 @@ export declare class Client {
      * tried. */
     private rearming?;
     private readonly connectedListeners;
+    private readonly disconnectedListeners;
+    /** The `closing` reason kvod sent last, and on which connection (`connections` then). */
+    private lastClosing?;
     private lastConnected?;
     /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
     onDisconnectError?: KvodError;
@@ -337,6 +348,12 @@ export declare class Client {
      * subscriptions resumed), and soon when connected now (Firebase's `.info/connected`). A listener may call the
      * client (`client.set("presence.ada", "online")`); a failure is logged. Returns a function that removes it. */
     onConnected(listener: ConnectedListener): () => void;
+    /** Calls `listener(Disconnected)` each time a connection that was set up ends (kvod closed it, died, or the
+     * network failed), right away, before any reconnection; `reconnecting` says whether the client will reconnect by
+     * itself (false with `reconnect: false` or after `close()`). With `onConnected`, this tells a user interface when
+     * to show the connection as lost. Returns a function that removes it. */
+    onDisconnected(listener: DisconnectedListener): () => void;
+    private notifyDisconnected;
     /** kvod answered an `onDisconnect` with these params: they are what it holds now (`[]` cancelled). */
     private onDisconnectAccepted;
     /** `{value}` or `{values}`, with `index`/`indexes` (ordered collections) or without (append; union on a set). */

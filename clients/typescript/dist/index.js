@@ -273,6 +273,7 @@ export class Client {
         /** A reconnection loop is running (`reconnect`). */
         this.reconnecting = false;
         this.connectedListeners = [];
+        this.disconnectedListeners = [];
         if (addresses.length === 0)
             throw new TypeError("no address given");
         addresses.forEach((address) => { if (!/^wss?:\/\//.test(address))
@@ -454,8 +455,11 @@ export class Client {
             .catch((error) => console.warn("kvod: an onConnected listener failed:", error));
     }
     lost() {
+        const wasReady = this.ready;
         this.ready = false;
         this.transport = undefined;
+        if (wasReady)
+            this.notifyDisconnected();
         this.byServerId.clear();
         for (const state of this.subscriptions)
             state.serverId = undefined;
@@ -572,6 +576,7 @@ export class Client {
         }
         else if (message.method === "closing") {
             this.closingReason = params.reason;
+            this.lastClosing = { reason: params.reason, connection: this.connections };
         }
     }
     /** Advances the resume point; false for a replayed notification the caller already has. */
@@ -730,6 +735,33 @@ export class Client {
             if (index >= 0)
                 this.connectedListeners.splice(index, 1);
         };
+    }
+    /** Calls `listener(Disconnected)` each time a connection that was set up ends (kvod closed it, died, or the
+     * network failed), right away, before any reconnection; `reconnecting` says whether the client will reconnect by
+     * itself (false with `reconnect: false` or after `close()`). With `onConnected`, this tells a user interface when
+     * to show the connection as lost. Returns a function that removes it. */
+    onDisconnected(listener) {
+        this.disconnectedListeners.push(listener);
+        return () => {
+            const index = this.disconnectedListeners.indexOf(listener);
+            if (index >= 0)
+                this.disconnectedListeners.splice(index, 1);
+        };
+    }
+    notifyDisconnected() {
+        const closing = this.lastClosing?.connection === this.connections ? this.lastClosing.reason : undefined;
+        const info = {
+            endpoint: this.endpoint, reason: closing,
+            reconnecting: !this.closed && this.options.reconnect !== false,
+        };
+        for (const listener of [...this.disconnectedListeners]) {
+            try {
+                listener(info);
+            }
+            catch (error) {
+                console.warn("kvod: an onDisconnected listener failed:", error);
+            }
+        }
     }
     /** kvod answered an `onDisconnect` with these params: they are what it holds now (`[]` cancelled). */
     onDisconnectAccepted(params) {

@@ -383,6 +383,16 @@ export interface Connected {
 /** A function `onConnected` calls on each connection. */
 export type ConnectedListener = (info: Connected) => void | Promise<void>;
 
+/** What an `onDisconnected` listener gets when a connection ends: the address it was to, the `closing` reason kvod
+ * gave (when it sent one: `server_shutdown`, `slow_consumer`, ...), and whether the client reconnects by itself. */
+export interface Disconnected {
+  endpoint?: string;
+  reason?: string;
+  reconnecting: boolean;
+}
+
+export type DisconnectedListener = (info: Disconnected) => void;
+
 /** Connects to kvod (several addresses are tried in turn: the members of a cluster) and says hello. */
 export async function connect(addresses: string | string[], options: ClientOptions = {}): Promise<Client> {
   const client = new Client(Array.isArray(addresses) ? addresses : [addresses], options);
@@ -419,6 +429,9 @@ export class Client {
    * tried. */
   private rearming?: { deadline: number; pause: number; tried: Set<string> };
   private readonly connectedListeners: ConnectedListener[] = [];
+  private readonly disconnectedListeners: DisconnectedListener[] = [];
+  /** The `closing` reason kvod sent last, and on which connection (`connections` then). */
+  private lastClosing?: { reason?: string; connection: number };
   private lastConnected?: Connected;
   /** Why the onDisconnect ops could not be registered again on the current connection (undefined when they were). */
   onDisconnectError?: KvodError;
@@ -602,8 +615,10 @@ export class Client {
   }
 
   private lost(): void {
+    const wasReady = this.ready;
     this.ready = false;
     this.transport = undefined;
+    if (wasReady) this.notifyDisconnected();
     this.byServerId.clear();
     for (const state of this.subscriptions) state.serverId = undefined;
     for (const pending of this.pending.values()) pending.reject(new ConnectionLost("the connection closed before kvod answered", -1));
@@ -700,6 +715,7 @@ export class Client {
       if (state && typeof params.seq === "number") state.lastSeq = Math.max(state.lastSeq ?? 0, params.seq);
     } else if (message.method === "closing") {
       this.closingReason = params.reason;
+      this.lastClosing = { reason: params.reason, connection: this.connections };
     }
   }
 
@@ -846,6 +862,33 @@ export class Client {
       const index = this.connectedListeners.indexOf(listener);
       if (index >= 0) this.connectedListeners.splice(index, 1);
     };
+  }
+
+  /** Calls `listener(Disconnected)` each time a connection that was set up ends (kvod closed it, died, or the
+   * network failed), right away, before any reconnection; `reconnecting` says whether the client will reconnect by
+   * itself (false with `reconnect: false` or after `close()`). With `onConnected`, this tells a user interface when
+   * to show the connection as lost. Returns a function that removes it. */
+  onDisconnected(listener: DisconnectedListener): () => void {
+    this.disconnectedListeners.push(listener);
+    return () => {
+      const index = this.disconnectedListeners.indexOf(listener);
+      if (index >= 0) this.disconnectedListeners.splice(index, 1);
+    };
+  }
+
+  private notifyDisconnected(): void {
+    const closing = this.lastClosing?.connection === this.connections ? this.lastClosing.reason : undefined;
+    const info: Disconnected = {
+      endpoint: this.endpoint, reason: closing,
+      reconnecting: !this.closed && this.options.reconnect !== false,
+    };
+    for (const listener of [...this.disconnectedListeners]) {
+      try {
+        listener(info);
+      } catch (error) {
+        console.warn("kvod: an onDisconnected listener failed:", error);
+      }
+    }
   }
 
   /** kvod answered an `onDisconnect` with these params: they are what it holds now (`[]` cancelled). */
