@@ -49,11 +49,14 @@ cluster-test:
 	$(SWIFT) build --product kvoctl
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/cluster/run.sh
 
-## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP (about two minutes once built;
+## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP, then kvod beside Redis, NATS
+## and etcd in tiers and 10,000 connections on each (about fifteen minutes once built; not part of CI;
 ## Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
 	bash Benchmarks/websocket.sh --quick --no-build
+	bash Benchmarks/peers.sh --quick --no-build
+	python3 Benchmarks/connections.py --quick
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:

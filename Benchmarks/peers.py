@@ -3,7 +3,7 @@
 `target` is "TIER/SERIES" (peers.sh names them so).
 
 Per cell (M subscribers, P publishers x D in flight) and series: the median notifications/s, generator CPU, server
-CPU per notification and p99 over the alternations. Each kvod/peer ratio is judged by one rule, printed beside it:
+CPU (the share of a CPU the server got in the window), server CPU per notification and p99 over the alternations. Each kvod/peer ratio is judged by one rule, printed beside it:
   rate  notifications/s, kvod's over the peer's (both generators below 0.9 of a CPU);
   cpu   server CPU time per notification, the peer's over kvod's, where the generator ran at >= 0.9 of its CPU in
         either server's runs (notifications/s cannot tell two servers apart when the generator is the limit).
@@ -131,7 +131,7 @@ def main(argv):
         header = ["M", "P×D"] + [f"{n} notif/s" for n in names]
         for peer in peers:
             header += [f"kvod/{peer}", "rule"]
-        header += ["generator CPU (" + " / ".join(names) + ")", "server µs/notif", "p99"]
+        header += ["generator CPU (" + " / ".join(names) + ")", "server CPU", "server µs/notif", "p99"]
         rows = []
         for cell in sorted(stats[tier]):
             by_series = stats[tier][cell]
@@ -151,6 +151,12 @@ def main(argv):
                 else:
                     row += ["-", "-"]
             row.append(" / ".join(f"{by_series[n]['bench_cpu']:.2f}" if n in by_series else "-" for n in names))
+            row.append(
+                " / ".join(
+                    f"{by_series[n]['server_cpu']:.2f}" if n in by_series and by_series[n]["server_cpu"] is not None
+                    else "-" for n in names
+                )
+            )
             row.append(
                 " / ".join(
                     f"{by_series[n]['cpu_us']:.2f}" if n in by_series and by_series[n]["cpu_us"] else "-" for n in names

@@ -15,6 +15,8 @@
 #   bash Benchmarks/peers.sh --quick    about five minutes once built: M in 1 100, P×D in 1x1 1x16, 2 s, 2 alternations
 #   options: --subscribers "1 10" --shapes "1x16 16x1" --seconds S --warmup S --alternations N --tiers "ephemeral
 #            memory durable whole" --whole-cells "100:16x1 1000:1x16" --out DIR --no-build
+#            --nice N (every server and the generator at niceness N, e.g. -10: on a machine busy with other work
+#            they then get the CPUs they are pinned to, and the rates measure the servers, not the scheduler)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -26,6 +28,7 @@ ALTERNATIONS=3
 TIERS="ephemeral memory durable whole"
 WHOLE_CELLS="100:1x16 1000:16x1"
 BUILD=1
+NICE=0
 OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,12 +43,14 @@ while [ $# -gt 0 ]; do
         --tiers) TIERS="$2"; shift 2 ;;
         --whole-cells) WHOLE_CELLS="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
+        --nice) NICE="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
 case "$ALTERNATIONS" in ''|*[!0-9]*) die "--alternations must be a number" ;; esac
+case "$NICE" in ''|*[!0-9-]*) die "--nice must be a number" ;; esac
 [ "$ALTERNATIONS" -ge 1 ] && [ "$ALTERNATIONS" -le 20 ] || die "--alternations must be 1...20"
 
 OUT="${OUT:-${TMPDIR:-/tmp}/kvod-peers-$(date +%Y%m%d-%H%M%S)}"
@@ -118,6 +123,7 @@ start_tier() {
     SERIES=()
     TIER_PIDS=()
     if [ "$tier" = whole ]; then go=(env); else wrap=($(pin 0)); fi
+    [ "$NICE" = 0 ] || wrap=(nice -n "$NICE" "${wrap[@]}")
     case "$tier" in
         ephemeral|whole)
             KVOD_ARGS=()
@@ -162,6 +168,7 @@ run_one() {
     name="${line%% *}"
     read -r -a args <<<"${line#* }"
     [ "$tier" = whole ] || wrap=($(pin 1))
+    [ "$NICE" = 0 ] || wrap=(nice -n "$NICE" "${wrap[@]}")
     timeout "$RUN_TIMEOUT" "${wrap[@]}" "$BENCH_BIN" fanout "${args[@]}" --series "$tier/$name" \
         --subscribers "$m" --publishers "$p" --pipeline "$d" --seconds "$RUN_SECONDS" --warmup "$WARMUP" --json \
         >>"$RESULTS" 2>>"$OUT/discrepancies.txt" || status=$?
@@ -201,7 +208,7 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
     echo "kvod and its peers, $STARTED_AT, $(nproc) CPUs; load average $LOAD_BEFORE at the start, $LOAD_AFTER at the end"
     echo "versions: $(redis-server --version | cut -d' ' -f3), nats-server $(nats-server --version 2>&1 | awk '{print $NF}'),"\
         "etcd $(etcd --version 2>/dev/null | awk '/etcd Version/ {print $3}') (JSON gateway, HTTP/1.1);" \
-        "tmpfs data in $TMPFS_DIR, disk data on $DISK_FS"
+        "tmpfs data in $TMPFS_DIR, disk data on $DISK_FS; niceness $NICE"
     echo
     python3 "$BENCH_ROOT/Benchmarks/peers.py" "$RESULTS" || FAILED=1
 } | tee "$OUT/report.txt"
