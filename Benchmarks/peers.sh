@@ -75,43 +75,55 @@ DISK_FS=$(stat -f -c %T "$DISK_DATA")
 cleanup_data() { rm -rf "$TMPFS_DATA" "$DISK_DATA"; }
 trap 'stop_all; cleanup_data' EXIT
 
-# Starts nats-server on a free port: start_nats LOG [wrapper...]; sets NATS_PID and NATS_PORT.
+# Starts nats-server on a free port: start_nats LOG [wrapper...]; sets NATS_PID and NATS_PORT. A port taken between
+# the check and the bind (free_port's range overlaps the ephemeral ports) means another try on another port.
 start_nats() {
-    local logfile="$1" try
+    local logfile="$1" attempt try
     shift
-    NATS_PORT=$(free_port)
-    "$@" nats-server -a 127.0.0.1 -p "$NATS_PORT" >"$logfile" 2>&1 &
-    NATS_PID=$!
-    STARTED_PIDS+=("$NATS_PID")
-    for try in $(seq 1 100); do
-        grep -q "Server is ready" "$logfile" 2>/dev/null && return 0
-        kill -0 "$NATS_PID" 2>/dev/null || die "nats-server exited at start (see $logfile)"
-        sleep 0.1
+    for attempt in 1 2 3; do
+        NATS_PORT=$(free_port)
+        "$@" nats-server -a 127.0.0.1 -p "$NATS_PORT" >"$logfile" 2>&1 &
+        NATS_PID=$!
+        STARTED_PIDS+=("$NATS_PID")
+        for try in $(seq 1 100); do
+            grep -q "Server is ready" "$logfile" 2>/dev/null && return 0
+            kill -0 "$NATS_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$NATS_PID" 2>/dev/null && die "nats-server did not get ready within 10 s"
+        stop_pid "$NATS_PID"
+        grep -q "address already in use" "$logfile" || die "nats-server exited at start (see $logfile)"
     done
-    die "nats-server did not get ready within 10 s"
+    die "nats-server found no free port (see $logfile)"
 }
 
 # Starts a one-member etcd on free ports: start_etcd DATA_DIR LOG [wrapper...]; sets ETCD_PID and ETCD_PORT.
 start_etcd() {
-    local data="$1" logfile="$2" peer try
+    local data="$1" logfile="$2" peer attempt try
     shift 2
-    ETCD_PORT=$(free_port)
-    peer=$(free_port)
-    "$@" etcd --name peers --data-dir "$data" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
-        --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$peer" \
-        --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "peers=http://127.0.0.1:$peer" \
-        >"$logfile" 2>&1 &
-    ETCD_PID=$!
-    STARTED_PIDS+=("$ETCD_PID")
-    for try in $(seq 1 200); do
-        if python3 -c "import urllib.request,sys; urllib.request.urlopen(urllib.request.Request(
+    for attempt in 1 2 3; do
+        ETCD_PORT=$(free_port)
+        peer=$(free_port)
+        [ "$peer" != "$ETCD_PORT" ] || continue
+        "$@" etcd --name peers --data-dir "$data" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+            --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$peer" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "peers=http://127.0.0.1:$peer" \
+            >"$logfile" 2>&1 &
+        ETCD_PID=$!
+        STARTED_PIDS+=("$ETCD_PID")
+        for try in $(seq 1 200); do
+            if python3 -c "import urllib.request,sys; urllib.request.urlopen(urllib.request.Request(
 'http://127.0.0.1:$ETCD_PORT/v3/kv/range', data=b'{\"key\":\"AA==\"}'), timeout=1)" 2>/dev/null; then
-            return 0
-        fi
-        kill -0 "$ETCD_PID" 2>/dev/null || die "etcd exited at start (see $logfile)"
-        sleep 0.1
+                return 0
+            fi
+            kill -0 "$ETCD_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$ETCD_PID" 2>/dev/null && die "etcd did not answer within 20 s"
+        stop_pid "$ETCD_PID"
+        grep -q "address already in use" "$logfile" || die "etcd exited at start (see $logfile)"
     done
-    die "etcd did not answer within 20 s"
+    die "etcd found no free ports (see $logfile)"
 }
 
 # Series of the tier being run: "name kvod-bench-arguments" (a pid and a port each), filled by start_tier.
