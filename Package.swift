@@ -86,13 +86,18 @@ let package = Package(
         .executableTarget(name: "kvoctl", dependencies: ["KVOCtlCommands"], swiftSettings: strict),
         // The load generator (Benchmarks/README.md); never part of the test suite.
         .executableTarget(
-            name: "kvod-bench", dependencies: ["UVLoop", "TLS", "WireProtocol", argumentParser], path: "Benchmarks/kvod-bench",
+            name: "kvod-bench", dependencies: ["UVLoop", "TLS", "WireProtocol", "PeerProtocols", argumentParser],
+            path: "Benchmarks/kvod-bench", swiftSettings: strict),
+        // Pure: the peers' wire protocols kvod-bench speaks (NATS core, etcd's JSON gateway), tested in CI.
+        .target(
+            name: "PeerProtocols", dependencies: ["WireProtocol"], path: "Benchmarks/PeerProtocols",
             swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["KVOClient", "WireProtocol"], path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "WireProtocol"]),
+        .testTarget(name: "PeerProtocolsTests", dependencies: ["PeerProtocols"]),
         .testTarget(name: "ModelFileTests", dependencies: ["ModelFile", "ObjectGraph"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "ObjectGraph", "WireProtocol"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop"]),

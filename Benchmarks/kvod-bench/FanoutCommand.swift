@@ -10,7 +10,10 @@ struct Fanout: ParsableCommand {
         abstract: "M subscribers of one key, P publishers with D mutations in flight each.",
         discussion: """
             Every mutation carries its send time (kvod: the value set is a monotonic nanosecond timestamp; Redis \
-            PUBLISH: the payload starts with it), so a subscriber measures latency from send to receipt. Redis \
+            PUBLISH, NATS PUB and etcd put: the payload TIME:PUBLISHER:COUNTER starts with it), so a subscriber \
+            measures latency from send to receipt. NATS publishers run in verbose mode (every PUB acknowledged by \
+            +OK, NATS core's only acknowledgement); etcd runs through its JSON gateway (HTTP/1.1 puts pipelined on \
+            keep-alive connections, one /v3/watch stream per subscriber, events checked by mod_revision). Redis \
             keyspace notifications carry no value: the i-th notification is matched with the i-th SET sent, which \
             is exact for one publisher and approximate for several. After the window the run drains and checks that \
             every subscriber received every notification, in order; any discrepancy is printed and the exit status \
@@ -19,7 +22,7 @@ struct Fanout: ParsableCommand {
 
     @OptionGroup var server: ServerOptions
 
-    @Option(help: "kvod or redis.")
+    @Option(help: "kvod, redis, nats (NATS core) or etcd (its JSON gateway on the client port).")
     var target: String = "kvod"
 
     @Option(help: "With --target redis: publish (PUBLISH to a channel) or set (SET + keyspace notifications).")
@@ -55,15 +58,15 @@ struct Fanout: ParsableCommand {
     @Option(name: .customLong("count"), help: "Stop after this many mutations (no warm-up) instead of --seconds.")
     var mutationLimit: Int?
 
-    @Option(help: "The key (kvod key path, Redis channel or key).")
+    @Option(help: "The key (kvod key path, Redis channel or key, NATS subject, etcd key).")
     var key: String = "k"
 
     @Flag(help: "Print one JSON object per run instead of a table.")
     var json = false
 
     func validate() throws {
-        guard self.target == "kvod" || self.target == "redis" else {
-            throw ValidationError("--target must be kvod or redis")
+        guard ["kvod", "redis", "nats", "etcd"].contains(self.target) else {
+            throw ValidationError("--target must be kvod, redis, nats or etcd")
         }
         guard self.transport == .tcp || self.target == "kvod" else {
             throw ValidationError("--transport websocket needs --target kvod")
@@ -100,7 +103,12 @@ struct Fanout: ParsableCommand {
 
     func run() throws {
         let target: Target =
-            self.target == "kvod" ? .kvod : .redis(Target.RedisCommand(rawValue: self.redisCommand) ?? .publish)
+            switch self.target {
+            case "nats": .nats
+            case "etcd": .etcd
+            case "redis": .redis(Target.RedisCommand(rawValue: self.redisCommand) ?? .publish)
+            default: .kvod
+            }
         var results: [FanoutResult] = []
         for subscriberCount in try parseList(self.subscribers, name: "--subscribers") {
             for (publisherCount, depth) in try self.resolvedShapes() {

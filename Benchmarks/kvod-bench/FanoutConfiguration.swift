@@ -27,7 +27,7 @@ struct FanoutConfiguration {
     var seconds: Double
     /// Stop after this many mutations instead of after `seconds` (no warm-up): a workload that repeats exactly.
     var mutationLimit: Int?
-    /// The key (kvod key path, Redis channel or key).
+    /// The key (kvod key path, Redis channel or key, NATS subject, etcd key).
     var key: String
     /// The server's process id, to report its CPU use during the window.
     var serverPID: Int32?
@@ -58,12 +58,22 @@ enum Target: Equatable {
 
     case kvod
     case redis(RedisCommand)
+    /// NATS core: PUB to a subject (the publishers in verbose mode, so that each PUB is acknowledged by `+OK`),
+    /// SUB to it.
+    case nats
+    /// etcd through its JSON gateway: `/v3/kv/put` pipelined on keep-alive connections, `/v3/watch` of the key.
+    case etcd
 
-    /// "kvod", "redis-publish" or "redis-set": the name in reports.
+    /// "kvod", "redis-publish", "redis-set", "nats" or "etcd": the name in reports.
     var name: String {
         switch self {
         case .kvod: "kvod"
         case .redis(let command): "redis-\(command.rawValue)"
+        case .nats: "nats"
+        case .etcd: "etcd"
         }
     }
+
+    /// Whether each message carries the `TIME:PUBLISHER:COUNTER` payload that subscribers check per publisher.
+    var carriesPeerPayload: Bool { self == .nats || self == .etcd }
 }

@@ -2,6 +2,7 @@
 // mutations in flight, each carrying its send time (kvod: the value set; Redis PUBLISH: the payload
 // `TIME:PUBLISHER:COUNTER`; Redis SET: the value, though keyspace notifications do not carry it).
 
+import PeerProtocols
 import UVLoop
 import WireProtocol
 
@@ -22,14 +23,25 @@ final class FanoutPublisher {
     /// The fixed head of every Redis command: `*3`, the command, the channel or key.
     private var redisPrefix: [UInt8] = []
     private var scratch: [UInt8] = []
+    /// NATS: the reader of `+OK`s, the subject and a space, and the `+OK` that answers CONNECT (not a PUB's).
+    private var natsReader = NATSReader()
+    private var natsSubject: [UInt8] = []
+    private var awaitsConnectOK = true
+    /// etcd: the reader of the pipelined put responses, the key and the Host header.
+    private var httpReader = HTTPResponseReader()
+    private var etcdStatus = 0
+    private let etcdHost: String
 
     /// A publisher of `run`; `attach` gives it its socket.
     init(index: Int, run: FanoutRun) {
         self.index = index
         self.run = run
         self.pathMember = KVODRequest.pathMember(run.configuration.key)
+        self.etcdHost = "\(run.configuration.host):\(run.configuration.port)"
         switch run.configuration.target {
-        case .kvod: break
+        case .kvod, .etcd: break
+        case .nats:
+            self.natsSubject = Array(run.configuration.key.utf8) + [UInt8(ascii: " ")]
         case .redis(let command):
             RESPCommand.appendHeader(UInt8(ascii: "*"), 3, to: &self.redisPrefix)
             RESPCommand.appendBulk(Array((command == .publish ? "PUBLISH" : "SET").utf8), to: &self.redisPrefix)
@@ -44,9 +56,18 @@ final class FanoutPublisher {
             stream: stream, batcher: batcher, transport: self.run.configuration.transport,
             tls: self.run.configuration.tls,
             onBytes: { [unowned self] chunk in
-                if target == .kvod { self.readKVOD(chunk) } else { self.readRedis(chunk) }
+                switch target {
+                case .kvod: self.readKVOD(chunk)
+                case .redis: self.readRedis(chunk)
+                case .nats: self.readNATS(chunk)
+                case .etcd: self.readEtcd(chunk)
+                }
             },
             onEnd: { [unowned self] reason in self.run.connectionEnded("publisher \(self.index)", reason) })
+        if target == .nats {
+            // Verbose: the server acknowledges every PUB with +OK (and the CONNECT itself with one first).
+            self.connection?.send { NATSCommand.appendConnect(verbose: true, to: &$0) }
+        }
     }
 
     /// Closes the socket.
@@ -81,6 +102,20 @@ final class FanoutPublisher {
                 connection.send {
                     $0.append(contentsOf: self.redisPrefix)
                     RESPCommand.appendBulk(self.scratch, to: &$0)
+                }
+            case .nats, .etcd:
+                self.scratch.removeAll(keepingCapacity: true)
+                PeerPayload(sentAt: now, publisher: self.index, counter: self.counter).append(to: &self.scratch)
+                self.counter += 1
+                if self.run.configuration.target == .nats {
+                    connection.send {
+                        NATSCommand.appendPublish(subjectAndSpace: self.natsSubject, payload: self.scratch, to: &$0)
+                    }
+                } else {
+                    let key = Array(self.run.configuration.key.utf8)
+                    connection.send {
+                        EtcdGateway.appendPut(key: key, value: self.scratch, host: self.etcdHost, to: &$0)
+                    }
                 }
             }
         }
@@ -123,6 +158,41 @@ final class FanoutPublisher {
                 self.acknowledge()
             default:
                 self.run.fail("publisher \(self.index): reply \(RESPReader.text(reply, in: bytes))")
+            }
+        }
+        if let failure { self.run.fail("publisher \(self.index): \(failure)") }
+        self.fill()
+    }
+
+    private func readNATS(_ chunk: UnsafeRawBufferPointer) {
+        let failure = self.natsReader.feed(chunk) { event, _ in
+            switch event {
+            case .ok:
+                if self.awaitsConnectOK {
+                    self.awaitsConnectOK = false
+                } else {
+                    self.acknowledge()
+                }
+            case .info, .pong: break
+            case .ping: self.connection?.send { NATSCommand.appendPong(to: &$0) }
+            case .message: self.run.fail("publisher \(self.index): a message (it subscribes to nothing)")
+            case .error(let text): self.run.fail("publisher \(self.index): -ERR \(text)")
+            }
+        }
+        if let failure { self.run.fail("publisher \(self.index): \(failure)") }
+        self.fill()
+    }
+
+    private func readEtcd(_ chunk: UnsafeRawBufferPointer) {
+        let failure = self.httpReader.feed(chunk) { event in
+            switch event {
+            case .head(let status): self.etcdStatus = status
+            case .body: break
+            case .end:
+                if self.etcdStatus != 200 {
+                    self.run.fail("publisher \(self.index): put answered HTTP \(self.etcdStatus)")
+                }
+                self.acknowledge()
             }
         }
         if let failure { self.run.fail("publisher \(self.index): \(failure)") }

@@ -5,6 +5,7 @@
 // generator costs far less per notification than the servers it measures; anything unexpected takes the slow path
 // (full parse) and is checked the same way.
 
+import PeerProtocols
 import UVLoop
 import WireProtocol
 
@@ -22,14 +23,14 @@ final class FanoutSubscriber {
     unowned let run: FanoutRun
     /// The protocol spoken: kvod or Redis.
     let target: Target
-    private var connection: BenchConnection?
+    var connection: BenchConnection?
     /// Bytes of an incomplete message held from the previous chunk.
     private var pending: [UInt8] = []
     /// Whether the subscribe was acknowledged; notifications before that are discrepancies.
     var isSubscribed = false
     /// kvod: the seq the next notification must carry.
     private var nextSeq: Int64 = 0
-    /// Redis PUBLISH: the counter each publisher's next message must carry.
+    /// Redis PUBLISH, NATS, etcd: the counter each publisher's next message must carry.
     var nextCounters: [Int64] = []
     /// Notifications received so far.
     var receivedCount = 0
@@ -38,6 +39,12 @@ final class FanoutSubscriber {
     private let kvodMiddle: [UInt8]
     /// Redis: the fixed bytes of a pushed message, up to the channel's length.
     let redisPrefix = Array("*3\r\n$7\r\nmessage\r\n$".utf8)
+
+    /// etcd: the HTTP stream of the watch, the incomplete line of its body, and the last event's mod_revision (the
+    /// next must be one more: only the run's publishers write the key).
+    var etcdReader = HTTPResponseReader()
+    var etcdLine: [UInt8] = []
+    var etcdRevision: Int64 = 0
 
     /// The longest incomplete message held between chunks.
     private static let maxPendingBytes = 1 << 20
@@ -72,6 +79,16 @@ final class FanoutSubscriber {
             connection.send { RESPCommand.append(["SUBSCRIBE", key], to: &$0) }
         case .redis(.set):
             connection.send { RESPCommand.append(["SUBSCRIBE", "__keyspace@0__:\(key)"], to: &$0) }
+        case .nats:
+            // The PONG answers the PING only after the SUB before it took effect: the subscription's acknowledgement.
+            connection.send {
+                NATSCommand.appendConnect(verbose: false, to: &$0)
+                NATSCommand.appendSubscribe(subject: key, sid: 1, to: &$0)
+                NATSCommand.appendPing(to: &$0)
+            }
+        case .etcd:
+            let host = "\(self.run.configuration.host):\(self.run.configuration.port)"
+            connection.send { EtcdGateway.appendWatch(key: Array(key.utf8), host: host, to: &$0) }
         }
     }
 
@@ -105,9 +122,16 @@ final class FanoutSubscriber {
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: bytes.count / 16 + 1) { latencies in
             var latencyCount = 0
             let consumed =
-                self.target == .kvod
-                ? self.scanKVOD(start, bytes.count, now: now, latencies: latencies, latencyCount: &latencyCount)
-                : self.scanRedis(start, bytes.count, now: now, latencies: latencies, latencyCount: &latencyCount)
+                switch self.target {
+                case .kvod:
+                    self.scanKVOD(start, bytes.count, now: now, latencies: latencies, latencyCount: &latencyCount)
+                case .redis:
+                    self.scanRedis(start, bytes.count, now: now, latencies: latencies, latencyCount: &latencyCount)
+                case .nats:
+                    self.scanNATS(start, bytes.count, now: now, latencies: latencies, latencyCount: &latencyCount)
+                case .etcd:
+                    self.scanEtcd(start, bytes.count, now: now, latencies: latencies, latencyCount: &latencyCount)
+                }
             self.run.didNotify(latencies: UnsafeBufferPointer(rebasing: latencies[..<latencyCount]))
             return consumed
         }
