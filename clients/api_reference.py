@@ -112,7 +112,7 @@ def typescript_page(problems):
         if not doc and declaration.startswith(("export declare function", "export declare class")):
             problems.append(f"typescript: {name} has no TSDoc")
         lines.extend([f"## `{name}`", "", doc, ""] if doc else [f"## `{name}`", ""])
-        documented = name.startswith(("class Client", "class Subscription", "interface ClientOptions"))
+        documented = name.startswith(("class Client", "class Subscription", "interface ClientOptions", "class LiveQuery"))
         for member_doc, member in members:
             if documented and not member_doc:
                 problems.append(f"typescript: {name.split()[1]}.{member.split('(')[0].split(':')[0]} has no TSDoc")
