@@ -85,7 +85,7 @@ let package = Package(
                 "KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", "ModelFile", "Persistence", "UVLoop",
                 logging,
             ]),
-        .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol", "KVOCtlCommands"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
         .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
         // Fuzz targets (docs/RELIABILITY.md, .ci/fuzz.sh): libFuzzer drivers when built with `-D KVOD_LIBFUZZER
