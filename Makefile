@@ -56,11 +56,12 @@ cluster-test:
 	$(SWIFT) build --product kvoctl
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/cluster/run.sh
 
-## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP (about two minutes once built;
-## Benchmarks/README.md).
+## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP, then live queries at small sizes
+## (about three minutes once built; Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
 	bash Benchmarks/websocket.sh --quick --no-build
+	python3 Benchmarks/queries.py --quick --kvod $${KVOD_BENCH_SCRATCH:-.build-bench}/release/kvod
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:
