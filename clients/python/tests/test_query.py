@@ -290,3 +290,24 @@ def test_a_closed_client_leaves_the_window(kvod_server):
     assert list(live) == [1, 2, 3]
     with pytest.raises(kvod.Timeout):
         live.wait_for(lambda q: q.count == 4, timeout=0.2)
+
+
+def test_an_asyncio_live_query_comes_back_after_a_reconnection(kvod_server, make_proxy):
+    proxy = make_proxy(kvod_server.port)
+
+    async def scenario():
+        async with await kvod.aio.connect(proxy.address, timeout=20) as watcher, \
+                await kvod.aio.connect(kvod_server.address) as writer:
+            await writer.insert("nums", values=[5, 1, 9])
+            async with await watcher.live_query("nums", where="SELF > 2", order_by="-self") as live:
+                assert list(live) == [9, 5] and live.count == 2
+                proxy.refuse()
+                proxy.cut()
+                await writer.union("nums", [7, 0])        # missed while disconnected
+                proxy.accept()
+                await live.wait_for(lambda q: list(q) == [9, 7, 5] and q.count == 3, timeout=20)
+                await writer.minus("nums", [9])
+                await live.wait_for(lambda q: list(q) == [7, 5])
+                assert watcher.connections == 2
+            assert live.closed
+    asyncio.run(scenario())
