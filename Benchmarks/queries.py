@@ -10,7 +10,9 @@ for small N or few queries). Then, on raw sockets (no client library in the way)
   2. Q live queries `{"where": "team == K", "orderBy": ["-score"], "limit": 20}` for K = 0..Q-1, subscribed with
      ["new"] on one connection, which a thread drains and counts: VmRSS before and after, per live query;
   3. the same kind of stream again: CPU per set now, minus the base, is what the live queries cost per mutation;
-     divided by the notifications, per notification;
+     divided by the notifications, per notification; the bytes the subscriber got per set, beside what mirroring
+     the whole relationship would get (a subscription to players.score or players.team is told each change as the
+     whole array of N values);
   4. naive: the CPU of `get` with the same query (a random K), times the number of queries the mutation affects
      (1 for a score, 2 for a team that changed: the old team's and the new one's), is what re-running the affected
      queries would cost per mutation; the ratio naive / incremental is printed.
@@ -21,7 +23,7 @@ within a run more than the absolute figures. The sets are pipelined 256 at a tim
     python3 Benchmarks/queries.py            # the full form: N = 10k, 100k, 1M; Q = 1,000; M = 40,000 (minutes)
     python3 Benchmarks/queries.py --quick    # make bench: N = 2k, 20k; Q = 100; M = 5,000 (seconds)
     options: --kvod PATH (default .build/release/kvod, built when missing) --sizes 10000,100000 --queries Q
-             --mutations M --seed S --json FILE --profile DIR (perf record kvod during the observed streams)
+             --mutations M --seed S --json FILE (one line per size, appended as each is done) --profile DIR (perf record kvod while subscribing and during the observed stream)
 """
 
 import argparse
@@ -244,6 +246,10 @@ def measure(binary, size, queries, mutations, seed, profile=None):
         load(writer, size, teams, rng)
         load_seconds = time.monotonic() - started
         team_of = [0] + [i % teams for i in range(size)]
+        # Mirroring the whole relationship instead: a subscription to players.score (or players.team) is told each
+        # element change as a setting of the whole array of n values.
+        mirror_bytes = sum(len(json.dumps(writer.call("get", {"path": f"players.{key}"})["value"],
+                                          separators=(",", ":"))) for key in ("score", "team")) / 2
 
         # 1. The base: the stream with nobody subscribed.
         requests, _ = stream(rng, size, teams, mutations, team_of)
@@ -256,6 +262,7 @@ def measure(binary, size, queries, mutations, seed, profile=None):
         drain = Drain(subscriber)
         drain.start()
         rss_before = rss_bytes(kvod.pid)
+        recorder = profiled(kvod.pid, profile and f"{profile}/perf-subscribe-{size}.data")
         cpu_before = cpu_seconds(kvod.pid)
         started = time.monotonic()
         lines = [json.dumps({"jsonrpc": "2.0", "id": k + 1, "method": "subscribe",
@@ -263,13 +270,17 @@ def measure(binary, size, queries, mutations, seed, profile=None):
                             separators=(",", ":")).encode() + b"\n" for k in range(queries)]
         for start in range(0, len(lines), 256):
             subscriber.sendall(b"".join(lines[start:start + 256]))
-        deadline = time.monotonic() + 600
-        while drain.responses < queries and time.monotonic() < deadline:
+        # Each subscribe fills its query from the whole collection: allow 10 minutes without a new answer.
+        answered, progress = 0, time.monotonic()
+        while drain.responses < queries and time.monotonic() - progress < 600:
+            if drain.responses > answered:
+                answered, progress = drain.responses, time.monotonic()
             time.sleep(0.01)
         if drain.responses < queries:
-            sys.exit("queries.py: the subscriptions were not all answered")
+            sys.exit(f"queries.py: {drain.responses} of {queries} subscriptions answered, none for 10 minutes")
         subscribe_seconds = time.monotonic() - started
         subscribe_cpu = cpu_seconds(kvod.pid) - cpu_before
+        stop_profile(recorder)
         time.sleep(0.2)
         rss_after = rss_bytes(kvod.pid)
 
@@ -304,7 +315,7 @@ def measure(binary, size, queries, mutations, seed, profile=None):
             "queries_us_per_set": incremental * 1e6,
             "notifications": notifications,
             "queries_us_per_notification": incremental * mutations / notifications * 1e6 if notifications else None,
-            "subscriber_bytes_per_set": received / mutations,
+            "subscriber_bytes_per_set": received / mutations, "mirror_bytes_per_set": mirror_bytes,
             "affected_per_set": affected / mutations,
             "get_us": per_get * 1e6, "naive_us_per_set": naive * 1e6,
             "naive_ratio": naive / incremental if incremental > 0 else None,
@@ -323,10 +334,12 @@ def number(value, digits=1):
 
 def table(rows):
     header = ["N", "base µs/set", "with Q µs/set", "queries µs/set", "notif/set", "µs/notif", "bytes/set",
+              "mirror bytes/set",
               "get µs", "naive µs/set", "naive ÷ incr.", "RSS B/query", "subscribe ms/query"]
     body = [[f"{row['size']:,}", number(row["base_us_per_set"]), number(row["with_queries_us_per_set"]),
              number(row["queries_us_per_set"]), number(row["notifications"] / row["mutations"], 2),
              number(row["queries_us_per_notification"]), number(row["subscriber_bytes_per_set"], 0),
+             number(row.get("mirror_bytes_per_set"), 0),
              number(row["get_us"]), number(row["naive_us_per_set"]), number(row["naive_ratio"]),
              number(row["rss_bytes_per_query"], 0), number(row["subscribe_cpu_ms_per_query"], 2)] for row in rows]
     widths = [max(len(line[k]) for line in [header] + body) for k in range(len(header))]
@@ -363,17 +376,17 @@ def main():
         row = measure(arguments.kvod, size, queries, mutations, arguments.seed, arguments.profile)
         print(f"  N={size:,}: loaded in {row['load_seconds']} s, {queries} queries subscribed in "
               f"{row['subscribe_seconds']} s, {row['notifications']:,} notifications", flush=True)
+        print("  " + json.dumps(row), flush=True)
         rows.append(row)
+        if arguments.json:
+            with open(arguments.json, "a") as out:
+                out.write(json.dumps(row) + "\n")
     print()
     table(rows)
     if len(rows) > 1 and rows[0]["queries_us_per_set"] > 0:
         growth = rows[-1]["queries_us_per_set"] / rows[0]["queries_us_per_set"]
         print(f"\nthe live queries' CPU per set grows {growth:.2f}x from N={rows[0]['size']:,} to "
               f"N={rows[-1]['size']:,} (goal: at most 2x)")
-    if arguments.json:
-        with open(arguments.json, "w") as out:
-            for row in rows:
-                out.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":
