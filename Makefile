@@ -57,14 +57,15 @@ cluster-test:
 	KVOD_BIN=.build/debug/kvod KVOCTL_BIN=.build/debug/kvoctl bash Tests/cluster/run.sh
 
 ## bench: a quick kvod vs Redis run of every issue-10 figure, then WebSocket vs TCP, then issue 23's worst cases
-## (PASS/FAIL per row), then kvod beside Redis, NATS and etcd in tiers and 10,000 connections on each (about twenty
-## minutes once built; not part of CI; Benchmarks/README.md).
+## (PASS/FAIL per row), then kvod beside Redis, NATS and etcd in tiers and 10,000 connections on each, then live
+## queries at small sizes (about twenty-five minutes once built; not part of CI; Benchmarks/README.md).
 bench: deps
 	bash Benchmarks/compare.sh --quick
 	bash Benchmarks/websocket.sh --quick --no-build
 	python3 Benchmarks/worst-case.py --kvod "$${KVOD_BENCH_SCRATCH:-.build-bench}/release/kvod"
 	bash Benchmarks/peers.sh --quick --no-build
 	python3 Benchmarks/connections.py --quick
+	python3 Benchmarks/queries.py --quick --kvod "$${KVOD_BENCH_SCRATCH:-.build-bench}/release/kvod"
 
 ## lint-docker: hadolint on docker/Dockerfile.
 lint-docker:

@@ -107,7 +107,7 @@ let package = Package(
                 "KVOServer", "TestSupport", "KVOClient", "WireProtocol", "ObjectGraph", "ModelFile", "Persistence", "UVLoop",
                 logging,
             ]),
-        .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol"]),
+        .testTarget(name: "KVOCtlTests", dependencies: ["TestSupport", "KVOClient", "WireProtocol", "KVOCtlCommands"]),
         .testTarget(name: "KVOAsyncClientTests", dependencies: ["KVOAsyncClient", "TestSupport", "KVOClient", "WireProtocol"]),
         // The kvod executable as a process: configuration precedence and errors, log formats, --help against docs.
         .testTarget(name: "KVODTests", dependencies: ["TestSupport", "KVOClient", "TLS", "WireProtocol"]),

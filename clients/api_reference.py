@@ -44,34 +44,41 @@ def python_page(problems):
             kind += "method" if owner else "function"
         lines.extend([f"{heading} `{signature}`", "", f"*{kind}*", "", doc, ""])
 
-    def document_class(cls, label):
+    def document_class(cls, label, inherited=()):
         lines.extend([f"## `{label}`", "", inspect.getdoc(cls) or "", ""])
         if not inspect.getdoc(cls):
             problems.append(f"python: {label} has no docstring")
         init = cls.__dict__.get("__init__")
         if init is not None and label.endswith("Client"):
             lines.extend([f"### `{label}{python_signature(init)}`", "", "*constructor*", ""])
-        for name, member in cls.__dict__.items():
+        members = {}
+        for base in tuple(inherited) + (cls,):  # a shared base's members first, the class's own after
+            members.update(base.__dict__)
+        for name, member in members.items():
             if name.startswith("_") or not (callable(member) or isinstance(member, (property, staticmethod))):
                 continue
             if isinstance(member, staticmethod):
                 member = member.__func__
             document(f"{label}.", name, member)
 
+    from kvod._query import LiveQueryBase
+
     document_class(kvod.Client, "kvod.Client")
     document_class(kvod.Subscription, "kvod.Subscription")
+    document_class(kvod.LiveQuery, "kvod.LiveQuery", (LiveQueryBase,))
     lines.extend(["## `kvod.aio`", "", inspect.getdoc(kvod.aio) or "", ""])
     document("kvod.aio.", "connect", kvod.aio.connect)
     document_class(kvod.aio.AsyncClient, "kvod.aio.AsyncClient")
     document_class(kvod.aio.AsyncSubscription, "kvod.aio.AsyncSubscription")
-    for cls in (kvod.Change, kvod.Resync, kvod.Connected):
+    document_class(kvod.aio.AsyncLiveQuery, "kvod.aio.AsyncLiveQuery", (LiveQueryBase,))
+    for cls in (kvod.Change, kvod.Resync, kvod.Connected, kvod.QueryResult, kvod.QueryChange):
         fields = getattr(cls, "__dataclass_fields__", {})
         lines.extend([f"## `kvod.{cls.__name__}`", "", inspect.getdoc(cls) or "", "",
                       "Fields: " + ", ".join(f"`{name}`" for name in fields) + ".", ""])
     lines.extend(["## Errors", "", inspect.getdoc(kvod.KvodError) or "", "", "| class | code | when |", "|---|---|---|"])
     for code, cls in sorted(kvod.ERRORS.items(), key=lambda item: -item[0] if item[0] < 0 else 100000 + item[0]):
         lines.append(f"| `kvod.{cls.__name__}` | {code} | {one_line(inspect.getdoc(cls))} |")
-    for cls in (kvod.ConnectionLost, kvod.Timeout, kvod.MissingExtra):
+    for cls in (kvod.ConnectionLost, kvod.Timeout, kvod.MissingExtra, kvod.MirrorError):
         lines.append(f"| `kvod.{cls.__name__}` | | {one_line(inspect.getdoc(cls))} |")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -79,7 +86,8 @@ def python_page(problems):
 def python_signature(function):
     """The signature without `self`, annotations as written (typing's names, without the module)."""
     text = str(inspect.signature(function)).replace("(self, ", "(").replace("(self)", "()")
-    return re.sub(r"\b(?:typing|kvod\._core|kvod\.client|kvod\.aio|kvod\.errors)\.", "", text)
+    text = re.sub(r"ForwardRef\('(\w+)'\)", r"\1", text)
+    return re.sub(r"\b(?:typing|kvod\._core|kvod\._query|kvod\.client|kvod\.aio|kvod\.errors)\.", "", text)
 
 
 def one_line(text):
@@ -104,7 +112,7 @@ def typescript_page(problems):
         if not doc and declaration.startswith(("export declare function", "export declare class")):
             problems.append(f"typescript: {name} has no TSDoc")
         lines.extend([f"## `{name}`", "", doc, ""] if doc else [f"## `{name}`", ""])
-        documented = name.startswith(("class Client", "class Subscription", "interface ClientOptions"))
+        documented = name.startswith(("class Client", "class Subscription", "interface ClientOptions", "class LiveQuery"))
         for member_doc, member in members:
             if documented and not member_doc:
                 problems.append(f"typescript: {name.split()[1]}.{member.split('(')[0].split(':')[0]} has no TSDoc")

@@ -113,7 +113,8 @@ def _websocket_url(address: str, transport: str) -> Endpoint:
 @dataclass(frozen=True)
 class Change:
     """One change notification (Protocol/README.md#notifications). `new`/`old` are None when absent; `has_new` and
-    `has_old` tell absent from null."""
+    `has_old` tell absent from null. `count` is a live query's number of matches (Protocol/methods.md#queries), None
+    for other subscriptions."""
 
     path: str
     kind: str
@@ -126,6 +127,7 @@ class Change:
     prior: bool = False
     initial: bool = False
     context: Any = None
+    count: Optional[int] = None
 
     @staticmethod
     def from_params(params: Dict[str, Any]) -> "Change":
@@ -134,7 +136,7 @@ class Change:
             path=params.get("path", ""), kind=params.get("kind", "setting"), seq=params.get("seq", 0),
             new=params.get("new"), old=params.get("old"), has_new="new" in params, has_old="old" in params,
             indexes=params.get("indexes"), prior=bool(params.get("prior", False)),
-            initial=bool(params.get("initial", False)), context=params.get("context"))
+            initial=bool(params.get("initial", False)), context=params.get("context"), count=params.get("count"))
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ class SubscriptionState:
     # Retrying a refused resume (-32602 behind, 1012), across reconnections: until when, and the leaders moved to.
     retry_deadline: Optional[float] = None
     retry_tried: Set[Endpoint] = field(default_factory=set)
+    # A live query's `query` object (Protocol/methods.md#queries), sent with every subscribe; None for a plain one.
+    query: Optional[Dict[str, Any]] = None
 
     def resume_refused(self, error: KvodError, endpoint: Optional[Endpoint], transport: str, leader_wait: float,
                        now: float) -> "ResumeStep":
@@ -221,6 +225,8 @@ class SubscriptionState:
             params["progress"] = self.progress
         if since is not None:
             params["since"] = since
+        if self.query is not None:
+            params["query"] = self.query
         return params
 
 
@@ -318,7 +324,11 @@ class Session:
                 return False
             state.prior_seq = change.seq
             return True
-        if state.last_seq is not None and change.seq <= state.last_seq and not change.initial:
+        # A live query gets several after notifications at one seq (a move is a removal and an insertion): only an
+        # older seq is a replay. (Query subscriptions do not resume yet, 1010: they start afresh with `initial`.)
+        replayed = change.seq < state.last_seq if state.last_seq is not None and state.query is not None \
+            else state.last_seq is not None and change.seq <= state.last_seq
+        if replayed and not change.initial:
             return False
         state.prior_seq = None
         state.last_seq = change.seq if state.last_seq is None else max(state.last_seq, change.seq)

@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterable, List, Optional,
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, logger, mutation_params, ops_params, run_hook,
                     page_params, set_params)
+from ._query import LiveQueryBase, OrderBy, QueryChange, QueryResult, query_params, run_callback
 from ._transport import AsyncTransport, async_transport
 from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
@@ -50,6 +51,79 @@ class AsyncSubscription(SubscriptionBase):
     async def unsubscribe(self) -> None:
         """Ends this subscription (`AsyncClient.unsubscribe`)."""
         await self._client.unsubscribe(self)
+
+
+class AsyncLiveQuery(LiveQueryBase):
+    """A live query (`AsyncClient.live_query`), as the blocking LiveQuery: iterate it (`for row in live`), index it,
+    `len()` it, read `count`. The reader task applies each notification before the response that follows it, so once
+    an awaited call of this client returns, the window holds every change up to that call's seq. `on_change`
+    callbacks run in the reader task, in order, and must not block: a callback may be a coroutine function (each
+    call then runs in a task of its own and may await the client). `async with` closes it at the end."""
+
+    def __init__(self, client: "AsyncClient", state: SubscriptionState, query: Dict[str, Any]):
+        super().__init__(client, state, query)
+        self._event = asyncio.Event()
+        self._tasks: Set["asyncio.Task[Any]"] = set()
+
+    def _changed(self, event: QueryChange) -> None:
+        self._wake()
+        for callback in list(self._callbacks):
+            self._run(callback, event)
+
+    def _wake(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    def _call_later(self, callback: Callable[[QueryChange], Any], event: QueryChange) -> None:
+        asyncio.get_running_loop().call_soon(self._run, callback, event)
+
+    def _run(self, callback: Callable[[QueryChange], Any], event: QueryChange) -> None:
+        result = run_callback(callback, event)
+        if asyncio.iscoroutine(result):
+            task = asyncio.get_running_loop().create_task(self._await(result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _await(result: Any) -> None:
+        try:
+            await result
+        except Exception:  # noqa: BLE001 - a user's callback
+            logger.exception("kvod: a live query's change callback raised")
+
+    def snapshot(self) -> QueryResult:
+        """The window, the count and the seq, read together."""
+        return QueryResult(list(self._mirror.rows), self._mirror.count, self._mirror.seq or 0)
+
+    async def wait_for(self, condition: Callable[["AsyncLiveQuery"], bool], timeout: Optional[float] = None) -> None:
+        """Waits until `condition(self)` holds (checked now and after each change); raises Timeout after `timeout`
+        seconds (default: the client's), the subscription's error if it ended."""
+        timeout = self._client.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not condition(self):
+            if self.error is not None:
+                raise self.error
+            left = deadline - time.monotonic()
+            if left <= 0 or self._closed:
+                raise Timeout(f"the live query on {self.path} did not get there within {timeout} s")
+            try:
+                await asyncio.wait_for(self._event.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+    async def close(self) -> None:
+        """Ends the live query: kvod stops sending its notifications; the window stays as it is."""
+        if self._closed:
+            return
+        self._closed = True
+        self._wake()
+        await self._client._end_live_query(self._state)
+
+    async def __aenter__(self) -> "AsyncLiveQuery":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
 
 
 async def connect(addresses: Union[Address, Sequence[Address]] = "127.0.0.1:7070", **options: Any) -> "AsyncClient":
@@ -382,6 +456,42 @@ class AsyncClient(ClientBase):
         result = await self._call("subscribe", state.subscribe_params(since), state)
         subscription.seq = result["seq"]
         return subscription
+
+    # MARK: - Queries
+
+    async def query(self, path: str, where: Optional[str] = None, vars: Optional[Dict[str, Any]] = None,
+                    order_by: Optional[OrderBy] = None, offset: Optional[int] = None, limit: Optional[int] = None,
+                    select: Optional[List[str]] = None) -> QueryResult:
+        """The window of a query on the collection at `path` and its match count (as `kvod.Client.query`)."""
+        params = {"path": path, "query": query_params(where, vars, order_by, offset, limit, select)}
+        result = await self.call("get", params)
+        return QueryResult(result["value"], result["count"], result["seq"])
+
+    async def live_query(self, path: str, where: Optional[str] = None, vars: Optional[Dict[str, Any]] = None,
+                         order_by: Optional[OrderBy] = None, offset: Optional[int] = None,
+                         limit: Optional[int] = None, select: Optional[List[str]] = None,
+                         context: Any = None) -> AsyncLiveQuery:
+        """The query, live: an AsyncLiveQuery holding its window, returned once the initial window is there (as
+        `kvod.Client.live_query`)."""
+        query = query_params(where, vars, order_by, offset, limit, select)
+        state = SubscriptionState(path, ("initial", "new"), context, None, query=query)
+        live = AsyncLiveQuery(self, state, query)
+        await self._call("subscribe", state.subscribe_params(None), state)
+        try:
+            await live.wait_for(lambda q: q._mirror.ready)
+        except BaseException:
+            await live.close()
+            raise
+        return live
+
+    async def _end_live_query(self, state: SubscriptionState) -> None:
+        server_id = state.server_id
+        self._session.forget(state)
+        if server_id is not None and not self._closed:
+            try:
+                await self.call("unsubscribe", {"subscription": server_id})
+            except (ConnectionLost, KvodError):
+                pass
 
     # MARK: - Presence
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, mutation_params, ops_params, page_params,
                     run_hook, set_params)
+from ._query import (LiveQueryBase, OrderBy, QueryChange, QueryResult, query_params, run_callback)
 from ._transport import BlockingTransport, blocking_transport
 from .errors import ConnectionLost, KvodError, NotLeader, Timeout
 
@@ -49,6 +50,69 @@ class Subscription(SubscriptionBase):
     def unsubscribe(self) -> None:
         """Ends this subscription (`Client.unsubscribe`)."""
         self._client.unsubscribe(self)
+
+
+class LiveQuery(LiveQueryBase):
+    """A live query (`Client.live_query`): the window of a query, kept up to date by kvod's notifications. Iterate
+    it (`for row in live`), index it, `len()` it; `count` is the number of matches in all. The reader thread applies
+    each notification before the response that follows it, so once a call of this client returns, the window holds
+    every change up to that call's seq. `on_change(callback)` calls back with a QueryChange per change, on the
+    client's hook thread (callbacks may call the client). After a reconnection kvod sends the window again (a
+    `setting` with `initial`). `with client.live_query(...) as live:` closes it at the end."""
+
+    def __init__(self, client: "Client", state: SubscriptionState, query: Dict[str, Any]):
+        super().__init__(client, state, query)
+        self._condition = threading.Condition()
+
+    def _apply(self, change: Change) -> Optional[QueryChange]:
+        with self._condition:
+            return super()._apply(change)
+
+    def _changed(self, event: QueryChange) -> None:
+        with self._condition:
+            self._condition.notify_all()
+        for callback in list(self._callbacks):
+            self._call_later(callback, event)
+
+    def _wake(self) -> None:
+        with self._condition:
+            self._condition.notify_all()
+
+    def _call_later(self, callback: Callable[[QueryChange], Any], event: QueryChange) -> None:
+        self._client._later(lambda _: run_callback(callback, event), None)
+
+    def snapshot(self) -> QueryResult:
+        """The window, the count and the seq, read together."""
+        with self._condition:
+            return QueryResult(list(self._mirror.rows), self._mirror.count, self._mirror.seq or 0)
+
+    def wait_for(self, condition: Callable[["LiveQuery"], bool], timeout: Optional[float] = None) -> None:
+        """Waits until `condition(self)` holds (checked now and after each change); raises Timeout after `timeout`
+        seconds (default: the client's), the subscription's error if it ended."""
+        timeout = self._client.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        with self._condition:
+            while not condition(self):
+                if self.error is not None:
+                    raise self.error
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    raise Timeout(f"the live query on {self.path} did not get there within {timeout} s")
+                self._condition.wait(left)
+
+    def close(self) -> None:
+        """Ends the live query: kvod stops sending its notifications; the window stays as it is."""
+        if self._closed:
+            return
+        self._closed = True
+        self._client._end_live_query(self._state)
+        self._wake()
+
+    def __enter__(self) -> "LiveQuery":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 class Client(ClientBase):
@@ -140,13 +204,18 @@ class Client(ClientBase):
 
     def _run_hooks(self, hooks: List[ConnectedHook], info: Connected) -> None:
         """Hands hooks to the hook thread: they may call the client, which a reader-thread hook could not."""
-        if not hooks:
-            return
-        if self._hook_queue is None:
-            self._hook_queue = queue.Queue()
-            threading.Thread(target=self._hook_loop, args=(self._hook_queue,), name="kvod-hooks", daemon=True).start()
         for hook in hooks:
-            self._hook_queue.put((hook, info))
+            self._later(hook, info)
+
+    def _later(self, function: Callable[[Any], Any], argument: Any) -> None:
+        """Calls `function(argument)` on the hook thread (connected hooks, live queries' change callbacks), in order;
+        an exception is logged."""
+        with self._lock:
+            if self._hook_queue is None:
+                self._hook_queue = queue.Queue()
+                threading.Thread(target=self._hook_loop, args=(self._hook_queue,), name="kvod-hooks",
+                                 daemon=True).start()
+            self._hook_queue.put((function, argument))
 
     @staticmethod
     def _hook_loop(hooks: "queue.Queue[Any]") -> None:
@@ -418,6 +487,46 @@ class Client(ClientBase):
         result = self._call("subscribe", state.subscribe_params(since), state)
         subscription.seq = result["seq"]
         return subscription
+
+    # MARK: - Queries
+
+    def query(self, path: str, where: Optional[str] = None, vars: Optional[Dict[str, Any]] = None,
+              order_by: Optional[OrderBy] = None, offset: Optional[int] = None, limit: Optional[int] = None,
+              select: Optional[List[str]] = None) -> QueryResult:
+        """The elements of the collection at `path` that the predicate `where` keeps (NSPredicate's syntax, with
+        `$NAME` variables from `vars`), sorted by `order_by` (`"key"`, `"-key"` or `{"key", "ascending",
+        "caseInsensitive"}`, or a list of them), the window of `limit` from `offset`, each with the keys of `select`:
+        a QueryResult with the `rows`, the `count` of matches in all and the `seq` (Protocol/methods.md#queries).
+        InvalidQuery for a `where` that does not parse (`data["column"]`), UndefinedKey, TypeMismatch when `path` is
+        not a collection, InvalidParams."""
+        result = self.call("get", {"path": path, "query": query_params(where, vars, order_by, offset, limit, select)})
+        return QueryResult(result["value"], result["count"], result["seq"])
+
+    def live_query(self, path: str, where: Optional[str] = None, vars: Optional[Dict[str, Any]] = None,
+                   order_by: Optional[OrderBy] = None, offset: Optional[int] = None, limit: Optional[int] = None,
+                   select: Optional[List[str]] = None, context: Any = None) -> LiveQuery:
+        """The query of `query(...)`, live: a LiveQuery that holds its window, kept up to date by kvod's
+        notifications (a `subscribe` with the query), returned once the initial window is there. It follows the
+        client across reconnections (kvod sends the window again). Raises as `query` does."""
+        query = query_params(where, vars, order_by, offset, limit, select)
+        state = SubscriptionState(path, ("initial", "new"), context, None, query=query)
+        live = LiveQuery(self, state, query)
+        self._call("subscribe", state.subscribe_params(None), state)
+        try:
+            live.wait_for(lambda q: q._mirror.ready)
+        except BaseException:
+            live.close()
+            raise
+        return live
+
+    def _end_live_query(self, state: SubscriptionState) -> None:
+        server_id = state.server_id
+        self._session.forget(state)
+        if server_id is not None and not self._closed:
+            try:
+                self.call("unsubscribe", {"subscription": server_id})
+            except (ConnectionLost, KvodError):
+                pass  # gone with its connection, or already ended
 
     # MARK: - Presence
 

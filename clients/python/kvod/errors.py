@@ -94,6 +94,13 @@ class NotLeader(KvodError):
     code = 1012
 
 
+class InvalidQuery(KvodError):
+    """A query's `where` is not a predicate kvod can read (Protocol/methods.md#predicates): `data` has `column`
+    (1-based, where it stopped) and `reason`."""
+
+    code = 1013
+
+
 class ConnectionLost(KvodError):
     """The connection closed while a request was in flight: whether a mutation took effect is unknown."""
 
@@ -120,7 +127,7 @@ ERRORS: Dict[int, Type[KvodError]] = {
     for cls in (
         ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, UndefinedKey, ValidationFailed,
         NullNotAllowed, IndexOutOfRange, TypeMismatch, ReadOnlyKey, UnknownSubscription, Unauthorized,
-        LimitExceeded, ResyncRequired, PreconditionFailed, NotLeader,
+        LimitExceeded, ResyncRequired, PreconditionFailed, NotLeader, InvalidQuery,
     )
 }
 

@@ -95,6 +95,19 @@ def test_the_clients_have_the_same_calls_with_the_same_options():
     assert python_members(kvod.Subscription)[0].keys() == typescript_members("Subscription")[0].keys()
 
 
+def test_the_live_queries_have_the_same_calls():
+    from kvod._query import LiveQueryBase
+    typescript, typescript_properties = typescript_members("LiveQuery")
+    for cls in (kvod.LiveQuery, kvod.aio.AsyncLiveQuery):
+        methods, properties = python_members(LiveQueryBase)
+        own_methods, own_properties = python_members(cls)
+        methods.update(own_methods)
+        assert set(methods) == set(typescript) - {"at"}, cls  # at(): Python indexes with live[i]
+        for name in methods:
+            assert methods[name] == typescript[name], (cls.__name__, name, methods[name], typescript[name])
+        assert (properties | own_properties) <= typescript_properties, cls
+
+
 def test_the_client_options_are_the_same():
     options = set(re.findall(r"^    (\w+)\?:", re.search(r"^export interface ClientOptions \{\n(.*?)^\}", DECLARATIONS,
                                                           re.M | re.S).group(1), re.M))

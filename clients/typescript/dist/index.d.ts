@@ -41,6 +41,10 @@ export declare class PreconditionFailed extends KvodError {
  * changed. `data.leader` names the leader when one is known. Thrown once `leaderWait` has passed without a leader. */
 export declare class NotLeader extends KvodError {
 }
+/** A query's `where` is not a predicate kvod can read (Protocol/methods.md#predicates); `data` has `column` (1-based,
+ * where it stopped) and `reason`. */
+export declare class InvalidQuery extends KvodError {
+}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export declare class ConnectionLost extends KvodError {
 }
@@ -61,6 +65,8 @@ export interface Change {
     prior: boolean;
     initial: boolean;
     context?: unknown;
+    /** A live query's number of matches (Protocol/methods.md#queries); undefined for other subscriptions. */
+    count?: number;
 }
 /** The subscription could not resume after a reconnect (error 1010): changes between `since` and `seq` were missed;
  * it continues live from `seq`. */
@@ -105,6 +111,8 @@ interface SubscriptionState {
     /** Retrying a refused resume (-32602 behind, 1012) across reconnections: until when, and the leaders moved to. */
     retryDeadline?: number;
     retryTried?: Set<string>;
+    /** A live query's `query` object, sent with every subscribe; undefined for a plain subscription. */
+    query?: Record<string, unknown>;
 }
 /** What a connection's setup does after kvod refused to resume a subscription: `resync` (subscribe afresh, then push
  * a Resync item), `retry` (drop this connection: the reconnection, with its backoff, tries `leader` first when set,
@@ -409,7 +417,156 @@ export declare class Client {
     /** Ends `subscription`: kvod stops sending its notifications; its iterator ends once the items already delivered
      * are read. */
     unsubscribe(subscription: Subscription): Promise<void>;
+    /** The elements of the collection at `path` that the predicate `where` keeps (NSPredicate's syntax, with `$NAME`
+     * variables from `vars`), sorted by `orderBy` (`"key"`, `"-key"` or `{key, ascending, caseInsensitive}`, or a list of
+     * them), the window of `limit` from `offset`, each with the keys of `select`: resolves with `{rows, count, seq}`,
+     * `count` being the number of matches in all (Protocol/methods.md#queries). Rejects with InvalidQuery for a `where`
+     * that does not parse (`data.column`), UndefinedKey, TypeMismatch when `path` is not a collection, InvalidParams. */
+    query(path: string, query?: {
+        where?: string;
+        vars?: Record<string, unknown>;
+        orderBy?: OrderBy;
+        offset?: number;
+        limit?: number;
+        select?: string[];
+    }): Promise<QueryResult>;
+    /** The query of `query(...)`, live: resolves, once the initial window is there, with a LiveQuery that holds the
+     * window, kept up to date by kvod's notifications (a `subscribe` with the query), with change listeners of its own.
+     * It follows the client across reconnections (kvod sends the window again). Rejects as `query` does. */
+    liveQuery(path: string, query?: {
+        where?: string;
+        vars?: Record<string, unknown>;
+        orderBy?: OrderBy;
+        offset?: number;
+        limit?: number;
+        select?: string[];
+        context?: unknown;
+    }): Promise<LiveQuery>;
+    private endLiveQuery;
     /** Closes the connection for good: no reconnecting; subscriptions end. */
     close(): void;
+}
+/** One sort descriptor or a list of them: `"key"`, `"-key"` (descending) or `{key, ascending, caseInsensitive}`. */
+export declare type OrderBy = string | SortDescriptor | Array<string | SortDescriptor>;
+/** A sort descriptor of a query's `orderBy` (Protocol/methods.md#queries). */
+export interface SortDescriptor {
+    key: string;
+    ascending?: boolean;
+    caseInsensitive?: boolean;
+}
+/** A query's answer at one seq: `rows`, the window (elements as objects with `$id` and their selected keys, or
+ * scalars), and `count`, the number of elements the predicate matches in all (for "41-60 of 1,234"). */
+export interface QueryResult {
+    rows: unknown[];
+    count: number;
+    seq: number;
+}
+/** One change of a live query's window, as its listeners get it: `kind` is `setting` (the whole window: the first one,
+ * `initial`, and again after each reconnection or when the collection itself was replaced), `insertion`, `removal` or
+ * `replacement`; `indexes` are positions in the window (a removal's before it, an insertion's after it, a
+ * replacement's in both; undefined for a setting; `[]` when only `count` changed); `new` and `old` are the rows
+ * inserted or replaced and the rows removed or replaced, in the order of `indexes` (for a setting, the whole new and
+ * old window); `count` is the number of matches after the change, `seq` its seq. */
+export interface QueryChange {
+    kind: "setting" | "insertion" | "removal" | "replacement";
+    indexes?: number[];
+    new: unknown[];
+    old: unknown[];
+    count: number;
+    seq: number;
+    initial: boolean;
+}
+/** A function a LiveQuery calls with each change of its window. */
+export declare type QueryChangeListener = (change: QueryChange) => void | Promise<void>;
+/** A notification that does not fit the mirrored window (an index out of range, a missing `new`): the mirror can no
+ * longer be trusted. The live query keeps it in `error`. */
+export declare class MirrorError extends Error {
+}
+/** The members of a query (Protocol/methods.md#queries), as `Client.query` and `Client.liveQuery` take them. */
+export interface QueryOptions {
+    /** A predicate in NSPredicate's format-string syntax; absent: every element. */
+    where?: string;
+    /** Values of the predicate's `$NAME` variables. */
+    vars?: Record<string, unknown>;
+    /** Sort descriptors; absent: the collection's own order. */
+    orderBy?: OrderBy;
+    /** The first match of the window (default 0). */
+    offset?: number;
+    /** The most matches in the window (default: to the end). */
+    limit?: number;
+    /** Key paths shown per element (a string: one); absent: every key the element stores. */
+    select?: string[] | string;
+}
+/** The wire's `query` object from the clients' options, with only the members given. */
+export declare function queryParams(query: QueryOptions): Record<string, unknown>;
+/** The window of a live query, built only from its notifications: `apply` takes one Change and returns the QueryChange
+ * it made (undefined for a prior, which changes nothing); it throws MirrorError for a notification that does not fit. */
+export declare class QueryMirror {
+    /** The window. */
+    rows: unknown[];
+    /** The number of matches in all, as of the last notification. */
+    count: number;
+    /** The seq of the last notification applied. */
+    seq?: number;
+    /** True once a setting (the initial window) was applied. */
+    ready: boolean;
+    /** Applies one notification of the live query's subscription. */
+    apply(change: Change): QueryChange | undefined;
+    private newRows;
+}
+/** A live query (`Client.liveQuery`): the window of a query, kept up to date by kvod's notifications. Iterate it
+ * (`for (const row of live)`), read `rows`, `length`, `at(i)`, and `count`, the number of matches in all. Each
+ * notification is applied as it arrives, before the response that follows it on the wire, so once an awaited call of
+ * this client resolves, the window holds every change up to that call's seq. `onChange(listener)` calls the listener
+ * with a QueryChange per change, right after it is applied (a listener may be async; a failure is logged). After a
+ * reconnection kvod sends the window again (a `setting` with `initial`). */
+export declare class LiveQuery implements Iterable<unknown> {
+    private readonly mirror;
+    private readonly listeners;
+    private waiters;
+    private failure?;
+    private ended;
+    private readonly end;
+    private readonly timeout;
+    /** The key path of the collection this live query observes. */
+    readonly path: string;
+    /** The query as sent on the wire (`where`, `vars`, `orderBy`, `offset`, `limit`, `select`). */
+    readonly query: Record<string, unknown>;
+    /** @internal Made by `Client.liveQuery`. */
+    constructor(path: string, query: Record<string, unknown>, end: () => Promise<void>, timeout: number);
+    /** A copy of the window now. */
+    get rows(): unknown[];
+    /** The number of rows in the window. */
+    get length(): number;
+    /** The number of elements the predicate matches in all, as of the last notification. */
+    get count(): number;
+    /** The seq of the last notification applied (the window is also that of every later seq until the next). */
+    get seq(): number | undefined;
+    /** True once the initial window is there. */
+    get ready(): boolean;
+    /** Why the window stopped following kvod: the error that ended the subscription (kvod refused it after a reconnect
+     * for a reason reconnecting cannot cure) or a MirrorError; undefined while it follows. */
+    get error(): Error | undefined;
+    /** True once closed (or the client closed): the window stays as it was. */
+    get closed(): boolean;
+    /** The row at `index` of the window (negative: from the end). */
+    at(index: number): unknown;
+    /** The rows of the window. */
+    [Symbol.iterator](): Iterator<unknown>;
+    /** The window, the count and the seq, together. */
+    snapshot(): QueryResult;
+    /** Calls `callback(QueryChange)` after each change of the window (the initial window included: soon, when it is
+     * already there); returns a function that removes it. */
+    onChange(callback: QueryChangeListener): () => void;
+    /** Resolves once `condition(this)` holds (checked now and after each change); rejects with Timeout after `timeout`
+     * milliseconds (default: the client's), with the subscription's error if it ended. */
+    waitFor(condition: (live: LiveQuery) => boolean, timeout?: number): Promise<void>;
+    /** Ends the live query: kvod stops sending its notifications; the window stays as it is. */
+    close(): Promise<void>;
+    /** @internal Each item of the subscription: a Change, or a Resync (nothing: the window follows), the error that
+     * ended it, null once closed. */
+    receive(item: Change | Resync | KvodError | null): void;
+    private call;
+    private wake;
 }
 export {};

@@ -40,6 +40,9 @@ export class PreconditionFailed extends KvodError {}
 /** A cluster member that cannot accept the mutation (a follower, an election, a leader without its etcd lease); nothing
  * changed. `data.leader` names the leader when one is known. Thrown once `leaderWait` has passed without a leader. */
 export class NotLeader extends KvodError {}
+/** A query's `where` is not a predicate kvod can read (Protocol/methods.md#predicates); `data` has `column` (1-based,
+ * where it stopped) and `reason`. */
+export class InvalidQuery extends KvodError {}
 /** The connection closed while the request was in flight: whether a mutation took effect is unknown. */
 export class ConnectionLost extends KvodError {}
 /** No answer (or no connection) within the client's timeout. */
@@ -50,7 +53,7 @@ export const ERRORS: Record<number, ErrorClass> = {
   [-32700]: ParseError, [-32600]: InvalidRequest, [-32601]: MethodNotFound, [-32602]: InvalidParams,
   [-32603]: InternalError, 1001: UndefinedKey, 1002: ValidationFailed, 1003: NullNotAllowed, 1004: IndexOutOfRange,
   1005: TypeMismatch, 1006: ReadOnlyKey, 1007: UnknownSubscription, 1008: Unauthorized, 1009: LimitExceeded,
-  1010: ResyncRequired, 1011: PreconditionFailed, 1012: NotLeader,
+  1010: ResyncRequired, 1011: PreconditionFailed, 1012: NotLeader, 1013: InvalidQuery,
 };
 
 function errorFromWire(error: { code: number; message: string; data?: unknown }): KvodError {
@@ -72,6 +75,8 @@ export interface Change {
   prior: boolean;
   initial: boolean;
   context?: unknown;
+  /** A live query's number of matches (Protocol/methods.md#queries); undefined for other subscriptions. */
+  count?: number;
 }
 
 /** The subscription could not resume after a reconnect (error 1010): changes between `since` and `seq` were missed;
@@ -207,6 +212,8 @@ interface SubscriptionState {
   /** Retrying a refused resume (-32602 behind, 1012) across reconnections: until when, and the leaders moved to. */
   retryDeadline?: number;
   retryTried?: Set<string>;
+  /** A live query's `query` object, sent with every subscribe; undefined for a plain subscription. */
+  query?: Record<string, unknown>;
 }
 
 /** What a connection's setup does after kvod refused to resume a subscription: `resync` (subscribe afresh, then push
@@ -660,6 +667,7 @@ export class Client {
     if (state.context !== undefined) params.context = state.context;
     if (state.progress !== undefined) params.progress = state.progress;
     if (since !== undefined) params.since = since;
+    if (state.query !== undefined) params.query = state.query;
     return params;
   }
 
@@ -709,6 +717,7 @@ export class Client {
       if ("old" in params) change.old = params.old;
       if (params.indexes) change.indexes = params.indexes;
       if ("context" in params) change.context = params.context;
+      if ("count" in params) change.count = params.count;
       if (this.accept(state, change)) state.subscription.push(change);
     } else if (message.method === "progress") {
       const state = this.byServerId.get(params.subscription);
@@ -726,7 +735,11 @@ export class Client {
       state.priorSeq = change.seq;
       return true;
     }
-    if (state.lastSeq !== undefined && change.seq <= state.lastSeq && !change.initial) return false;
+    // A live query gets several after notifications at one seq (a move is a removal and an insertion): only an older
+    // seq is a replay. (Query subscriptions do not resume yet, 1010: they start afresh with `initial`.)
+    const replayed = state.lastSeq !== undefined
+      && (state.query !== undefined ? change.seq < state.lastSeq : change.seq <= state.lastSeq);
+    if (replayed && !change.initial) return false;
     state.priorSeq = undefined;
     state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);
     return true;
@@ -969,10 +982,349 @@ export class Client {
     }
   }
 
+  /** The elements of the collection at `path` that the predicate `where` keeps (NSPredicate's syntax, with `$NAME`
+   * variables from `vars`), sorted by `orderBy` (`"key"`, `"-key"` or `{key, ascending, caseInsensitive}`, or a list of
+   * them), the window of `limit` from `offset`, each with the keys of `select`: resolves with `{rows, count, seq}`,
+   * `count` being the number of matches in all (Protocol/methods.md#queries). Rejects with InvalidQuery for a `where`
+   * that does not parse (`data.column`), UndefinedKey, TypeMismatch when `path` is not a collection, InvalidParams. */
+  async query(
+    path: string,
+    query: { where?: string; vars?: Record<string, unknown>; orderBy?: OrderBy; offset?: number; limit?: number; select?: string[] } = {},
+  ): Promise<QueryResult> {
+    const result = (await this.call("get", { path, query: queryParams(query) })) as { value: unknown[]; count: number; seq: number };
+    return { rows: result.value, count: result.count, seq: result.seq };
+  }
+
+  /** The query of `query(...)`, live: resolves, once the initial window is there, with a LiveQuery that holds the
+   * window, kept up to date by kvod's notifications (a `subscribe` with the query), with change listeners of its own.
+   * It follows the client across reconnections (kvod sends the window again). Rejects as `query` does. */
+  async liveQuery(
+    path: string,
+    query: { where?: string; vars?: Record<string, unknown>; orderBy?: OrderBy; offset?: number; limit?: number; select?: string[]; context?: unknown } = {},
+  ): Promise<LiveQuery> {
+    const wire = queryParams(query);
+    const state = { path, options: ["initial", "new"], context: query.context, active: true, query: wire } as SubscriptionState;
+    const live = new LiveQuery(path, wire, () => this.endLiveQuery(state), this.timeout);
+    state.subscription = new QuerySubscription(this, state, live);
+    await this.whenConnected();
+    await this.send("subscribe", this.subscribeParams(state, undefined), state);
+    try {
+      await live.waitFor((q) => q.ready);
+    } catch (error) {
+      await live.close();
+      throw error;
+    }
+    return live;
+  }
+
+  private async endLiveQuery(state: SubscriptionState): Promise<void> {
+    const serverId = state.serverId;
+    this.forget(state);
+    if (serverId !== undefined && !this.closed) {
+      try {
+        await this.call("unsubscribe", { subscription: serverId });
+      } catch {
+        // gone with its connection, or already ended
+      }
+    }
+  }
+
   /** Closes the connection for good: no reconnecting; subscriptions end. */
   close(): void {
     this.closed = true;
     this.transport?.close();
     for (const state of this.subscriptions) state.subscription.push(null);
+  }
+}
+
+// MARK: - Queries
+
+/** One sort descriptor or a list of them: `"key"`, `"-key"` (descending) or `{key, ascending, caseInsensitive}`. */
+export type OrderBy = string | SortDescriptor | Array<string | SortDescriptor>;
+
+/** A sort descriptor of a query's `orderBy` (Protocol/methods.md#queries). */
+export interface SortDescriptor {
+  key: string;
+  ascending?: boolean;
+  caseInsensitive?: boolean;
+}
+
+/** A query's answer at one seq: `rows`, the window (elements as objects with `$id` and their selected keys, or
+ * scalars), and `count`, the number of elements the predicate matches in all (for "41-60 of 1,234"). */
+export interface QueryResult {
+  rows: unknown[];
+  count: number;
+  seq: number;
+}
+
+/** One change of a live query's window, as its listeners get it: `kind` is `setting` (the whole window: the first one,
+ * `initial`, and again after each reconnection or when the collection itself was replaced), `insertion`, `removal` or
+ * `replacement`; `indexes` are positions in the window (a removal's before it, an insertion's after it, a
+ * replacement's in both; undefined for a setting; `[]` when only `count` changed); `new` and `old` are the rows
+ * inserted or replaced and the rows removed or replaced, in the order of `indexes` (for a setting, the whole new and
+ * old window); `count` is the number of matches after the change, `seq` its seq. */
+export interface QueryChange {
+  kind: "setting" | "insertion" | "removal" | "replacement";
+  indexes?: number[];
+  new: unknown[];
+  old: unknown[];
+  count: number;
+  seq: number;
+  initial: boolean;
+}
+
+/** A function a LiveQuery calls with each change of its window. */
+export type QueryChangeListener = (change: QueryChange) => void | Promise<void>;
+
+/** A notification that does not fit the mirrored window (an index out of range, a missing `new`): the mirror can no
+ * longer be trusted. The live query keeps it in `error`. */
+export class MirrorError extends Error {}
+
+/** The members of a query (Protocol/methods.md#queries), as `Client.query` and `Client.liveQuery` take them. */
+export interface QueryOptions {
+  /** A predicate in NSPredicate's format-string syntax; absent: every element. */
+  where?: string;
+  /** Values of the predicate's `$NAME` variables. */
+  vars?: Record<string, unknown>;
+  /** Sort descriptors; absent: the collection's own order. */
+  orderBy?: OrderBy;
+  /** The first match of the window (default 0). */
+  offset?: number;
+  /** The most matches in the window (default: to the end). */
+  limit?: number;
+  /** Key paths shown per element (a string: one); absent: every key the element stores. */
+  select?: string[] | string;
+}
+
+/** The wire's `query` object from the clients' options, with only the members given. */
+export function queryParams(query: QueryOptions): Record<string, unknown> {
+  const wire: Record<string, unknown> = {};
+  if (query.where !== undefined) {
+    if (typeof query.where !== "string") throw new TypeError("where: a predicate in NSPredicate's format-string syntax");
+    wire.where = query.where;
+  }
+  if (query.vars !== undefined) wire.vars = query.vars;
+  if (query.orderBy !== undefined) wire.orderBy = Array.isArray(query.orderBy) ? query.orderBy : [query.orderBy];
+  if (query.offset !== undefined) wire.offset = query.offset;
+  if (query.limit !== undefined) wire.limit = query.limit;
+  if (query.select !== undefined) wire.select = typeof query.select === "string" ? [query.select] : query.select;
+  return wire;
+}
+
+/** The window of a live query, built only from its notifications: `apply` takes one Change and returns the QueryChange
+ * it made (undefined for a prior, which changes nothing); it throws MirrorError for a notification that does not fit. */
+export class QueryMirror {
+  /** The window. */
+  rows: unknown[] = [];
+  /** The number of matches in all, as of the last notification. */
+  count = 0;
+  /** The seq of the last notification applied. */
+  seq?: number;
+  /** True once a setting (the initial window) was applied. */
+  ready = false;
+
+  /** Applies one notification of the live query's subscription. */
+  apply(change: Change): QueryChange | undefined {
+    if (change.prior) return undefined;
+    const count = change.count ?? this.count;
+    let event: QueryChange;
+    if (change.kind === "setting") {
+      const rows = this.newRows(change, undefined);
+      event = { kind: "setting", new: [...rows], old: this.rows, count, seq: change.seq, initial: change.initial };
+      this.rows = [...rows];
+      this.ready = true;
+    } else {
+      const indexes = change.indexes;
+      if (!Array.isArray(indexes) || !indexes.every((index) => Number.isInteger(index))) {
+        throw new MirrorError(`a ${change.kind} at seq ${change.seq} without indexes`);
+      }
+      const size = this.rows.length;
+      if (change.kind === "insertion") {
+        const rows = this.newRows(change, indexes.length);
+        // Positions in the window after the insertion: inserting in ascending order puts each at its place.
+        const order = indexes.map((_, k) => k).sort((a, b) => indexes[a] - indexes[b]);
+        for (const k of order) {
+          if (indexes[k] < 0 || indexes[k] > this.rows.length) {
+            throw new MirrorError(`an insertion at ${indexes[k]} into a window of ${this.rows.length} at seq ${change.seq}`);
+          }
+          this.rows.splice(indexes[k], 0, rows[k]);
+        }
+        event = { kind: "insertion", indexes: [...indexes], new: [...rows], old: [], count, seq: change.seq, initial: false };
+      } else if (change.kind === "removal") {
+        // Positions in the window before the removal: removing from the highest keeps the others in place.
+        if (new Set(indexes).size !== indexes.length || indexes.some((index) => index < 0 || index >= size)) {
+          throw new MirrorError(`a removal at [${indexes}] from a window of ${size} at seq ${change.seq}`);
+        }
+        const old = indexes.map((index) => this.rows[index]);
+        for (const index of [...indexes].sort((a, b) => b - a)) this.rows.splice(index, 1);
+        event = { kind: "removal", indexes: [...indexes], new: [], old, count, seq: change.seq, initial: false };
+      } else if (change.kind === "replacement") {
+        const rows = this.newRows(change, indexes.length);
+        if (indexes.some((index) => index < 0 || index >= size)) {
+          throw new MirrorError(`a replacement at [${indexes}] in a window of ${size} at seq ${change.seq}`);
+        }
+        const old = indexes.map((index) => this.rows[index]);
+        indexes.forEach((index, k) => { this.rows[index] = rows[k]; });
+        event = { kind: "replacement", indexes: [...indexes], new: [...rows], old, count, seq: change.seq, initial: false };
+      } else {
+        throw new MirrorError(`an unknown kind ${String(change.kind)} at seq ${change.seq}`);
+      }
+    }
+    this.count = count;
+    this.seq = change.seq;
+    return event;
+  }
+
+  private newRows(change: Change, expected: number | undefined): unknown[] {
+    if (!Array.isArray(change.new)) {
+      throw new MirrorError(`a ${change.kind} at seq ${change.seq} without its new rows (subscribe with "new")`);
+    }
+    if (expected !== undefined && change.new.length !== expected) {
+      throw new MirrorError(`a ${change.kind} at seq ${change.seq} with ${change.new.length} rows for ${expected} indexes`);
+    }
+    return change.new;
+  }
+}
+
+/** A live query (`Client.liveQuery`): the window of a query, kept up to date by kvod's notifications. Iterate it
+ * (`for (const row of live)`), read `rows`, `length`, `at(i)`, and `count`, the number of matches in all. Each
+ * notification is applied as it arrives, before the response that follows it on the wire, so once an awaited call of
+ * this client resolves, the window holds every change up to that call's seq. `onChange(listener)` calls the listener
+ * with a QueryChange per change, right after it is applied (a listener may be async; a failure is logged). After a
+ * reconnection kvod sends the window again (a `setting` with `initial`). */
+export class LiveQuery implements Iterable<unknown> {
+  private readonly mirror = new QueryMirror();
+  private readonly listeners: QueryChangeListener[] = [];
+  private waiters: Array<() => void> = [];
+  private failure?: Error;
+  private ended = false;
+  private readonly end: () => Promise<void>;
+  private readonly timeout: number;
+  /** The key path of the collection this live query observes. */
+  readonly path: string;
+  /** The query as sent on the wire (`where`, `vars`, `orderBy`, `offset`, `limit`, `select`). */
+  readonly query: Record<string, unknown>;
+
+  /** @internal Made by `Client.liveQuery`. */
+  constructor(path: string, query: Record<string, unknown>, end: () => Promise<void>, timeout: number) {
+    this.path = path;
+    this.query = query;
+    this.end = end;
+    this.timeout = timeout;
+  }
+
+  /** A copy of the window now. */
+  get rows(): unknown[] { return [...this.mirror.rows]; }
+  /** The number of rows in the window. */
+  get length(): number { return this.mirror.rows.length; }
+  /** The number of elements the predicate matches in all, as of the last notification. */
+  get count(): number { return this.mirror.count; }
+  /** The seq of the last notification applied (the window is also that of every later seq until the next). */
+  get seq(): number | undefined { return this.mirror.seq; }
+  /** True once the initial window is there. */
+  get ready(): boolean { return this.mirror.ready; }
+  /** Why the window stopped following kvod: the error that ended the subscription (kvod refused it after a reconnect
+   * for a reason reconnecting cannot cure) or a MirrorError; undefined while it follows. */
+  get error(): Error | undefined { return this.failure; }
+  /** True once closed (or the client closed): the window stays as it was. */
+  get closed(): boolean { return this.ended; }
+
+  /** The row at `index` of the window (negative: from the end). */
+  at(index: number): unknown { return this.mirror.rows[index < 0 ? this.mirror.rows.length + index : index]; }
+
+  /** The rows of the window. */
+  [Symbol.iterator](): Iterator<unknown> { return this.rows[Symbol.iterator](); }
+
+  /** The window, the count and the seq, together. */
+  snapshot(): QueryResult { return { rows: this.rows, count: this.mirror.count, seq: this.mirror.seq ?? 0 }; }
+
+  /** Calls `callback(QueryChange)` after each change of the window (the initial window included: soon, when it is
+   * already there); returns a function that removes it. */
+  onChange(callback: QueryChangeListener): () => void {
+    this.listeners.push(callback);
+    if (this.mirror.ready) {
+      const initial: QueryChange = {
+        kind: "setting", new: this.rows, old: [], count: this.mirror.count, seq: this.mirror.seq ?? 0, initial: true,
+      };
+      queueMicrotask(() => this.call(callback, initial));
+    }
+    return () => {
+      const index = this.listeners.indexOf(callback);
+      if (index >= 0) this.listeners.splice(index, 1);
+    };
+  }
+
+  /** Resolves once `condition(this)` holds (checked now and after each change); rejects with Timeout after `timeout`
+   * milliseconds (default: the client's), with the subscription's error if it ended. */
+  async waitFor(condition: (live: LiveQuery) => boolean, timeout?: number): Promise<void> {
+    const deadline = Date.now() + (timeout ?? this.timeout);
+    while (!condition(this)) {
+      if (this.failure) throw this.failure;
+      const left = deadline - Date.now();
+      if (left <= 0 || this.ended) {
+        throw new Timeout(`the live query on ${this.path} did not get there within ${timeout ?? this.timeout} ms`, -2);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => { this.waiters = this.waiters.filter((waiter) => waiter !== done); resolve(); }, left);
+        const done = () => { clearTimeout(timer); resolve(); };
+        this.waiters.push(done);
+      });
+    }
+  }
+
+  /** Ends the live query: kvod stops sending its notifications; the window stays as it is. */
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.wake();
+    await this.end();
+  }
+
+  /** @internal Each item of the subscription: a Change, or a Resync (nothing: the window follows), the error that
+   * ended it, null once closed. */
+  receive(item: Change | Resync | KvodError | null): void {
+    if (item === null) {
+      this.ended = true;
+    } else if (item instanceof KvodError) {
+      this.failure = item;
+    } else if (item.type === "change") {
+      let event: QueryChange | undefined;
+      try {
+        event = this.mirror.apply(item);
+      } catch (error) {
+        if (!(error instanceof MirrorError)) throw error;
+        console.error(`kvod: the live query on ${this.path} cannot apply a notification: ${error.message}`);
+        this.failure = error;
+      }
+      if (event) for (const listener of [...this.listeners]) this.call(listener, event);
+    }
+    this.wake();
+  }
+
+  private call(listener: QueryChangeListener, event: QueryChange): void {
+    try {
+      const result = listener(event);
+      if (result && typeof (result as Promise<void>).catch === "function") {
+        (result as Promise<void>).catch((error) => console.warn("kvod: a live query's change listener failed:", error));
+      }
+    } catch (error) {
+      console.warn("kvod: a live query's change listener failed:", error);
+    }
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+}
+
+/** A live query's subscription: what the client delivers to it goes to the LiveQuery. */
+class QuerySubscription extends Subscription {
+  constructor(client: Client, state: SubscriptionState, private readonly live: LiveQuery) {
+    super(client, state);
+  }
+
+  /** @internal */
+  push(item: Change | Resync | KvodError | null): void {
+    this.live.receive(item);
   }
 }
