@@ -172,8 +172,8 @@ extension KVOCtl {
                 } catch {
                     guard error.isLostConnection else { throw error }
                     if self.query.isQuery {
-                        // A query's history is not kept across connections' members: start again with the window.
                         // A query's history is kept in memory by the member that served it: start again with the window.
+                        queued = []
                         subscription = try self.resubscribe(on: client, since: nil)
                         continue
                     }
