@@ -204,7 +204,7 @@ import WireProtocol
     /// Random pipelines (writes, reads, batches, transactions; a turn ends anywhere; releases of any seq reached so
     /// far, in between): once every seq is released, each session has every response, in the order it sent them.
     @Test(arguments: 0..<40) func randomPipelinesAllGetTheirResponsesInOrder(seed: UInt64) throws {
-        var random = SoakRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         let server = self.holdingServer()
         let writers = (0..<3).map { _ in server.connect().1 }
         var sent = Array(repeating: [Int](), count: writers.count)

@@ -1,4 +1,5 @@
 @testable import ObjectGraph
+import TestSupport
 import Testing
 
 /// Live queries, model-checked in process: random typed graphs, random queries (predicates, sort descriptors,
@@ -8,7 +9,7 @@ import Testing
 /// computed from scratch (`Graph.query`), and so does the count; every notification of a seq carries it, priors
 /// come first and pair with afters.
 struct LiveQueryModelTests {
-    typealias Generator = GraphObjectStorageTests.Generator
+    typealias Generator = SeededRandom
 
     static let player = ObjectClass(
         name: "Player", isOpen: false,
@@ -108,7 +109,7 @@ struct LiveQueryModelTests {
     }
 
     func run(seed: UInt64, players initialPlayers: Int, steps: Int, subscribers subscriberCount: Int) throws {
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         let graph = Graph(model: try Model(root: Self.root, classes: [Self.player]))
         let players = try KeyPath(parsing: "players")
         let club = try KeyPath(parsing: "club")

@@ -1,15 +1,16 @@
 @testable import ObjectGraph
+import TestSupport
 import Testing
 
 /// The live queries' two position structures against plain arrays: RankTree (rank and select over bits) and
 /// PositionIndex (an array's elements and where each is), through random inserts, removals and changes at sizes that
 /// split and merge their nodes.
 struct RankTreeTests {
-    typealias Generator = GraphObjectStorageTests.Generator
+    typealias Generator = SeededRandom
 
     @Test(arguments: [1, 2, 3])
     func rankTreeAgreesWithAnArrayOfBits(seed: UInt64) {
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         var model = (0..<5_000).map { _ in Bool.random(using: &random) }
         var tree = RankTree(count: model.count) { model[$0] }
         #expect(tree.bits == model && tree.checkInvariants())
@@ -47,7 +48,7 @@ struct RankTreeTests {
 
     @Test(arguments: [4, 5])
     func positionIndexAgreesWithAnArray(seed: UInt64) {
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         var model = (0..<3_000).map { _ in Value.object(Int.random(in: 0..<2_000, using: &random)) }
         var index = PositionIndex(ValueList(model))
         for step in 0..<20_000 {

@@ -1,4 +1,5 @@
 @testable import ObjectGraph
+import TestSupport
 import Testing
 
 /// The counted B-tree under array values (ValueList.swift), checked against Swift arrays: random inserts, removals,
@@ -6,11 +7,11 @@ import Testing
 /// array says, with the node invariants intact; a copy is never changed by a change of the original; a change copies
 /// only the nodes on its way down; sorted lists (sets) agree with a sorted, distinct array; the total order is one.
 struct ValueListTests {
-    typealias Generator = GraphObjectStorageTests.Generator
+    typealias Generator = SeededRandom
 
     @Test(arguments: [1, 2, 3, 4, 5])
     func randomChangesAgreeWithAnArray(seed: UInt64) {
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         var list = ValueList()
         var model: [Value] = []
         var snapshots: [(ValueList, [Value])] = []
@@ -103,7 +104,7 @@ struct ValueListTests {
 
     @Test(arguments: [7, 8, 9])
     func sortedListsAgreeWithASortedDistinctArray(seed: UInt64) {
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         var set = ValueList()
         var model: [Value] = []
         for step in 0..<5_000 {
