@@ -84,7 +84,10 @@ enum JSONOutput {
         }
 
         private func paint(_ text: String, _ code: String, to output: inout String) {
-            guard self.color else { return output += text }
+            guard self.color else {
+                output += text
+                return
+            }
             output += "\u{1B}[\(code)m\(text)\u{1B}[0m"
         }
 

@@ -222,7 +222,7 @@ extension Graph {
             let keeping = ValueList.sortedSet(values.filter { elements.sortedContains($0) })
             var removed: [Value] = []
             if keeping.count < elements.count {
-                elements.forEach { if !keeping.sortedContains($0) { removed.append($0) } }
+                for element in elements where !keeping.sortedContains(element) { removed.append(element) }
             }
             // Fewer removals than members kept: remove them one by one; else the set becomes the kept members.
             let edits: [Edit] =
@@ -237,7 +237,7 @@ extension Graph {
             let kept = ValueList.sortedSet(prepared.filter { elements.sortedContains($0) })
             var removed: [Value] = []
             if kept.count < elements.count {
-                elements.forEach { if !kept.sortedContains($0) { removed.append($0) } }
+                for element in elements where !kept.sortedContains(element) { removed.append(element) }
             }
             plan = CollectionPlan(
                 edits: [.whole(kept, added: added)],

@@ -56,7 +56,7 @@ public struct ValueList: @unchecked Sendable {
         case .tree(let root):
             var result: [Value] = []
             result.reserveCapacity(root.count)
-            root.forEach { result.append($0) }
+            for element in self { result.append(element) }
             return result
         }
     }
@@ -72,7 +72,7 @@ public struct ValueList: @unchecked Sendable {
     public func map<T>(_ transform: (Value) throws -> T) rethrows -> [T] {
         var result: [T] = []
         result.reserveCapacity(self.count)
-        try self.forEach { result.append(try transform($0)) }
+        for element in self { result.append(try transform(element)) }
         return result
     }
 
@@ -205,7 +205,7 @@ public struct ValueList: @unchecked Sendable {
     public var isSortedSet: Bool {
         var previous: Value?
         var sorted = true
-        self.forEach { value in
+        for value in self {
             if let last = previous, Value.totalOrder(last, value) >= 0 { sorted = false }
             previous = value
         }
@@ -538,7 +538,7 @@ extension ValueList: Hashable {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(self.count)
-        self.forEach { hasher.combine($0) }
+        for value in self { hasher.combine(value) }
     }
 }
 

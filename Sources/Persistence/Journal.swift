@@ -198,7 +198,6 @@ public final class Journal {
         buffer.append(UInt8(ascii: "\n"))
     }
 
-
     /// True when records are buffered but not yet written.
     public var hasPending: Bool { !self.pending.isEmpty }
 

@@ -20,13 +20,13 @@ public enum TLSClientAuth: String, Sendable, CaseIterable {
 
 /// The oldest TLS version accepted (`--tls-min-version`).
 public enum TLSVersion: String, Sendable, CaseIterable {
-    case v1_2 = "1.2"
-    case v1_3 = "1.3"
+    case tls12 = "1.2"
+    case tls13 = "1.3"
 
     var openSSLValue: Int32 {
         switch self {
-        case .v1_2: TLS1_2_VERSION
-        case .v1_3: TLS1_3_VERSION
+        case .tls12: TLS1_2_VERSION
+        case .tls13: TLS1_3_VERSION
         }
     }
 }
@@ -44,7 +44,7 @@ public struct TLSServerSettings: Sendable, Equatable {
 
     public init(
         certificatePath: String, keyPath: String, caPath: String? = nil, clientAuth: TLSClientAuth = .none,
-        minimumVersion: TLSVersion = .v1_2
+        minimumVersion: TLSVersion = .tls12
     ) {
         self.certificatePath = certificatePath
         self.keyPath = keyPath
@@ -67,7 +67,7 @@ public struct TLSClientSettings: Sendable, Equatable {
 
     public init(
         caPath: String? = nil, certificatePath: String? = nil, keyPath: String? = nil,
-        minimumVersion: TLSVersion = .v1_2, verifyServer: Bool = true
+        minimumVersion: TLSVersion = .tls12, verifyServer: Bool = true
     ) {
         self.caPath = caPath
         self.certificatePath = certificatePath

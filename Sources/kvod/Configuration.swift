@@ -53,7 +53,7 @@ struct Configuration {
     var tlsKey: String?
     var tlsCA: String?
     var tlsClientAuth = TLSClientAuth.none
-    var tlsMinVersion = TLSVersion.v1_2
+    var tlsMinVersion = TLSVersion.tls12
     var tlsOnly = false
     // The cluster (docs/SCALING.md).
     var clusterEtcd: [EtcdEndpoint] = []

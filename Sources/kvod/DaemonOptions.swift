@@ -259,7 +259,7 @@ enum DaemonOptions {
                 "tls-min-version", \.tlsMinVersion, valueName: "version", "The oldest TLS version accepted: 1.2 or 1.3.",
                 show: \.rawValue
             ) { raw throws(SettingError) in
-                TLSVersion(rawValue: try SettingParser.choice(TLSVersion.allCases.map(\.rawValue))(raw)) ?? .v1_2
+                TLSVersion(rawValue: try SettingParser.choice(TLSVersion.allCases.map(\.rawValue))(raw)) ?? .tls12
             },
             .toggle("tls-only", \.tlsOnly, "Refuse connections that do not start a TLS handshake, on every port."),
 

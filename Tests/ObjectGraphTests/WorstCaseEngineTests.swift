@@ -113,9 +113,11 @@ struct WorstCaseEngineTests {
                 try graph.mutate(tags, mutation)
             }
             #expect(try graph.get("department.tags") == .array(model.sorted().map(Value.string)), "seed \(seed) step \(step)")
-            let added = model.subtracting(before), removed = before.subtracting(model)
+            let added = model.subtracting(before)
+            let removed = before.subtracting(model)
             guard let change = recorder.log.last, !(added.isEmpty && removed.isEmpty) else { continue }
-            let new = Self.strings(change.new), old = Self.strings(change.old)
+            let new = Self.strings(change.new)
+            let old = Self.strings(change.old)
             if change.kind != .setting {
                 #expect(new == added && old == removed, "seed \(seed) step \(step): \(change.kind)")
             }

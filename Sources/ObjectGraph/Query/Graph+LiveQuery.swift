@@ -170,7 +170,7 @@ extension Graph {
 
     /// Counts the watch's members (and registers them as elements).
     private func fill(_ watch: QueryWatch) {
-        self.elements(of: watch).forEach { self.addMember($0, to: watch) }
+        for element in self.elements(of: watch) { self.addMember(element, to: watch) }
     }
 
     private func fill(_ group: OrderGroup) {
@@ -178,7 +178,7 @@ extension Graph {
         var entries: [Value] = []
         let elements = self.elements(of: group.watch)
         entries.reserveCapacity(elements.count)
-        elements.forEach { element in
+        for element in elements {
             let entry = group.entries[element] ?? self.entry(of: element, in: group)
             group.entries[element] = entry
             entries.append(entry)
@@ -197,7 +197,7 @@ extension Graph {
         if group.isOwnOrder {
             self.elements(of: group.watch).forEach(visit)
         } else {
-            group.base.forEach { visit(OrderGroup.split($0).element) }
+            for entry in group.base { visit(OrderGroup.split(entry).element) }
         }
         live.bits = RankTree(count: bits.count) { bits[$0] }
     }

@@ -94,9 +94,9 @@ extension Graph {
             return QueryResult(window: window, count: live.count)
         }
         var matched: [(key: [Value], element: Value)] = []
-        target.elements.forEach { element in
+        for element in target.elements {
             guard query.predicate.map({ self.matches($0, element: element, variables: query.variables, collector: nil) }) ?? true
-            else { return }
+            else { continue }
             matched.append((self.sortKey(of: element, query.orderBy, collector: nil), element))
         }
         if !query.orderBy.isEmpty {

@@ -87,17 +87,26 @@ struct Program {
             case .setting: self.window = new
             case .insertion:
                 for (index, value) in zip(indexes, new) {
-                    guard index >= 0 && index <= self.window.count else { return self.broken = "insertion at \(index)" }
+                    guard index >= 0 && index <= self.window.count else {
+                        self.broken = "insertion at \(index)"
+                        return
+                    }
                     self.window.insert(value, at: index)
                 }
             case .removal:
                 for index in indexes.reversed() {
-                    guard index >= 0 && index < self.window.count else { return self.broken = "removal at \(index)" }
+                    guard index >= 0 && index < self.window.count else {
+                        self.broken = "removal at \(index)"
+                        return
+                    }
                     self.window.remove(at: index)
                 }
             case .replacement:
                 for (index, value) in zip(indexes, new) {
-                    guard index >= 0 && index < self.window.count else { return self.broken = "replacement at \(index)" }
+                    guard index >= 0 && index < self.window.count else {
+                        self.broken = "replacement at \(index)"
+                        return
+                    }
                     self.window[index] = value
                 }
             }

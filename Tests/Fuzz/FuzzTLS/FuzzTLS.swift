@@ -63,7 +63,8 @@ enum FuzzTLS {
     static func serverContext() -> TLSContext {
         let directory = "/tmp/kvod-fuzz-tls-\(getpid())"
         mkdir(directory, 0o700)
-        let certificate = directory + "/cert.pem", key = directory + "/key.pem"
+        let certificate = directory + "/cert.pem"
+        let key = directory + "/key.pem"
         for (path, text) in [(certificate, Self.certificatePEM), (key, Self.keyPEM)] {
             guard let file = fopen(path, "w") else { fatalError("cannot write \(path)") }
             fputs(text + "\n", file)
