@@ -55,12 +55,14 @@ import WireProtocol
             (4, #"{"path":"department.employees","offset":-2}"#),
             (5, #"{"path":"department.employees","offset":"1"}"#),
             (6, #"{"path":"department.employees","limit":1.5}"#),
-            (7, #"{"path":"department.employees","limit":1,"meta":true}"#),
             (8, #"{"path":"department.employees","limit":1,"page":2}"#),
         ] {
             #expect(try peer.request(id, "get", params)["error"]?["code"] == -32602, "\(params)")
         }
         #expect(try peer.request(9, "get", #"{"path":"person.nickname","limit":1}"#)["error"]?["code"] == 1001)
+        // With meta, the collection key's modSeq and expires come too.
+        let meta = try peer.request(10, "get", #"{"path":"department.employees","limit":1,"meta":true}"#)["result"]
+        #expect(meta?["count"] != nil && meta?["modSeq"] != nil && meta?["expires"] == .null)
         try peer.expectQuiet()
     }
 }

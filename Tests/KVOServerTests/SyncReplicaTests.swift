@@ -176,6 +176,9 @@ import WireProtocol
         replica.send(InProcessServer.requestText(1, "replicate", #"{"fromSeq":0,"term":3}"#))
         server.flush()
         server.flush()
+        // Its first ack names it: with every acknowledged mutation (none yet) it joins the sync set.
+        replica.send(#"{"jsonrpc":"2.0","method":"ack","params":{"seq":0,"member":"127.0.0.1:2"}}"#)
+        server.flush()
         _ = try replica.takeMessages()
         func ack(_ seq: Int, registration: Int? = nil) {
             let number = registration.map { #","registration":\#($0)"# } ?? ""

@@ -27,8 +27,7 @@ extension Dispatcher {
                 return try self.getQuery(path, try QueryParams.parse(query, method: "get"))
             }
             if params["offset"] != nil || params["limit"] != nil {
-                if withMeta { throw RPCError.badParams("get: 'meta' does not go with 'offset' or 'limit'") }
-                return try self.getPage(path, params)
+                return try self.getPage(path, params, withMeta: withMeta)
             }
         }
         // With `meta`, the modSeq of the path's last key too (null for a computed key or one never set).
@@ -70,20 +69,29 @@ extension Dispatcher {
     }
 
     /// `get` with `offset`/`limit`: a page of a collection and its count (Protocol/methods.md#get).
-    private func getPage(_ path: KeyPath, _ params: Params) throws {
+    /// With `meta`, the collection key's `modSeq` and `expires` too (read without exporting the collection).
+    private func getPage(_ path: KeyPath, _ params: Params, withMeta: Bool) throws {
         let offset = params["offset"] == nil ? 0 : try params.integer("offset")
         let limit = params["limit"] == nil ? Int64.max : try params.integer("limit")
         guard offset >= 0, limit >= 0 else { throw RPCError.badParams("get: 'offset' and 'limit' must be 0 or more") }
         let (page, count) = try self.context.graph.page(path, offset: Int(offset), limit: Int(limit))
         try self.checkSettable(page, path: path)
+        let modSeq = withMeta ? try self.context.graph.storedMeta(path).modSeq : nil
+        let expires = withMeta ? self.context.graph.expiry(path) : nil
         let seq = self.context.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)
             page.appendJSON(to: &$0)
-            $0.append(contentsOf: #","count":"#.utf8)
-            JSONWriter.appendInt(Int64(count), to: &$0)
             $0.append(contentsOf: #","seq":"#.utf8)
             JSONWriter.appendInt(Int64(seq), to: &$0)
+            $0.append(contentsOf: #","count":"#.utf8)
+            JSONWriter.appendInt(Int64(count), to: &$0)
+            if withMeta {
+                $0.append(contentsOf: #","modSeq":"#.utf8)
+                if let modSeq { JSONWriter.appendInt(Int64(modSeq), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
+                $0.append(contentsOf: #","expires":"#.utf8)
+                if let expires { JSONWriter.appendInt(Int64(expires), to: &$0) } else { $0.append(contentsOf: "null".utf8) }
+            }
             $0.append(UInt8(ascii: "}"))
         }
     }

@@ -346,10 +346,11 @@ final class SocketTransport: Transport {
         }
     }
 
-    /// A JSON-lines connection's large output is handed to the stream whole: what the socket does not take at once
-    /// is queued without a copy (a client that reads slowly never makes kvod hold its output twice).
+    /// A plaintext JSON-lines connection's large output is handed to the stream whole: what the socket does not take
+    /// at once is queued without a copy (a client that reads slowly never makes kvod hold its output twice). Over TLS
+    /// the output is encrypted into records first (`send`).
     func write(taking output: inout OutputBuffer) {
-        if output.count >= Self.handOverBytes, self.mode == .lines || self.mode == .detecting,
+        if output.count >= Self.handOverBytes, self.tls == nil, self.mode == .lines || self.mode == .detecting,
             let (base, count) = output.takeStorage()
         {
             self.stream.write(adopting: base, count: count)
