@@ -97,7 +97,7 @@ import WireProtocol
         }
         // Several snapshots were taken in the middle of the writes, each exactly the graph at its seq.
         #expect(checkedSeqs.count >= 2, "snapshots checked at seqs \(checkedSeqs.sorted())")
-        #expect(server.stop() == 0)
+        #expect(server.stop(grace: .seconds(60)) == 0)
         #expect(server.stderrText.contains("mode=background"))
     }
 
@@ -207,9 +207,9 @@ import WireProtocol
             usleep(5_000)
         }
         #expect(seen.last == "\(last)", "the snapshot process \(child) ran on CPUs \(seen), not \(last)")
-        #expect(server.waitForLog("snapshot written"))
+        #expect(server.waitForLog("snapshot written", timeout: .seconds(60)))
         #expect(try client.get("p9999") == .string("9999 \(Self.filler)"))
-        #expect(server.stop() == 0)
+        #expect(server.stop(grace: .seconds(60)) == 0)
     }
 
     /// kvod finds out at start which snapshot CPUs the kernel grants by taking them on its main thread; it then gives

@@ -85,8 +85,10 @@ public final class KVODProcess: @unchecked Sendable {
     /// Stops kvod: SIGTERM, up to 5 s to exit, then SIGKILL. Returns its exit status (128 + signal when a signal
     /// ended it). Calling it again returns the same status.
     @discardableResult
-    public func stop() -> Int32 {
-        self.command.terminate(grace: .seconds(5))
+    /// SIGTERM, then SIGKILL after `grace` (a kvod still writing a snapshot or its history may need longer on a loaded
+    /// machine). Returns the exit status (137 when it had to be killed).
+    public func stop(grace: Duration = .seconds(5)) -> Int32 {
+        self.command.terminate(grace: grace)
     }
 
     /// The endpoint in the first `kvod listening on HOST:PORT` line of `text` (an IPv6 host may be bracketed).

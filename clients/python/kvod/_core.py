@@ -173,6 +173,21 @@ class SubscriptionState:
     retry_tried: Set[Endpoint] = field(default_factory=set)
     # A live query's `query` object (Protocol/methods.md#queries), sent with every subscribe; None for a plain one.
     query: Optional[Dict[str, Any]] = None
+    # A live query gets several after notifications at one seq (a move is a removal and an insertion): how many were
+    # delivered at `last_seq`, and how many replays of them a resume from the seq before still has to drop.
+    at_last_seq: int = 0
+    skip_at_last_seq: int = 0
+
+    def resume_since(self) -> Optional[int]:
+        """The `since` of a resume. A live query that has notifications of `last_seq` resumes from the seq before
+        and drops as many replays at `last_seq`: a connection lost between two notifications of one seq neither
+        loses the second nor repeats the first."""
+        if self.last_seq is None:
+            return None
+        if self.query is not None and self.at_last_seq > 0:
+            self.skip_at_last_seq = self.at_last_seq
+            return self.last_seq - 1
+        return self.last_seq
 
     def resume_refused(self, error: KvodError, endpoint: Optional[Endpoint], transport: str, leader_wait: float,
                        now: float) -> "ResumeStep":
@@ -207,6 +222,7 @@ class SubscriptionState:
         """Forgets the resume point: kvod refused `since` (1010), so the subscription starts over."""
         self.last_seq = None
         self.prior_seq = None
+        self.at_last_seq = self.skip_at_last_seq = 0
 
     def resynced(self, since: Optional[int], refusal: KvodError, result: Dict[str, Any]) -> "Resync":
         """After `restart()` and a fresh subscribe that answered `result`: the new resume point, and the Resync item
@@ -311,6 +327,8 @@ class Session:
         elif method == "progress":
             state = self.by_server_id.get(params.get("subscription"))
             if state is not None and isinstance(params.get("seq"), int):
+                if params["seq"] > (state.last_seq or 0):
+                    state.at_last_seq = state.skip_at_last_seq = 0
                 state.last_seq = max(state.last_seq or 0, params["seq"])
         elif method == "closing":
             routed.closing = params.get("reason", "")
@@ -324,13 +342,29 @@ class Session:
                 return False
             state.prior_seq = change.seq
             return True
-        # A live query gets several after notifications at one seq (a move is a removal and an insertion): only an
-        # older seq is a replay. (Query subscriptions do not resume yet, 1010: they start afresh with `initial`.)
-        replayed = change.seq < state.last_seq if state.last_seq is not None and state.query is not None \
-            else state.last_seq is not None and change.seq <= state.last_seq
-        if replayed and not change.initial:
+        if state.query is not None:
+            return Session.accept_query(state, change)
+        if state.last_seq is not None and change.seq <= state.last_seq and not change.initial:
             return False
         state.prior_seq = None
+        state.last_seq = change.seq if state.last_seq is None else max(state.last_seq, change.seq)
+        return True
+
+    @staticmethod
+    def accept_query(state: SubscriptionState, change: Change) -> bool:
+        """`accept` for a live query: an older seq is a replay, and so are the first `skip_at_last_seq` at
+        `last_seq` after a resume (`resume_since`); the initial window starts the count afresh."""
+        if change.initial:
+            state.at_last_seq = state.skip_at_last_seq = 0
+        elif state.last_seq is not None and change.seq < state.last_seq:
+            return False
+        elif state.last_seq is not None and change.seq == state.last_seq:
+            if state.skip_at_last_seq > 0:
+                state.skip_at_last_seq -= 1
+                return False
+            state.at_last_seq += 1
+        else:
+            state.at_last_seq, state.skip_at_last_seq = 1, 0
         state.last_seq = change.seq if state.last_seq is None else max(state.last_seq, change.seq)
         return True
 

@@ -245,7 +245,7 @@ class AsyncClient(ClientBase):
         since, resync = state.last_seq, None
         while True:
             try:
-                result = await self._exchange("subscribe", state.subscribe_params(state.last_seq), state)
+                result = await self._exchange("subscribe", state.subscribe_params(state.resume_since()), state)
             except ConnectionLost:
                 raise
             except KvodError as error:

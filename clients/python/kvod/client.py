@@ -248,7 +248,7 @@ class Client(ClientBase):
         since, resync = state.last_seq, None
         while True:
             try:
-                result = self._exchange("subscribe", state.subscribe_params(state.last_seq), state)
+                result = self._exchange("subscribe", state.subscribe_params(state.resume_since()), state)
             except ConnectionLost:
                 raise
             except KvodError as error:

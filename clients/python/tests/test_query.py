@@ -18,7 +18,7 @@ import pytest
 import kvod
 import kvod.aio
 from conftest import Kvod
-from kvod._core import Change
+from kvod._core import Change, Session, SubscriptionState
 from kvod._query import MirrorError, QueryMirror, query_params
 
 STEPS = int(os.environ.get("KVOD_QUERY_STEPS", "150"))
@@ -267,13 +267,14 @@ def test_a_live_query_comes_back_after_a_reconnection(kvod_server, make_proxy, t
             writer.set("$3.score", 50)            # missed while disconnected
             writer.insert("players", {"name": "di", "score": 7})
             proxy.accept()
-            # kvod cannot resume a query subscription (1010): the client subscribes afresh and gets the window again.
+            # The client resubscribes with `since`: kvod replays what the window missed, as ordinary changes.
             live.wait_for(lambda q: [row["name"] for row in q] == ["cy", "bob"] and q.count == 4, timeout=20)
             writer.set("$2.score", 100)
             live.wait_for(lambda q: [row["name"] for row in q] == ["bob", "cy"])
             assert watcher.connections == 2
             wait_until(lambda: len(events) >= 3)
-            assert events[0].initial and any(event.initial and event.kind == "setting" for event in events[1:])
+            assert events[0].initial and not any(event.initial for event in events[1:])
+            assert all(event.count in (3, 4) for event in events)
         assert live.closed
         writer.set("$1.score", 1000)
         time.sleep(0.1)
@@ -311,3 +312,18 @@ def test_an_asyncio_live_query_comes_back_after_a_reconnection(kvod_server, make
                 assert watcher.connections == 2
             assert live.closed
     asyncio.run(scenario())
+
+
+def test_a_resume_between_two_notifications_of_one_seq_neither_loses_nor_repeats():
+    state = SubscriptionState("players", ("initial", "new"), None, None, query={"limit": 2})
+    def change(seq, kind, initial=False):
+        return Change.from_params({"path": "players", "kind": kind, "seq": seq, "initial": initial})
+    assert Session.accept_query(state, change(5, "setting", initial=True))
+    assert state.resume_since() == 5  # nothing after the window yet: from its seq
+    assert Session.accept_query(state, change(6, "removal"))  # a move: its removal arrived, the insertion did not
+    assert state.resume_since() == 5  # from the seq before, dropping one replay at 6
+    assert not Session.accept_query(state, change(6, "removal"))
+    assert Session.accept_query(state, change(6, "insertion"))
+    assert Session.accept_query(state, change(7, "replacement"))
+    assert not Session.accept_query(state, change(4, "replacement"))
+    assert state.resume_since() == 6

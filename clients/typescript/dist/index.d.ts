@@ -113,6 +113,10 @@ interface SubscriptionState {
     retryTried?: Set<string>;
     /** A live query's `query` object, sent with every subscribe; undefined for a plain subscription. */
     query?: Record<string, unknown>;
+    /** A live query gets several after notifications at one seq (a move is a removal and an insertion): how many were
+     * delivered at `lastSeq`, and how many replays of them a resume from the seq before still has to drop. */
+    atLastSeq?: number;
+    skipAtLastSeq?: number;
 }
 /** What a connection's setup does after kvod refused to resume a subscription: `resync` (subscribe afresh, then push
  * a Resync item), `retry` (drop this connection: the reconnection, with its backoff, tries `leader` first when set,

@@ -151,6 +151,42 @@ export function connectionOrder(addresses, preferred, last) {
     const order = [...addresses.slice(start), ...addresses.slice(0, start)];
     return preferred === undefined ? order : [preferred, ...order.filter((address) => address !== preferred)];
 }
+/** The `since` of a resume. A live query that has notifications of `lastSeq` resumes from the seq before and drops as
+ * many replays at `lastSeq`: a connection lost between two notifications of one seq neither loses the second nor
+ * repeats the first. */
+function resumeSince(state) {
+    if (state.lastSeq === undefined)
+        return undefined;
+    if (state.query !== undefined && (state.atLastSeq ?? 0) > 0) {
+        state.skipAtLastSeq = state.atLastSeq;
+        return state.lastSeq - 1;
+    }
+    return state.lastSeq;
+}
+/** `accept` for a live query: an older seq is a replay, and so are the first `skipAtLastSeq` at `lastSeq` after a
+ * resume (`resumeSince`); the initial window starts the count afresh. */
+function acceptQuery(state, change) {
+    if (change.initial) {
+        state.atLastSeq = 0;
+        state.skipAtLastSeq = 0;
+    }
+    else if (state.lastSeq !== undefined && change.seq < state.lastSeq) {
+        return false;
+    }
+    else if (state.lastSeq !== undefined && change.seq === state.lastSeq) {
+        if ((state.skipAtLastSeq ?? 0) > 0) {
+            state.skipAtLastSeq = (state.skipAtLastSeq ?? 0) - 1;
+            return false;
+        }
+        state.atLastSeq = (state.atLastSeq ?? 0) + 1;
+    }
+    else {
+        state.atLastSeq = 1;
+        state.skipAtLastSeq = 0;
+    }
+    state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);
+    return true;
+}
 /** The next step after kvod refused a subscription's `subscribe` on a new connection: the one place that decides, per
  * error code, what the client does (the table in README.md#when-a-subscription-cannot-resume). 1010 (with a resume
  * point): resync. -32602 (a follower behind `since`) and 1012 (not the leader): retry on another connection, for up
@@ -359,7 +395,7 @@ export class Client {
         for (;;) {
             let result;
             try {
-                result = (await this.send("subscribe", this.subscribeParams(state, state.lastSeq), state));
+                result = (await this.send("subscribe", this.subscribeParams(state, resumeSince(state)), state));
             }
             catch (error) {
                 if (!(error instanceof KvodError) || error instanceof ConnectionLost || error instanceof Timeout)
@@ -368,6 +404,8 @@ export class Client {
                 if (step.action === "resync") {
                     state.lastSeq = undefined;
                     state.priorSeq = undefined;
+                    state.atLastSeq = 0;
+                    state.skipAtLastSeq = 0;
                     resync = error;
                     continue;
                 }
@@ -579,8 +617,13 @@ export class Client {
         }
         else if (message.method === "progress") {
             const state = this.byServerId.get(params.subscription);
-            if (state && typeof params.seq === "number")
+            if (state && typeof params.seq === "number") {
+                if (params.seq > (state.lastSeq ?? 0)) {
+                    state.atLastSeq = 0;
+                    state.skipAtLastSeq = 0;
+                }
                 state.lastSeq = Math.max(state.lastSeq ?? 0, params.seq);
+            }
         }
         else if (message.method === "closing") {
             this.closingReason = params.reason;
@@ -595,11 +638,9 @@ export class Client {
             state.priorSeq = change.seq;
             return true;
         }
-        // A live query gets several after notifications at one seq (a move is a removal and an insertion): only an older
-        // seq is a replay. (Query subscriptions do not resume yet, 1010: they start afresh with `initial`.)
-        const replayed = state.lastSeq !== undefined
-            && (state.query !== undefined ? change.seq < state.lastSeq : change.seq <= state.lastSeq);
-        if (replayed && !change.initial)
+        if (state.query !== undefined)
+            return acceptQuery(state, change);
+        if (state.lastSeq !== undefined && change.seq <= state.lastSeq && !change.initial)
             return false;
         state.priorSeq = undefined;
         state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);

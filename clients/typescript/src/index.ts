@@ -214,6 +214,44 @@ interface SubscriptionState {
   retryTried?: Set<string>;
   /** A live query's `query` object, sent with every subscribe; undefined for a plain subscription. */
   query?: Record<string, unknown>;
+  /** A live query gets several after notifications at one seq (a move is a removal and an insertion): how many were
+   * delivered at `lastSeq`, and how many replays of them a resume from the seq before still has to drop. */
+  atLastSeq?: number;
+  skipAtLastSeq?: number;
+}
+
+/** The `since` of a resume. A live query that has notifications of `lastSeq` resumes from the seq before and drops as
+ * many replays at `lastSeq`: a connection lost between two notifications of one seq neither loses the second nor
+ * repeats the first. */
+function resumeSince(state: SubscriptionState): number | undefined {
+  if (state.lastSeq === undefined) return undefined;
+  if (state.query !== undefined && (state.atLastSeq ?? 0) > 0) {
+    state.skipAtLastSeq = state.atLastSeq;
+    return state.lastSeq - 1;
+  }
+  return state.lastSeq;
+}
+
+/** `accept` for a live query: an older seq is a replay, and so are the first `skipAtLastSeq` at `lastSeq` after a
+ * resume (`resumeSince`); the initial window starts the count afresh. */
+function acceptQuery(state: SubscriptionState, change: Change): boolean {
+  if (change.initial) {
+    state.atLastSeq = 0;
+    state.skipAtLastSeq = 0;
+  } else if (state.lastSeq !== undefined && change.seq < state.lastSeq) {
+    return false;
+  } else if (state.lastSeq !== undefined && change.seq === state.lastSeq) {
+    if ((state.skipAtLastSeq ?? 0) > 0) {
+      state.skipAtLastSeq = (state.skipAtLastSeq ?? 0) - 1;
+      return false;
+    }
+    state.atLastSeq = (state.atLastSeq ?? 0) + 1;
+  } else {
+    state.atLastSeq = 1;
+    state.skipAtLastSeq = 0;
+  }
+  state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);
+  return true;
 }
 
 /** What a connection's setup does after kvod refused to resume a subscription: `resync` (subscribe afresh, then push
@@ -523,13 +561,15 @@ export class Client {
     for (;;) {
       let result: { seq: number };
       try {
-        result = (await this.send("subscribe", this.subscribeParams(state, state.lastSeq), state)) as { seq: number };
+        result = (await this.send("subscribe", this.subscribeParams(state, resumeSince(state)), state)) as { seq: number };
       } catch (error) {
         if (!(error instanceof KvodError) || error instanceof ConnectionLost || error instanceof Timeout) throw error;
         const step = resumeRefused(state, error, this.endpoint, this.options.leaderWait ?? 10_000, Date.now());
         if (step.action === "resync") {
           state.lastSeq = undefined;
           state.priorSeq = undefined;
+          state.atLastSeq = 0;
+          state.skipAtLastSeq = 0;
           resync = error;
           continue;
         }
@@ -721,7 +761,13 @@ export class Client {
       if (this.accept(state, change)) state.subscription.push(change);
     } else if (message.method === "progress") {
       const state = this.byServerId.get(params.subscription);
-      if (state && typeof params.seq === "number") state.lastSeq = Math.max(state.lastSeq ?? 0, params.seq);
+      if (state && typeof params.seq === "number") {
+        if (params.seq > (state.lastSeq ?? 0)) {
+          state.atLastSeq = 0;
+          state.skipAtLastSeq = 0;
+        }
+        state.lastSeq = Math.max(state.lastSeq ?? 0, params.seq);
+      }
     } else if (message.method === "closing") {
       this.closingReason = params.reason;
       this.lastClosing = { reason: params.reason, connection: this.connections };
@@ -735,11 +781,8 @@ export class Client {
       state.priorSeq = change.seq;
       return true;
     }
-    // A live query gets several after notifications at one seq (a move is a removal and an insertion): only an older
-    // seq is a replay. (Query subscriptions do not resume yet, 1010: they start afresh with `initial`.)
-    const replayed = state.lastSeq !== undefined
-      && (state.query !== undefined ? change.seq < state.lastSeq : change.seq <= state.lastSeq);
-    if (replayed && !change.initial) return false;
+    if (state.query !== undefined) return acceptQuery(state, change);
+    if (state.lastSeq !== undefined && change.seq <= state.lastSeq && !change.initial) return false;
     state.priorSeq = undefined;
     state.lastSeq = Math.max(state.lastSeq ?? change.seq, change.seq);
     return true;
