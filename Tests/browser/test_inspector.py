@@ -7,7 +7,8 @@ paging a 1,000,000-element array (only the visible rows exist; only the visible 
 key-path completion from `describe`, the connection state through a SIGTERM and a kill -9 (reconnecting with a
 countdown, never "Connected" while kvod is down; subscriptions resumed with `since`, the missed change replayed),
 index lists as ranges and the log's filters, live charts from `stats`, a graph of 21,000 objects and 1,001
-employees; the watch panel (subscribe, notifications), setting from the page (the seq or the error inline), and
+employees; the watch panel (subscribe, notifications), a live query as a live table (equal to `kvoctl get` with the
+same query after each change), setting from the page (the seq or the error inline), and
 tokens. The HTTP side (headers, CSP, 404, kvod.js = the TypeScript client's dist/index.js) is checked with plain
 urllib. With `--tls-only` the page is served over https and connects over wss:// (certificates made
 by openssl; Chromium trusts the server's key by its SPKI hash). Every wait is bounded; kvod is stopped at the end. KVOD_SCREENSHOT=1 saves the docs/inspector*.png images.
@@ -728,6 +729,98 @@ def test_setting_from_the_page_shows_the_seq_or_the_error_inline(kvod, browser):
     assert '"ada@example.com"' in result.text, "the trimmed value kvod stored is shown"
     meta = json.loads(kvod.kvoctl("get", "contact.email", "--meta"))
     assert meta["value"] == "ada@example.com" and meta["modSeq"] == seq
+
+
+# MARK: - Query
+
+
+def query_table(driver):
+    """The query panel's table as kvoctl prints a window: a dict per row, {column: value} (absent cells left out)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#query-table [data-testid=query-row]')].map((tr) => Object.fromEntries("
+        "[...tr.cells].filter((td) => td.dataset.json !== undefined).map((td) => [td.dataset.key, JSON.parse(td.dataset.json)])))")
+
+
+def test_a_live_query_shows_its_window_as_a_live_table(kvod, browser):
+    players = [{"name": "Ada", "score": 30}, {"name": "Bob", "score": 5}, {"name": "Cy", "score": 12},
+               {"name": "Di", "score": 20}, {"name": "Ed", "score": 11}, {"name": "Flo", "score": 8}]
+    kvod.kvoctl("insert", "players", *(json.dumps(player) for player in players))
+    open_inspector(browser, kvod)
+    fill(browser, "query-path", "players")
+    fill(browser, "query-where", "score > 10")
+    fill(browser, "query-order", "-score")
+    fill(browser, "query-limit", "3")
+    fill(browser, "query-select", "name, score")
+    browser.find_element(By.ID, "query-run").click()
+
+    def expected():
+        window = json.loads(kvod.kvoctl("get", "players", "--where", "score > 10", "--order-by", "-score",
+                                        "--limit", "3", "--select", "name", "--select", "score", "--meta"))
+        return window["value"], window["count"]
+
+    def caption():
+        return browser.find_element(By.CSS_SELECTOR, '[data-testid="query-caption"]')
+
+    rows, count = expected()
+    assert [row["name"] for row in rows] == ["Ada", "Di", "Cy"] and count == 4
+    wait_for(browser, lambda d: query_table(d) == rows, "the table is not the query's window")
+    assert texts(browser.find_elements(By.CSS_SELECTOR, "#query-table thead th")) == ["$id", "name", "score"]
+    assert caption().text == "rows 1–3 of 4 matches"
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="query-row"].changed'), "the first window is highlighted"
+
+    def follows(what):
+        rows, count = expected()
+        wait_for(browser, lambda d: query_table(d) == rows and caption().get_attribute("data-count") == str(count),
+                 f"after {what} the table is not what kvoctl get prints: {rows}, {count} matches")
+        assert caption().text == f"rows 1–{len(rows)} of {count} matches"
+        return rows
+
+    # Ed (11, fourth) moves to the top: a removal and an insertion at one seq; the row is highlighted.
+    ed = next(player for player in json.loads(kvod.kvoctl("get", "players")) if player["name"] == "Ed")["$id"]
+    kvod.kvoctl("set", f"${ed}.score", "25")
+    rows = follows("a set that moves a player into the top 3")
+    assert [row["name"] for row in rows] == ["Ada", "Ed", "Di"]
+    moved = browser.find_element(By.CSS_SELECTOR, f'[data-testid="query-row"][data-id="{ed}"]')
+    assert "changed" in moved.get_attribute("class"), "the row that came in is not highlighted"
+    # A new matching player at the top; the count grows.
+    kvod.kvoctl("insert", "players", '{"name": "Gus", "score": 99}')
+    rows = follows("an insertion")
+    assert [row["name"] for row in rows] == ["Gus", "Ada", "Ed"]
+    # A removal: Ada leaves, Di comes back into the window.
+    index = [player["name"] for player in json.loads(kvod.kvoctl("get", "players"))].index("Ada")
+    kvod.kvoctl("remove", "players", "--index", str(index))
+    rows = follows("a removal")
+    assert [row["name"] for row in rows] == ["Gus", "Ed", "Di"]
+    if os.environ.get("KVOD_SCREENSHOT") == "1":  # the panel, with the row that came in still highlighted
+        browser.set_window_size(1440, 560)
+        browser.execute_script("document.activeElement.blur(); document.getElementById('query').scrollIntoView()")
+        time.sleep(0.3)
+    save_screenshot(browser, "inspector-query.png")
+
+    # A predicate that does not parse: error 1013 inline, with its column.
+    fill(browser, "query-where", "score >")
+    browser.find_element(By.ID, "query-run").click()
+    error = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-testid="query-error"]'),
+                     "no error element")
+    wait_for(browser, lambda d: error.is_displayed() and "error 1013" in error.text, "the syntax error is not shown inline")
+    assert json.loads(error.find_element(By.CSS_SELECTOR, ".error-data").text)["column"] == 8
+    assert "^" in error.find_element(By.CSS_SELECTOR, ".caret").text
+
+    # Stop: kvod no longer lists the page's query subscription.
+    fill(browser, "query-where", "score > 10")
+    browser.find_element(By.ID, "query-run").click()
+    wait_for(browser, lambda d: query_table(d) == rows and not error.is_displayed(), "the query did not run again")
+    # `observers` does not show a subscription's query; the tree observes the to-many `players` too, with
+    # ["initial"] only: the query's subscription is the one with "new".
+    def query_subscribed(d):
+        connections = rpc(kvod.port, "observers")["connections"]
+        return any(subscription["path"] == "players" and "new" in subscription.get("options", [])
+                   for connection in connections if connection.get("client") == "kvod-inspector"
+                   for subscription in connection["subscriptions"])
+    wait_for(browser, query_subscribed, "kvod lists no query subscription")
+    browser.find_element(By.ID, "query-stop").click()
+    wait_for(browser, lambda d: not query_subscribed(d), "Stop did not end the subscription")
+    assert query_table(browser) == rows, "the table stays after a stop"
 
 
 # MARK: - Tokens and origins

@@ -1,10 +1,11 @@
 // kvod's web inspector: the page's own code, plain modern JavaScript with no framework, over the TypeScript client
 // (kvod.js, served beside it). Panels: browse the graph as a live tree (describe + get, to-many relationships read a
 // page at a time with get's offset/limit, only the visible rows rendered, what is shown observed), watch key paths (a
-// live log of notifications, filterable), set a value (the seq, or the error inline), live charts from stats, the
-// cluster member, and observers. The page owns its connection: an honest state (connecting, connected, reconnecting
-// with a countdown, disconnected) and reconnection with its subscriptions resumed (`since`). Everything kvod sends is
-// shown with textContent, never parsed as HTML.
+// live log of notifications, filterable), a live query (its window as a table, kept up to date), set a value (the
+// seq, or the error inline), live charts from stats, the cluster member, and observers. The page owns its
+// connection: an honest state (connecting, connected, reconnecting with a countdown, disconnected) and reconnection
+// with its subscriptions resumed (`since`) and its live query started again. Everything kvod sends is shown with
+// textContent, never parsed as HTML.
 import * as kvod from "./kvod.js";
 
 const $ = (id) => document.getElementById(id);
@@ -175,7 +176,7 @@ async function connect() {
   connection.access = hello.access ?? "";
   connection.attempt = 0;
   setState("connected", `Connected to kvod ${connection.version} at ${kvodURL(address)}${connection.access ? `, ${connection.access}` : ""}`);
-  await Promise.allSettled([watch.resumeAll(client), tree.reconnected(), refreshObservers(), stats.sample()]);
+  await Promise.allSettled([watch.resumeAll(client), tree.reconnected(), query.reconnected(client), refreshObservers(), stats.sample()]);
 }
 
 /** The connection `client` ended (kvod stopped, died, or the network failed): show it, then reconnect. */
@@ -184,6 +185,7 @@ function lost(client, why) {
   connection.client = null;
   client.close();
   tree.disconnected();
+  query.disconnected();
   if (connection.wanted) scheduleRetry(why);
 }
 
@@ -214,6 +216,7 @@ function disconnect() {
   connection.client = null;
   client?.close();
   tree.disconnected();
+  query.disconnected();
   setState("disconnected", "Disconnected (you disconnected)");
 }
 
@@ -984,6 +987,247 @@ const logFilter = {
 
 for (const event of ["input", "change"]) $("log-path").addEventListener(event, () => logFilter.apply());
 $("log-kind").addEventListener("change", () => logFilter.apply());
+
+// MARK: - Query
+
+/** "-score, name" → [{key: "score", ascending: false}, {key: "name", ascending: true}] (a leading "+" is ascending too);
+ * empty: undefined (the collection's own order). */
+function parseOrderBy(text) {
+  const descriptors = text.split(",").map((part) => part.trim()).filter((part) => part !== "").map((part) => {
+    const key = part.replace(/^[-+]\s*/, "");
+    if (key === "") throw new Error(`order by: "${part}" names no key`);
+    return { key, ascending: !part.startsWith("-") };
+  });
+  return descriptors.length ? descriptors : undefined;
+}
+
+/** A whole number from 0 typed in a field; undefined when the field is empty. */
+function parseWhole(text, name) {
+  const trimmed = text.trim();
+  if (trimmed === "") return undefined;
+  if (!/^\d+$/.test(trimmed)) throw new Error(`${name}: a whole number from 0, not "${trimmed}"`);
+  return Number(trimmed);
+}
+
+/** What a row of a query's window is, across changes: an object by its `$id`, any other element by its value. */
+function rowIdentity(row) {
+  return isObjectValue(row) && row.$id !== undefined ? `$${row.$id}` : `=${JSON.stringify(row)}`;
+}
+
+/** The query panel: one live query (`client.liveQuery`: a `subscribe` with `query`, Protocol/methods.md#queries) shown
+ * as a table of its window, kept up to date by the notifications; the rows an insertion or a replacement brought
+ * highlighted. It follows the page's connection: on each new connection it is started again (kvod sends the window
+ * again as a setting; the rows that differ from what was shown are highlighted). */
+const query = {
+  /** What was run: {path, where, orderBy, offset, limit, select}; null when stopped (or refused). */
+  spec: null,
+  /** The spec of the table shown (it stays after a stop). */
+  shownSpec: null,
+  /** The LiveQuery following kvod, or null. */
+  live: null,
+  /** Bumped on every start and stop: a start that resolves after a newer one (or a stop) is closed unused. */
+  generation: 0,
+  /** True until the first window of a run is shown: nothing is highlighted in it. */
+  fresh: true,
+  /** The rows shown, to tell what a later whole-window setting changed. */
+  shownRows: [],
+  /** Row identity → when its highlight started (performance.now()). */
+  flashes: new Map(),
+  fadeTimer: undefined,
+
+  /** The query in the form, or an Error saying what is wrong with it. */
+  read() {
+    const path = $("query-path").value.trim();
+    if (path === "") throw new Error("the collection's key path is empty");
+    const where = $("query-where").value.trim();
+    const select = $("query-select").value.split(",").map((key) => key.trim()).filter((key) => key !== "");
+    return {
+      path,
+      where: where === "" ? undefined : where,
+      orderBy: parseOrderBy($("query-order").value),
+      offset: parseWhole($("query-offset").value, "offset"),
+      limit: parseWhole($("query-limit").value, "limit"),
+      select: select.length ? select : undefined,
+    };
+  },
+
+  /** Run: stops the query shown, if any, and starts the one in the form. */
+  async run() {
+    let spec;
+    try {
+      spec = this.read();
+    } catch (error) {
+      showError($("query-error"), error); // what runs (if anything) goes on
+      return;
+    }
+    this.end();
+    this.spec = spec;
+    this.fresh = true;
+    this.flashes.clear();
+    $("query-stop").disabled = false;
+    await this.start(connection.client, false);
+  },
+
+  /** Starts `this.spec` on `client`. */
+  async start(client, resumed) {
+    const generation = ++this.generation;
+    const spec = this.spec;
+    if (!spec || !client) return;
+    $("query-error").hidden = true;
+    this.setState("starting", resumed ? "subscribing again after the reconnection…" : "subscribing…");
+    let live;
+    try {
+      live = await client.liveQuery(spec.path, {
+        where: spec.where, orderBy: spec.orderBy, offset: spec.offset, limit: spec.limit, select: spec.select,
+      });
+    } catch (error) {
+      // A newer run or a stop came meanwhile; or the connection ended: the next one starts the query again.
+      if (generation !== this.generation || connection.client !== client) return;
+      this.spec = null;
+      $("query-stop").disabled = true;
+      this.fail(error, spec);
+      return;
+    }
+    if (generation !== this.generation || connection.client !== client) {
+      void live.close().catch(() => {});
+      return;
+    }
+    this.live = live;
+    live.onChange((change) => { if (this.live === live) this.changed(live, spec, change); });
+    // The window stops following when kvod ends the subscription or a notification does not fit: say so.
+    live.waitFor((q) => q.closed, 2 ** 31 - 1).catch((error) => {
+      if (this.live !== live || error instanceof kvod.Timeout) return;
+      this.end();
+      this.spec = null;
+      $("query-stop").disabled = true;
+      this.fail(error, spec);
+    });
+  },
+
+  /** One change of the window: highlight what came in or changed, then show the window. */
+  changed(live, spec, change) {
+    const rows = live.rows;
+    const now = performance.now();
+    if (change.kind === "insertion" || change.kind === "replacement") {
+      for (const index of change.indexes ?? []) this.flashes.set(rowIdentity(rows[index]), now);
+    } else if (change.kind === "setting" && !this.fresh) {
+      const before = new Map(this.shownRows.map((row) => [rowIdentity(row), JSON.stringify(row)]));
+      for (const row of rows) if (before.get(rowIdentity(row)) !== JSON.stringify(row)) this.flashes.set(rowIdentity(row), now);
+    }
+    this.fresh = false;
+    this.render(spec, rows, change.count, change.seq);
+    this.setState("live", `live at seq ${change.seq}`);
+  },
+
+  /** The window as a table: `$id` first, then the selected keys (or every key the rows have), a row per element. */
+  render(spec, rows, count, seq) {
+    this.shownSpec = spec;
+    this.shownRows = rows;
+    const columns = spec.select ? ["$id", ...spec.select] : [];
+    let scalars = false;
+    if (!spec.select) {
+      const keys = new Set();
+      for (const row of rows) {
+        if (isObjectValue(row)) for (const key of Object.keys(row)) keys.add(key);
+        else scalars = true;
+      }
+      if (keys.has("$id")) columns.push("$id");
+      for (const key of keys) if (key !== "$id") columns.push(key);
+    } else {
+      scalars = rows.some((row) => !isObjectValue(row));
+    }
+    if (scalars) columns.push("(element)");
+    $("query-head").replaceChildren(...columns.map((column) => element("th", { text: column, attributes: { scope: "col" } })));
+
+    const now = performance.now();
+    for (const [identity, started] of this.flashes) if (now - started >= FLASH_MS) this.flashes.delete(identity);
+    $("query-body").replaceChildren(...rows.map((row, index) => {
+      const identity = rowIdentity(row);
+      const started = this.flashes.get(identity);
+      const attributes = { "data-testid": "query-row", "data-index": String(index) };
+      if (isObjectValue(row) && row.$id !== undefined) attributes["data-id"] = String(row.$id);
+      // A row drawn again while it is highlighted continues its fade rather than starting it over.
+      if (started !== undefined) attributes.style = `animation-delay: -${Math.round(now - started)}ms`;
+      const tr = element("tr", { className: started !== undefined ? "changed" : "", attributes });
+      for (const column of columns) {
+        const value = column === "(element)" ? (isObjectValue(row) ? undefined : row) : isObjectValue(row) ? row[column] : undefined;
+        const cell = element("td", { attributes: { "data-key": column } });
+        if (column === "$id" && value !== undefined) {
+          cell.className = "id";
+          cell.textContent = `$${value}`;
+        } else {
+          cell.append(shown(value, 80));
+        }
+        if (value !== undefined) cell.dataset.json = JSON.stringify(value);
+        tr.append(cell);
+      }
+      return tr;
+    }));
+    if (this.flashes.size) {
+      clearTimeout(this.fadeTimer);
+      this.fadeTimer = setTimeout(() => { if (this.shownSpec) this.render(this.shownSpec, this.shownRows, count, seq); }, FLASH_MS + 50);
+    }
+
+    const offset = spec.offset ?? 0;
+    const matches = `${count.toLocaleString("en")} ${count === 1 ? "match" : "matches"}`;
+    const caption = $("query-caption");
+    caption.textContent = rows.length
+      ? `rows ${(offset + 1).toLocaleString("en")}–${(offset + rows.length).toLocaleString("en")} of ${matches}`
+      : `no rows${offset > 0 && count > 0 ? ` from ${(offset + 1).toLocaleString("en")}` : ""} of ${matches}`;
+    caption.dataset.count = String(count);
+    caption.dataset.seq = String(seq);
+    $("query-table").dataset.columns = String(columns.length);
+  },
+
+  /** Shows an error inline; a predicate that does not parse (1013) also shows where, with a caret under its column. */
+  fail(error, spec) {
+    this.setState("error", "not running");
+    showError($("query-error"), error);
+    const column = error instanceof kvod.KvodError ? error.data?.column : undefined;
+    if (Number.isInteger(column) && column >= 1 && spec?.where !== undefined) {
+      $("query-error").append(element("span", { className: "caret", text: `${spec.where}\n${" ".repeat(column - 1)}^ ${error.data.reason ?? ""}` }));
+    }
+  },
+
+  setState(state, text) {
+    $("query-table").dataset.state = state;
+    $("query-state").textContent = text;
+  },
+
+  /** Closes the live query that follows kvod, if any (the table stays as it is). */
+  end() {
+    this.generation += 1;
+    const live = this.live;
+    this.live = null;
+    void live?.close().catch(() => {});
+  },
+
+  /** Stop: the table stays as it was; the query is not started again on a new connection. */
+  stop() {
+    const running = this.spec !== null;
+    this.end();
+    this.spec = null;
+    $("query-stop").disabled = true;
+    if (running) this.setState("stopped", this.shownSpec ? "stopped: the table no longer follows kvod" : "stopped");
+  },
+
+  /** The connection ended: the live query ended with it; it starts again on the next connection. */
+  disconnected() {
+    if (!this.spec) return;
+    this.end();
+    this.setState("reconnecting", "the connection ended: the query starts again once the page reconnects");
+  },
+
+  /** A new connection: the old LiveQuery ended with its client; start the query again on this one. */
+  async reconnected(client) {
+    if (!this.spec) return;
+    this.end();
+    await this.start(client, true);
+  },
+};
+
+$("query-form").addEventListener("submit", whenConnected(() => void query.run()));
+$("query-stop").addEventListener("click", () => query.stop());
 
 // MARK: - Set
 
