@@ -65,13 +65,14 @@ reports_in() {
 # detect_leaks=0: LeakSanitizer cannot follow Swift's multi-payload enum payloads (the case tag sits in the pointer's
 # spare bits), so it reports live values (a model's Expression trees, globals) as direct leaks, and a leak report
 # makes kvod exit 1. Leaks are checked with valgrind instead (below), which does not misfire here.
+# suppressions: .ci/asan-suppressions.txt (one Foundation bug in the tests' process launcher, explained there).
 # halt_on_error=0 for TSan: report every race, not just the first.
 sanitized_test() {
     local sanitizer=$1 scratch=$2 log=$3
     shift 3
     local logs
     logs="$(pwd)/$scratch/sanitizer-reports"
-    ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=0:detect_stack_use_after_return=1" \
+    ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=0:detect_stack_use_after_return=1:suppressions=$(pwd)/.ci/asan-suppressions.txt" \
         TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1" \
         timeout -k 30 "$test_timeout" \
         swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >"$log" 2>&1 </dev/null
