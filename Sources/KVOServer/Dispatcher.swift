@@ -13,14 +13,15 @@ import WireProtocol
 @MainActor
 final class Dispatcher {
     let context: SessionContext
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// Scratch space for one result, and for one response, reused across requests.
     /// (Loop-owned and never accessed re-entrantly: unchecked exclusivity, as for every member on the request path.)
     @exclusivity(unchecked) private var result: [UInt8] = []
     @exclusivity(unchecked) private var response: [UInt8] = []
     /// Parsed key paths by their text: clients use few distinct paths, and parsing allocates.
-    @exclusivity(unchecked) private var keyPaths: [String: KeyPath] = [:]
+    private var keyPaths: [String: KeyPath] = [:]
     /// The last path parsed or found: clients repeat paths, and comparing one string is cheaper than hashing it.
-    @exclusivity(unchecked) private var lastKeyPath: (text: String, path: KeyPath)?
+    private var lastKeyPath: (text: String, path: KeyPath)?
 
     /// The parsed key path for `text` (cached; the cache is bounded).
     func keyPath(_ text: String) throws(GraphError) -> KeyPath {
@@ -54,7 +55,7 @@ final class Dispatcher {
     }
 
     /// Initial notifications waiting for their subscribe's response to be queued.
-    @exclusivity(unchecked) private var pendingInitials: [(Subscription, Change)] = []
+    private var pendingInitials: [(Subscription, Change)] = []
 
     /// The seq of the mutation the current request committed (set by its handler through `committed(_:)`), and the
     /// params to journal when they are not the request's own (a `ttl` made absolute).

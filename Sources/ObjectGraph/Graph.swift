@@ -4,6 +4,7 @@
 
 /// An observable object graph with key-value coding and key-value observing semantics.
 public final class Graph {
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// The seq of the last successful mutation (0 before any). Each mutation takes the next value.
     @exclusivity(unchecked) public internal(set) var seq: UInt64 = 0
     /// The maximum nesting of a value (records and arrays) a `set` accepts.
@@ -14,7 +15,7 @@ public final class Graph {
     // The hot members below skip runtime exclusivity checks (about 45 instructions per access, a few dozen
     // accesses per set): a graph has one owner, and no inout access to them spans a call.
     @exclusivity(unchecked) var objects = ObjectTable()
-    @exclusivity(unchecked) var nextObjectID: ObjectID = ObjectID.root + 1
+    var nextObjectID: ObjectID = ObjectID.root + 1
     let registry = ObservationRegistry()
     /// Live queries (Query/LiveQuery.swift).
     let queries = QueryRegistry()
@@ -27,7 +28,7 @@ public final class Graph {
     /// Manual change brackets opened by `willChangeValue` and not yet closed.
     @exclusivity(unchecked) var manualBrackets: [ChangeBracket] = []
     /// Guards computed keys that read each other through object cycles.
-    @exclusivity(unchecked) var evaluationDepth = 0
+    var evaluationDepth = 0
     /// While a transaction's dry run is under way: how to undo what it wrote.
     @exclusivity(unchecked) var undoLog: UndoLog?
     /// Keys that expire (a `set` with `expiresAt`): a side table, empty unless some key has a deadline.

@@ -13,7 +13,7 @@ struct ObjectTable: Sequence {
     fileprivate final class Chunk {
         /// The blocks' addresses, nil where there is no object.
         let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-        @exclusivity(unchecked) var live = 0
+        var live = 0
 
         init() {
             self.slots = .allocate(capacity: ObjectTable.chunkSize)

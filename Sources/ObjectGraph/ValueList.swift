@@ -242,6 +242,7 @@ extension ValueList {
     /// `SwiftTLSContext::get`). A node is changed only by the one owner of its list (the graph's thread), never
     /// re-entrantly: each method reads or writes a field and returns before the next access.
     final class Node {
+        // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
         @exclusivity(unchecked) var elements: [Value]
         @exclusivity(unchecked) var children: [Node]
         @exclusivity(unchecked) var counts: [Int]

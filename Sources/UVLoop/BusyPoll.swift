@@ -19,10 +19,10 @@ public final class BusyPoll: LoopHandleOwner {
     /// How long to keep polling after the last read, in nanoseconds.
     public let window: UInt64
     /// Whether the idle handle is started (the loop polls without blocking).
-    @exclusivity(unchecked) private(set) var isSpinning = false
+    private(set) var isSpinning = false
     /// Whether a read delivered bytes on any stream of the loop since the idle callback last looked; `lastReadAt` is
     /// when it last saw one.
-    @exclusivity(unchecked) private var hasRead = false
+    private var hasRead = false
     private var lastReadAt: UInt64 = 0
     var isClosing = false
 

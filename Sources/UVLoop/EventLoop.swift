@@ -33,7 +33,7 @@ public final class EventLoop {
     /// The clock as last read before shutdown; `uv_now` must not touch a closed loop.
     private var clockAtShutdown: UInt64 = 0
     /// The loop's busy poll, while one is open (`BusyPoll`; it clears this when it closes): told of every read.
-    @exclusivity(unchecked) var busyPoll: BusyPoll?
+    var busyPoll: BusyPoll?
     /// The thread the loop was made on, the main actor's: every callback must arrive on it (`enterLoop`).
     nonisolated let thread: pthread_t
 

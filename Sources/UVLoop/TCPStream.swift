@@ -11,6 +11,7 @@ internal import CLibUV
 /// are released once it has, which breaks cycles through closures that capture the stream.
 @MainActor
 public final class TCPStream: LoopHandleOwner {
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// Called with each chunk read; the bytes are valid only during the call (they live in the loop's read buffer).
     /// (Read on every read: loop-owned, without runtime exclusivity checks, as the flags below.)
     @exclusivity(unchecked) public var onRead: (@MainActor (UnsafeRawBufferPointer) -> Void)?
@@ -40,7 +41,7 @@ public final class TCPStream: LoopHandleOwner {
     /// A write failed; later writes are dropped instead of hitting the socket again.
     @exclusivity(unchecked) var hasWriteFailed = false
     /// `shutdownWrites` was called; later writes are dropped.
-    @exclusivity(unchecked) var isShutDownForWrites = false
+    var isShutDownForWrites = false
     /// uv_write requests whose callback has not run yet.
     @exclusivity(unchecked) var writesInFlight = 0
     /// The completion of `connect`, until the connect callback ran.

@@ -17,6 +17,7 @@ final class NotificationEncoder {
         var shape: UInt8
     }
 
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     // A few recent tails, each in a buffer of its own that is rewritten in place: subscriptions of one change with
     // different options alternate between shapes.
     @exclusivity(unchecked) private var keys: [Key] = Array(repeating: Key(payload: 0, shape: 0), count: 4)

@@ -13,6 +13,7 @@ final class Session {
     let context: SessionContext
     private let dispatcher: Dispatcher
     let transport: any Transport
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// Output accepted but not yet handed to the transport; written once per loop turn by `flush()`.
     @exclusivity(unchecked) private var output = OutputBuffer()  // loop-owned; never accessed re-entrantly
     /// A batch's response array while the dispatcher builds it (`beginBatch`, `appendToBatch`, `endBatch`): apart

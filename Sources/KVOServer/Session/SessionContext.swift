@@ -32,6 +32,7 @@ final class SessionContext {
     /// A random 64-bit hex chosen when the server starts: with a session's id, the session's `durableID`, unique
     /// across restarts (session ids start at 1 again).
     let bootID: String
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// Running totals and gauges (`stats`, the metrics endpoint).
     @exclusivity(unchecked) var stats = ServerStats()  // loop-owned counters
     /// Encodes every message the server pushes (change, progress, closing).

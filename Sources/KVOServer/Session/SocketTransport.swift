@@ -44,6 +44,7 @@ final class SocketTransport: Transport {
         case done
     }
 
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// The session. Not `weak`: a weakly referenced object's every retain and release takes the runtime's slow path
     /// (a side table), which costs the fan-out path ~13 %; the session owns this transport and is forgotten only
     /// after `transportClosed`, the last event. (This and `mode` and `framer` are read on every read: loop-owned and

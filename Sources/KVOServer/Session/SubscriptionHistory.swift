@@ -112,6 +112,7 @@ final class SubscriptionHistory {
 
     let capacity: Int
     private let graph: Graph
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     // Loop-owned, no inout access spans a call: no runtime exclusivity checks on the per-change path.
     @exclusivity(unchecked) private var ring: Ring
     private var recorders: [KeyPath: Recorder] = [:]

@@ -20,6 +20,7 @@ final class Subscriptions {
     private(set) var openCount = 0
     /// Subscriptions that asked for `progress` notifications.
     private var progressSubscriptions: [Int: Subscription] = [:]
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// The subscriptions of closed sessions still to be ended in the engine and the history, from `retiredStart`
     /// on (`retire`, `endRetired`); no longer counted open. Their notifications find their session closed.
     @exclusivity(unchecked) private var retired: [Subscription] = []  // loop-owned; looked at every turn

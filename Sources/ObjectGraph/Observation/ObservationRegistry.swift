@@ -6,9 +6,10 @@
 /// Who observes what. Owned by one graph.
 final class ObservationRegistry {
     // (Unchecked exclusivity: see Graph.objects.)
-    @exclusivity(unchecked) var paths: [KeyPath: ObservedPath] = [:]
+    var paths: [KeyPath: ObservedPath] = [:]
     /// Live observations.
-    @exclusivity(unchecked) var observerCount = 0
+    var observerCount = 0
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// The paths each (object, key) reaches, with what the key is to each (so a commit needs one lookup). Changed
     /// only by `setTriggers`; read through `entries(for:)`.
     @exclusivity(unchecked) private(set) var triggerIndex: [Touch: [TriggerEntry]] = [:]
@@ -16,10 +17,10 @@ final class ObservationRegistry {
     /// hashing a `Touch` (its key string) costs more than the rest of a plain set's checks.
     @exclusivity(unchecked) private var lastLookup: (touch: Touch, entries: [TriggerEntry]?)?
     var nextObservationID: ObservationID = 1
-    @exclusivity(unchecked) var commitCounter: UInt64 = 0
+    var commitCounter: UInt64 = 0
     @exclusivity(unchecked) var payloadCounter: UInt64 = 0
     /// Emptied arrays of bracket paths, kept with their capacity for the next brackets (ChangeBracket.swift).
-    @exclusivity(unchecked) var pathBuffers: [[BracketPath]] = []
+    var pathBuffers: [[BracketPath]] = []
 
     func nextPayloadID() -> UInt64 {
         self.payloadCounter &+= 1

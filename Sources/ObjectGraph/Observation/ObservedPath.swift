@@ -62,6 +62,7 @@ public final class Observer {
     let sink: any ObservationSink
     unowned let path: ObservedPath
     public let options: ObservationOptions
+    // Unchecked exclusivity below: loop-owned, never re-entered; measured in ARCHITECTURE.md#decisions.
     /// False once removed: a removed observer is skipped even inside a notification round already under way.
     @exclusivity(unchecked) public internal(set) var isActive = true
 
@@ -98,17 +99,17 @@ final class ObservedPath {
     /// Observers in subscription (id) order.
     @exclusivity(unchecked) var observers: [Observer] = []
     /// The triggers currently registered in the index, with their roles.
-    @exclusivity(unchecked) var triggers: [Touch: TriggerRole] = [:]
+    var triggers: [Touch: TriggerRole] = [:]
 
     /// Dedupes paths while a bracket is being opened: equal to the registry's commit counter once seen.
-    @exclusivity(unchecked) var commitMark: UInt64 = 0
+    var commitMark: UInt64 = 0
     /// The path's index in the bracket being opened (valid while `commitMark` is current).
-    @exclusivity(unchecked) var bracketIndex = 0
+    var bracketIndex = 0
 
     /// The union of the observers' options, kept current by `observerAdded`/`observerRemoved`.
     @exclusivity(unchecked) private(set) var options = ObservationOptions()
     /// How many observers ask for each option (bit 0 `new` … bit 3 `prior`): adding and removing cost O(1).
-    @exclusivity(unchecked) private var optionCounts: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
+    private var optionCounts: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
