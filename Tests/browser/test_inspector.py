@@ -542,8 +542,8 @@ def test_index_lists_show_as_ranges_and_the_log_filters(kvod, browser):
 def test_live_charts_from_stats(kvod, browser):
     open_inspector(browser, kvod)
     wait_for(browser, lambda d: {chart.get_attribute("data-chart") for chart in d.find_elements(
-        By.CSS_SELECTOR, '#charts [data-testid="chart"]')} == {"requests", "notifications", "connections", "subscriptions", "latency"},
-        "not the five charts")
+        By.CSS_SELECTOR, '#charts [data-testid="chart"]')} == {"requests", "notifications", "connections", "subscriptions", "latency", "loopLag"},
+        "not the six charts")
 
     def chart(name):
         return browser.find_element(By.CSS_SELECTOR, f'#charts [data-chart="{name}"]')
@@ -566,6 +566,7 @@ def test_live_charts_from_stats(kvod, browser):
         wait_for(browser, lambda d: int(float(chart("subscriptions").get_attribute("data-value"))) == rpc(kvod.port, "stats")["subscriptions"],
                  "subscriptions is not kvod's figure")
         assert float(chart("latency").get_attribute("data-value")) > 0
+        assert float(chart("loopLag").get_attribute("data-value")) >= 0  # kvod's loopLagSeconds, in ms
         assert figures["notifications"] >= 300
     finally:
         load.close()

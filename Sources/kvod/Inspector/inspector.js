@@ -1294,6 +1294,8 @@ const CHARTS = [
   { name: "connections", label: "connections", unit: "", format: (value) => Math.round(value).toLocaleString("en") },
   { name: "subscriptions", label: "subscriptions", unit: "", format: (value) => Math.round(value).toLocaleString("en") },
   { name: "latency", label: "latency (stats round trip)", unit: " ms" },
+  // kvod's own figure: how late its 250 ms tick fired, at most, over the last second (the loop busy that long).
+  { name: "loopLag", label: "loop lag", unit: " ms", read: (figures) => (figures.loopLagSeconds ?? 0) * 1000 },
 ];
 
 const stats = {
@@ -1332,7 +1334,9 @@ const stats = {
   draw() {
     for (const chart of CHARTS) {
       const points = this.samples.map((sample) =>
-        chart.rate ? sample[chart.name] : chart.name === "latency" ? sample.latency : sample.figures[chart.name]);
+        chart.rate ? sample[chart.name]
+          : chart.name === "latency" ? sample.latency
+          : chart.read ? chart.read(sample.figures) : sample.figures[chart.name]);
       drawChart($("charts"), { ...chart, points: chart.rate ? points.filter((value) => value !== undefined) : points });
     }
   },
