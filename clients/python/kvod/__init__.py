@@ -19,7 +19,7 @@ iterate, with `count` and `on_change` callbacks).
 """
 
 from . import aio
-from ._core import Change, Connected, Resync
+from ._core import Change, Connected, Disconnected, Resync
 from ._query import MirrorError, QueryChange, QueryResult
 from .client import Client, LiveQuery, Subscription
 from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, InvalidParams, InvalidQuery,
@@ -29,7 +29,7 @@ from .errors import (ERRORS, ConnectionLost, IndexOutOfRange, InternalError, Inv
                      UnknownSubscription, ValidationFailed)
 
 __all__ = [
-    "Client", "Subscription", "Change", "Connected", "Resync", "LiveQuery", "QueryResult", "QueryChange",
+    "Client", "Subscription", "Change", "Connected", "Disconnected", "Resync", "LiveQuery", "QueryResult", "QueryChange",
     "MirrorError", "aio", "ERRORS", "KvodError", "ConnectionLost",
     "Timeout",
     "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "UndefinedKey",

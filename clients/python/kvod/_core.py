@@ -401,6 +401,17 @@ class Session:
 
 
 @dataclass(frozen=True)
+class Disconnected:
+    """What an `on_disconnected` listener gets when a connection ends (kvod stopped or died, the network failed): the
+    address it was to, the `closing` reason kvod gave when it sent one (`server_shutdown`, `slow_consumer`, ...; None
+    after a kill -9 or a network failure), and whether the client reconnects by itself."""
+
+    endpoint: Optional["Endpoint"]
+    reason: Optional[str]
+    reconnecting: bool
+
+
+@dataclass(frozen=True)
 class Connected:
     """What a connected hook gets, once per connection (the first and each reconnection), when the connection is ready:
     `hello` answered, the onDisconnect ops registered again, every subscription resumed. `server` is hello's result;
@@ -625,6 +636,8 @@ class ClientBase:
         self.closing_reason: Optional[str] = None
         self.connections = 0  # how many connections were made (1 + reconnections)
         self._hooks = ConnectedHooks()
+        self._disconnected_listeners: List[Callable[[Disconnected], Any]] = []
+        self._closing_connection = -1  # the connection (`connections` then) that `closing_reason` came on
         # Why kvod refused `hello` on the last connection attempts (a token it no longer accepts); None once connected.
         self.hello_error: Optional[KvodError] = None
 
@@ -659,6 +672,20 @@ class ClientBase:
             state.sink.put_nowait(change)
         if routed.closing is not None:
             self.closing_reason = routed.closing
+            self._closing_connection = self.connections
+
+    def _add_disconnected_listener(self, listener: Callable[[Disconnected], Any]) -> Callable[[], None]:
+        self._disconnected_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._disconnected_listeners:
+                self._disconnected_listeners.remove(listener)
+        return remove
+
+    def _disconnected(self) -> Disconnected:
+        """What the listeners get for the connection that just ended."""
+        reason = self.closing_reason if self._closing_connection == self.connections else None
+        return Disconnected(self.endpoint, reason, not self._closed and self._reconnect)
 
     def _end_subscription(self, state: SubscriptionState, error: KvodError) -> None:
         """Ends a subscription kvod refused to resume for good: its iterator raises `error` (each time it is asked

@@ -13,7 +13,7 @@ import asyncio
 import time
 from typing import Any, AsyncIterator, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
-from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
+from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Disconnected, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, logger, mutation_params, ops_params, run_hook,
                     page_params, set_params)
 from ._query import LiveQueryBase, OrderBy, QueryChange, QueryResult, query_params, run_callback
@@ -279,6 +279,8 @@ class AsyncClient(ClientBase):
                 self._connected.clear()
                 await self._transport.close()
                 self._fail_pending()
+                if not self._closed:
+                    self._run_hooks(list(self._disconnected_listeners), self._disconnected())
                 if self._closed or not self._reconnect:
                     self._ended = True
                     self._connected.set()  # wakes callers waiting for a connection, to fail
@@ -514,6 +516,13 @@ class AsyncClient(ClientBase):
     def on_disconnect_error(self) -> Optional[KvodError]:
         """Why the onDisconnect ops could not be registered again on the current connection (None when they were)."""
         return self._session.presence.error
+
+    def on_disconnected(self, hook: Callable[[Disconnected], Any]) -> Callable[[], None]:
+        """Calls `hook(Disconnected)` when a connection ends (kvod stopped or died, the network failed), with the
+        address, kvod's `closing` reason when it sent one, and whether the client reconnects; not after `close()`.
+        Each call runs in a task of its own (a coroutine function is awaited there). Returns a function that removes
+        it."""
+        return self._add_disconnected_listener(hook)
 
     def on_connected(self, hook: ConnectedHook) -> Callable[[], None]:
         """As the blocking client's `on_connected`; `hook` may be a coroutine function. Each call runs in a task of

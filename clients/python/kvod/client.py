@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Resync, SubscriptionBase,
+from ._core import (CLOSED, UNSET, Address, Change, ClientBase, Connected, ConnectedHook, Disconnected, Resync, SubscriptionBase,
                     SubscriptionState, check_options, connection_order, mutation_params, ops_params, page_params,
                     run_hook, set_params)
 from ._query import (LiveQueryBase, OrderBy, QueryChange, QueryResult, query_params, run_callback)
@@ -287,6 +287,10 @@ class Client(ClientBase):
             if connection is not None:
                 connection.close()
             self._fail_pending()
+            if connection is not None and not self._closed:
+                info = self._disconnected()
+                for listener in list(self._disconnected_listeners):
+                    self._later(listener, info)
             if self._closed or not self._reconnect:
                 with self._lock:
                     self._ended = True
@@ -563,6 +567,12 @@ class Client(ClientBase):
             if self._transport is not None and self._hooks.last is not None:
                 self._run_hooks([hook], self._hooks.last)
         return remove
+
+    def on_disconnected(self, hook: Callable[[Disconnected], Any]) -> Callable[[], None]:
+        """Calls `hook(Disconnected)` when a connection ends (kvod stopped or died, the network failed), with the
+        address, kvod's `closing` reason when it sent one, and whether the client reconnects; not after `close()`.
+        Listeners run in order on the hook thread, like connected hooks. Returns a function that removes it."""
+        return self._add_disconnected_listener(hook)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         """Ends `subscription`: kvod stops sending its notifications, and its iteration stops once the items already

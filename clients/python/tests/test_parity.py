@@ -79,9 +79,7 @@ def python_members(cls):
 
 # What only one side has, and why: an idiom of its language, not a missing feature.
 ONLY_PYTHON = {"connect"}  # kvod.aio's explicit second step; TypeScript's `connect()` function does it
-# `open`: @internal in the .d.ts, `connect()` calls it. `onDisconnected`: the web inspector's connection state; the
-# Python clients report a lost connection through their connected hooks' reconnection and `connections` instead.
-ONLY_TYPESCRIPT = {"open", "onDisconnected"}
+ONLY_TYPESCRIPT = {"open"}  # @internal in the .d.ts: `connect()` calls it
 # Positional parameters named differently (a name callers never write in TypeScript).
 SAME_PARAMETER = {"listener": "hook"}
 

@@ -277,3 +277,46 @@ def test_the_order_on_a_new_connection(flavour):
         assert recorder.connections[1] == ["hello", "onDisconnect", "subscribe", "set"]
     finally:
         recorder.close()
+
+
+def test_disconnected_listeners_hear_why_a_connection_ended(make_kvod, transport):
+    server = make_kvod()
+    heard = []
+    with kvod.Client(server.address, timeout=20, transport=transport) as client:
+        remove = client.on_disconnected(heard.append)
+        server.stop()  # SIGTERM: kvod says `closing` server_shutdown first
+        deadline = time.monotonic() + 10
+        while not heard and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert heard and heard[0].reason == "server_shutdown" and heard[0].reconnecting
+        assert heard[0].endpoint is not None and heard[0].endpoint.port == server.port
+        server.restart()
+        client.call("ping")  # waits for the reconnection
+        server.kill()  # no closing message this time
+        deadline = time.monotonic() + 10
+        while len(heard) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(heard) == 2 and heard[1].reason is None
+        remove()
+    assert len(heard) == 2  # close() tells nobody
+
+
+def test_the_asyncio_client_tells_its_disconnected_listeners(make_kvod, transport):
+    server = make_kvod()
+
+    async def scenario():
+        heard = []
+        client = await kvod.aio.connect(server.address, timeout=20, transport=transport)
+        try:
+            async def listener(info):
+                heard.append(info)
+            client.on_disconnected(listener)
+            server.stop()
+            for _ in range(1000):
+                if heard:
+                    break
+                await asyncio.sleep(0.01)
+            assert heard and heard[0].reason == "server_shutdown" and heard[0].reconnecting
+        finally:
+            await client.close()
+    asyncio.run(scenario())
