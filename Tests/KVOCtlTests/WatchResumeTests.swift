@@ -53,6 +53,9 @@ struct WatchResumeTests {
             // Written while the watch is away: the history on disk replays it.
             server = try KVODProcess.start(arguments, listenArguments: listen)
             for value in values { #expect(try CLI.run(["set", "x", "\(value)"], on: server).status == 0) }
+            // The watch resumes on this kvod before it goes away in turn: otherwise it would resume once, later.
+            let last = values[values.count - 1]
+            #expect(watch.stdout.wait(timeout: .seconds(25)) { $0.contains("\"seq\":\(last)") })
         }
         let result = try watch.waitForExit(timeout: .seconds(30))
         #expect(result.status == 0, "\(result)")
