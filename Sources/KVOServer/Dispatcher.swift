@@ -9,6 +9,13 @@ import Logging
 import ObjectGraph
 import WireProtocol
 
+/// The rest of a batch whose session's turn ran out, kept by the session until its next turn
+/// (Dispatcher.continueBatch): the requests still to perform, and the initial notifications waiting for the array.
+struct SuspendedBatch {
+    let rest: ArraySlice<RPCParsed>
+    let initials: [(Subscription, Change)]
+}
+
 /// Routes requests to method handlers and writes their responses. Loop-owned.
 @MainActor
 final class Dispatcher {
@@ -99,24 +106,53 @@ final class Dispatcher {
                 session.enqueue { Self.appendErrorLine(id: .null, error, to: &$0) }
                 return
             }
-            // Each response is built in the reused buffer and added to the session's batch array, which becomes one
-            // line of output at the end (Session.endBatch; a batch of notifications only gets nothing).
-            var response = self.response
-            self.response = []
             session.beginBatch()
-            for item in items {
-                response.removeAll(keepingCapacity: true)
-                self.perform(item, on: session, into: &response, inBatch: true)
-                // The responses count against the output limits as they are produced (`perform` asks before it
-                // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the
-                // batch is not performed (kvod holds at most the limit and one response;
-                // Protocol/README.md#slow-consumers).
-                guard !session.isOverOutputLimit else { break }
-                session.appendToBatch(response)
-            }
-            session.endBatch()
-            if response.capacity <= 64 << 10 { self.response = response }
+            guard self.performBatch(items[...], on: session) else { return }
         }
+        self.finishLine(on: session)
+    }
+
+    /// Goes on with a batch whose session's turn ran out (Session.resumeTurn).
+    func continueBatch(_ batch: SuspendedBatch, on session: Session) {
+        self.pendingInitials = batch.initials
+        guard self.performBatch(batch.rest, on: session) else { return }
+        self.finishLine(on: session)
+    }
+
+    /// Performs `items`, the rest of a batch begun with `session.beginBatch()`, and ends the batch. Each response is
+    /// built in the reused buffer and added to the session's batch array, which becomes one line of output at the end
+    /// (Session.endBatch; a batch of notifications only gets nothing). When the session's turn runs out first
+    /// (Session.turnSpent), the rest is handed to the session with the initial notifications waiting for the array,
+    /// to go on at its next turn, and the result is false.
+    private func performBatch(_ items: ArraySlice<RPCParsed>, on session: Session) -> Bool {
+        var response = self.response
+        self.response = []
+        var rest = items
+        while let item = rest.popFirst() {
+            let mark = session.workMark
+            response.removeAll(keepingCapacity: true)
+            self.perform(item, on: session, into: &response, inBatch: true)
+            // The responses count against the output limits as they are produced (`perform` asks before it
+            // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the
+            // batch is not performed (kvod holds at most the limit and one response;
+            // Protocol/README.md#slow-consumers).
+            guard !session.isOverOutputLimit else { break }
+            session.appendToBatch(response)
+            if !rest.isEmpty && session.turnSpent(since: mark) {
+                let initials = self.pendingInitials
+                self.pendingInitials.removeAll()
+                session.suspend(SuspendedBatch(rest: rest, initials: initials))
+                if response.capacity <= 64 << 10 { self.response = response }
+                return false
+            }
+        }
+        session.endBatch()
+        if response.capacity <= 64 << 10 { self.response = response }
+        return true
+    }
+
+    /// After a line's responses: the initial notifications that wait for them, then a close a handler asked for.
+    private func finishLine(on session: Session) {
         self.deliverPendingInitials()
         // A close a handler asked for (too many wrong tokens) comes after the line's response.
         if let reason = session.closeAfterResponse { session.close(reason) }

@@ -64,6 +64,9 @@ public final class Server {
     private var listener: TCPListener?
     private var webSocketListener: TCPListener?
     private var flushHook: BeforePollHook?
+    /// Started while some session yielded the rest of its input to the next turn (Session.yieldTurn): resumes them
+    /// once per loop iteration, and keeps the loop from blocking in its poll meanwhile.
+    private var resumeHook: IdleHook?
     private var tickTimer: LoopTimer?
     private var busyPoll: BusyPoll?
     private var forceCloseTimer: LoopTimer?
@@ -118,6 +121,10 @@ public final class Server {
     /// Binds and listens; returns the bound address ("127.0.0.1:7070"), with the real port when 0 was asked.
     public func start() throws(UVError) -> String {
         self.flushHook = try BeforePollHook(loop: self.loop) { [unowned self] in self.core.flush() }
+        self.resumeHook = try IdleHook(loop: self.loop) { [unowned self] in
+            if !self.core.context.sessions.resumeYielded() { self.resumeHook?.stop() }
+        }
+        self.core.context.sessions.onYield = { [unowned self] in self.resumeHook?.start() }
         if self.configuration.busyPollMicroseconds > 0 {
             self.busyPoll = try BusyPoll(loop: self.loop, microseconds: UInt64(self.configuration.busyPollMicroseconds))
         }
@@ -247,6 +254,8 @@ public final class Server {
         self.forceCloseTimer = nil
         self.flushHook?.close()
         self.flushHook = nil
+        self.resumeHook?.close()
+        self.resumeHook = nil
         self.busyPoll?.close()
         self.busyPoll = nil
         // A cluster member's resignation (ClusterMember.stop) gets up to a second to reach etcd.

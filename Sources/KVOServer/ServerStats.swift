@@ -15,6 +15,9 @@ public struct ServerStats: Sendable {
     public var mutations = 0
     /// Change notifications queued for clients (one per subscription reached).
     public var notifications = 0
+    /// Times a connection's requests used up their share of a loop turn and the rest waited for the next one
+    /// (Protocol/README.md#fairness).
+    public var turnsYielded = 0
     /// Bytes read from client sockets.
     public var bytesIn = 0
     /// Bytes handed to client sockets.

@@ -52,6 +52,10 @@ public struct StatsSnapshot: Sendable {
             counter(
                 "notifications", "kvod_notifications_total", "Change notifications queued for clients.",
                 stats.notifications),
+            counter(
+                "turnsYielded", "kvod_turns_yielded_total",
+                "Times a connection's requests used up their share of a loop turn and the rest waited for the next.",
+                stats.turnsYielded),
             counter("bytesIn", "kvod_bytes_in_total", "Bytes read from clients.", stats.bytesIn),
             counter("bytesOut", "kvod_bytes_out_total", "Bytes written to clients.", stats.bytesOut),
             counter(

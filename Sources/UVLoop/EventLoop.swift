@@ -112,6 +112,10 @@ public final class EventLoop {
     /// The loop's cached clock in milliseconds (`uv_now`), refreshed at the start of every iteration.
     public var nowMilliseconds: UInt64 { self.isShutDown ? self.clockAtShutdown : uv_now(self.raw) }
 
+    /// A precise monotonic clock in nanoseconds (`uv_hrtime`), read anew at each call: for measuring work within a
+    /// loop turn, which the cached `nowMilliseconds` cannot.
+    public var monotonicNanoseconds: UInt64 { uv_hrtime() }
+
     /// Refreshes the cached clock (`uv_update_time`) before a long computation reads `nowMilliseconds`.
     public func updateTime() {
         guard !self.isShutDown else { return }

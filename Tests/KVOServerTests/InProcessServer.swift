@@ -37,6 +37,10 @@ final class RecordingTransport: Transport {
         self.isReadingPaused = true
     }
 
+    func resumeReading() {
+        self.isReadingPaused = false
+    }
+
     func close(_ close: TransportClose) {
         self.closedWith = close
         if case .abandon(let notice, _) = close, self.pendingWriteBytes == 0 { self.written.append(contentsOf: notice) }
@@ -56,6 +60,17 @@ final class RecordingTransport: Transport {
     func send(bytes: [UInt8]) {
         self.events?.transportRead(byteCount: bytes.count)
         bytes.withUnsafeBytes { self.events?.transportReceived($0) }
+    }
+
+    /// Sends several messages from the peer as one read (pipelined requests arriving together).
+    func sendRead(_ messages: [String]) {
+        self.events?.transportRead(byteCount: messages.reduce(0) { $0 + $1.utf8.count })
+        for message in messages { Array(message.utf8).withUnsafeBytes { self.events?.transportReceived($0) } }
+    }
+
+    /// The peer ends the connection in an orderly way (EOF).
+    func end() {
+        self.events?.transportEnded(error: false)
     }
 
     /// The messages written since the last call, parsed (every message is one line).
@@ -139,6 +154,15 @@ final class InProcessServer {
     /// The end of a loop turn: the journal, then every session's output.
     func flush() {
         self.core.flush()
+    }
+
+    /// The next loop turn of the sessions that yielded (as kvod's idle hook runs it), then its flush; returns
+    /// whether some session yielded again.
+    @discardableResult
+    func nextTurn() -> Bool {
+        let yieldedAgain = self.context.sessions.resumeYielded()
+        self.core.flush()
+        return yieldedAgain
     }
 
     /// Lets `milliseconds` pass as the server's 250 ms timer would: a tick (then a flush) every 250 ms of it.

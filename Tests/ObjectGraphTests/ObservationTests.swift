@@ -1,4 +1,5 @@
 import ObjectGraph
+import TestSupport
 import Testing
 
 /// The seeds' KVO semantics: options, prior/after, initial, key paths through relationships, ordering, removal.
@@ -195,6 +196,33 @@ struct ObservationTests {
         #expect(recorder.log.count == 1)
         #expect(graph.observationCount == 0)
         #expect(throws: GraphError.unknownObservation(id)) { try graph.removeObservation(id) }
+    }
+
+    @Test func manyObserversOfOnePathRemovedInAnyOrderLeaveTheOthersInOrder() throws {
+        // Removal keeps removed observers in the path's list until they outnumber the live ones: whatever is left
+        // must still be notified exactly, in subscription order (prior) and in reverse (after).
+        let graph = Graph()
+        let recorder = Recorder()
+        var ids: [ObservationID] = []
+        for index in 0..<200 { ids.append(try recorder.observe(graph, "x", [.prior], name: "o\(index)")) }
+        var random = SeededRandom(seed: 23)
+        var removed = Set<ObservationID>()
+        for id in ids.shuffled(using: &random).prefix(180) {
+            try graph.removeObservation(id)
+            removed.insert(id)
+            #expect(graph.observation(id) == nil)
+        }
+        let kept = ids.filter { !removed.contains($0) }
+        try recorder.observe(graph, "x", [.prior], name: "late")
+        try graph.set("x", to: 1)
+        let names = kept.map { recorder.names[$0] ?? "?" } + ["late"]
+        #expect(recorder.events == names.map { "\($0):prior" } + names.reversed().map { "\($0):after" })
+        #expect(graph.observationCount == kept.count + 1)
+        for id in removed.prefix(3) {
+            #expect(throws: GraphError.unknownObservation(id)) { try graph.removeObservation(id) }
+        }
+        for id in kept { try graph.removeObservation(id) }
+        #expect(graph.observationCount == 1)
     }
 
     @Test func removalInsideARoundStopsItAtOnce() throws {

@@ -71,6 +71,23 @@ final class Session {
     private let limitCheckThreshold: Int
     /// The clock when the session opened (for the authentication timeout).
     let openedAtMilliseconds: UInt64
+    /// True while the rest of the session's input waits for a later loop turn (its reading is paused meanwhile).
+    @exclusivity(unchecked) private(set) var isYielding = false
+    /// Messages that arrived after the session yielded (the rest of the read), in order from `deferredStart` on.
+    private var deferred: [[UInt8]] = []
+    private var deferredStart = 0
+    /// The rest of a batch whose turn ran out (Dispatcher.continueBatch).
+    private var suspendedBatch: SuspendedBatch?
+    /// How the input ended while messages waited (the peer's orderly end, or a line too long): acted on once they
+    /// are answered.
+    private var endWhileYielding: InputEnd?
+    enum InputEnd {
+        case ended
+        case tooLong(limit: Int)
+    }
+    /// Requests since the clock was last read, and the clock when this turn's work was first measured (0: not yet).
+    @exclusivity(unchecked) private var requestsSinceClock = 0
+    @exclusivity(unchecked) private var turnStartNanoseconds: UInt64 = 0
 
     init(id: Int, context: SessionContext, dispatcher: Dispatcher, transport: any Transport) {
         self.id = id
@@ -272,6 +289,116 @@ final class Session {
         }
     }
 
+    // MARK: - Yielding the loop
+
+    /// How long one session's requests may hold the loop in one turn. After that the rest of what it sent (the rest
+    /// of a read of pipelined requests, the rest of a batch) waits for the next turn, and every other connection is
+    /// served in between: a read of thousands of requests or a batch of heavy ones costs the others at most this
+    /// (Protocol/README.md#fairness). A single request is never cut.
+    static let turnBudgetNanoseconds: UInt64 = 2_000_000
+    /// The clock is read after this many requests, or after a request that queued at least `heavyOutputBytes` or
+    /// `heavyNotifications`: a light request pays a counter, not a clock.
+    static let requestsPerClockReading = 16
+    static let heavyOutputBytes = 64 << 10
+    static let heavyNotifications = 1_024
+
+    /// What the session had produced before a request (`turnSpent(since:)`).
+    struct WorkMark {
+        let outputBytes: Int
+        let notifications: Int
+    }
+
+    @inline(__always)
+    var workMark: WorkMark {
+        WorkMark(outputBytes: self.output.count &+ self.batch.count, notifications: self.context.stats.notifications)
+    }
+
+    /// After a request: whether the session's requests used up this turn (`turnBudgetNanoseconds` from the first
+    /// reading of the clock in the turn).
+    @inline(__always)
+    func turnSpent(since mark: WorkMark) -> Bool {
+        self.requestsSinceClock &+= 1
+        guard
+            self.requestsSinceClock >= Self.requestsPerClockReading
+                || self.output.count &+ self.batch.count &- mark.outputBytes >= Self.heavyOutputBytes
+                || self.context.stats.notifications &- mark.notifications >= Self.heavyNotifications
+        else { return false }
+        return self.readClockForTurn()
+    }
+
+    @inline(never)
+    private func readClockForTurn() -> Bool {
+        self.requestsSinceClock = 0
+        let now = self.context.clock.monotonicNanoseconds
+        guard self.turnStartNanoseconds != 0 else {
+            self.turnStartNanoseconds = now
+            return false
+        }
+        return now &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
+    }
+
+    /// A new turn's measure (a read, a resumed turn).
+    @inline(__always)
+    private func startTurn() {
+        self.requestsSinceClock = 0
+        self.turnStartNanoseconds = 0
+    }
+
+    /// Ends the session's turn: reading pauses, and what is left goes on at the loop's next turn (`resumeTurn`).
+    private func yieldTurn() {
+        self.isYielding = true
+        self.transport.pauseReading()
+        self.context.stats.turnsYielded += 1
+        self.context.sessions.markYielding(self)
+    }
+
+    /// Keeps the rest of a batch whose turn ran out, for the next turn (Dispatcher.performBatch).
+    func suspend(_ batch: SuspendedBatch) {
+        self.suspendedBatch = batch
+        self.yieldTurn()
+    }
+
+    /// The next turn of a session that yielded (Sessions.resumeYielded): the rest of its batch, then the messages
+    /// that waited, until they are done (reading resumes) or the turn runs out again.
+    func resumeTurn() {
+        guard self.isYielding else { return }
+        self.isYielding = false
+        self.startTurn()
+        guard self.closeReason == nil else {
+            self.suspendedBatch = nil
+            self.deferred = []
+            self.deferredStart = 0
+            return
+        }
+        if let batch = self.suspendedBatch {
+            self.suspendedBatch = nil
+            self.dispatcher.continueBatch(batch, on: self)
+            if self.isYielding { return }
+        }
+        while self.deferredStart < self.deferred.count {
+            let message = self.deferred[self.deferredStart]
+            self.deferred[self.deferredStart] = []
+            self.deferredStart += 1
+            guard !self.ignoresInput else { break }
+            let mark = self.workMark
+            message.withUnsafeBytes { self.dispatcher.handle(line: $0, on: self) }
+            if self.isYielding { return }
+            if self.deferredStart < self.deferred.count && self.turnSpent(since: mark) {
+                self.yieldTurn()
+                return
+            }
+        }
+        self.deferred = []
+        self.deferredStart = 0
+        let end = self.endWhileYielding
+        self.endWhileYielding = nil
+        switch end {
+        case .ended: self.close(.clientClosed)
+        case .tooLong(let limit): self.transportReceivedTooLong(limit: limit)
+        case nil: if self.closeReason == nil { self.transport.resumeReading() }
+        }
+    }
+
     // MARK: - Subscriptions
 
     /// Adds a subscription the registry created (Subscriptions.create).
@@ -417,15 +544,24 @@ extension Session: TransportEvents {
         // A message after a close, or after the output passed its limits (the close comes at the flush), in the same
         // read is dropped: the session is going away, and nothing it sends would reach the client.
         guard !self.ignoresInput else { return }
+        // After the session yielded, the rest of the read waits for its next turn.
+        guard !self.isYielding else { return self.deferred.append(Array(message)) }
+        let mark = self.workMark
         self.dispatcher.handle(line: message, on: self)
+        if !self.isYielding && self.turnSpent(since: mark) { self.yieldTurn() }
     }
 
     func transportRead(byteCount: Int) {
         self.context.stats.bytesIn += byteCount
+        self.startTurn()
     }
 
     func transportReceivedTooLong(limit: Int) {
         guard self.closeReason == nil else { return }
+        if self.isYielding {
+            self.endWhileYielding = .tooLong(limit: limit)
+            return
+        }
         let error = RPCError(.limitExceeded, "line exceeds \(limit) bytes", data: .object(["limit": .int(Int64(limit))]))
         self.enqueue { RPCEncoder.appendError(id: nil, error: error, to: &$0); $0.append(UInt8(ascii: "\n")) }
         self.close(.lineTooLong)
@@ -440,6 +576,11 @@ extension Session: TransportEvents {
     }
 
     func transportEnded(error: Bool) {
+        // An orderly end after requests that wait for a later turn: they are answered first.
+        if !error && self.isYielding {
+            self.endWhileYielding = .ended
+            return
+        }
         self.close(error ? .ioError : .clientClosed)
     }
 

@@ -114,6 +114,28 @@ final class Sessions {
         self.onRemove?()
     }
 
+    /// Sessions whose turn ran out with input left (Session.yieldTurn), resumed at the loop's next turn; the spare
+    /// list `resumeYielded` swaps in.
+    private var yielded: [Session] = []
+    private var resuming: [Session] = []
+    /// Called when the first session yields (the server starts its idle hook, so that the loop does not block).
+    var onYield: (() -> Void)?
+
+    /// Lists a session that yielded the rest of its input to the next turn.
+    func markYielding(_ session: Session) {
+        self.yielded.append(session)
+        if self.yielded.count == 1 { self.onYield?() }
+    }
+
+    /// Gives each session that yielded its next turn, in the order they yielded; returns whether some yielded again.
+    func resumeYielded() -> Bool {
+        guard !self.yielded.isEmpty else { return false }
+        swap(&self.yielded, &self.resuming)
+        for session in self.resuming { session.resumeTurn() }
+        self.resuming.removeAll(keepingCapacity: true)
+        return !self.yielded.isEmpty
+    }
+
     /// Puts a session on the list flushed before the loop next polls.
     func markNeedsFlush(_ session: Session) {
         self.needsFlush.append(session)

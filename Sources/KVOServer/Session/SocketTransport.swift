@@ -370,6 +370,15 @@ final class SocketTransport: Transport {
         self.stream.stopReading()
     }
 
+    func resumeReading() {
+        guard self.mode != .done else { return }
+        do {
+            try self.stream.startReading()
+        } catch {
+            self.events?.transportEnded(error: true)
+        }
+    }
+
     // MARK: - Closing
 
     func close(_ close: TransportClose) {

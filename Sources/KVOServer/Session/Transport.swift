@@ -20,8 +20,11 @@ protocol Transport: AnyObject {
     func write(taking output: inout OutputBuffer)
     /// Output handed over but not yet taken by the peer (the kernel's or the library's queue).
     var pendingWriteBytes: Int { get }
-    /// Stops delivering input (a closing session reads nothing more).
+    /// Stops delivering input (a closing session reads nothing more; a session that yields its turn reads nothing
+    /// until `resumeReading`).
     func pauseReading()
+    /// Delivers input again after `pauseReading` (not after a close).
+    func resumeReading()
     /// Ends the connection as `close` says; calls `TransportEvents.transportClosed()` once it is gone.
     func close(_ close: TransportClose)
 }
@@ -73,6 +76,8 @@ protocol SessionClock: AnyObject {
     var nowMilliseconds: UInt64 { get }
     /// The wall clock: Unix epoch milliseconds (for expiring keys, whose deadlines survive restarts).
     var epochMilliseconds: UInt64 { get }
+    /// A precise monotonic clock, read anew at each call (the work a session does in one loop turn).
+    var monotonicNanoseconds: UInt64 { get }
 }
 
 /// A clock that moves only when told to (tests).
@@ -80,6 +85,16 @@ protocol SessionClock: AnyObject {
 final class ManualClock: SessionClock {
     var nowMilliseconds: UInt64
     var epochMilliseconds: UInt64
+
+    /// How far `monotonicNanoseconds` moves at each reading (0: it stands still with the other clocks), so that
+    /// tests can make every request look as long as they need.
+    var nanosecondsPerReading: UInt64 = 0
+    private var nanoseconds: UInt64 = 1_000_000_000
+
+    var monotonicNanoseconds: UInt64 {
+        self.nanoseconds &+= self.nanosecondsPerReading
+        return self.nanoseconds
+    }
 
     init(nowMilliseconds: UInt64 = 1_000_000, epochMilliseconds: UInt64 = 1_790_000_000_000) {
         self.nowMilliseconds = nowMilliseconds
