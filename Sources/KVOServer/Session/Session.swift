@@ -85,7 +85,8 @@ final class Session {
         case ended
         case tooLong(limit: Int)
     }
-    /// Requests since the clock was last read, and the clock when this turn's work was first measured (0: not yet).
+    /// Requests since the clock was last read, and the clock when this turn's work began (0: not begun: the first
+    /// message of a read reads it, so one clock reading per read, none per request).
     @exclusivity(unchecked) private var requestsSinceClock = 0
     @exclusivity(unchecked) private var turnStartNanoseconds: UInt64 = 0
 
@@ -313,8 +314,8 @@ final class Session {
         WorkMark(outputBytes: self.output.count &+ self.batch.count, notifications: self.context.stats.notifications)
     }
 
-    /// After a request: whether the session's requests used up this turn (`turnBudgetNanoseconds` from the first
-    /// reading of the clock in the turn).
+    /// After a request: whether the session's requests used up this turn (`turnBudgetNanoseconds` from the turn's
+    /// first message).
     @inline(__always)
     func turnSpent(since mark: WorkMark) -> Bool {
         self.requestsSinceClock &+= 1
@@ -329,19 +330,14 @@ final class Session {
     @inline(never)
     private func readClockForTurn() -> Bool {
         self.requestsSinceClock = 0
-        let now = self.context.clock.monotonicNanoseconds
-        guard self.turnStartNanoseconds != 0 else {
-            self.turnStartNanoseconds = now
-            return false
-        }
-        return now &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
+        return self.context.clock.monotonicNanoseconds &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
     }
 
-    /// A new turn's measure (a read, a resumed turn).
+    /// A new turn's measure, from now (a resumed turn), or from its first message (a read: `now` false).
     @inline(__always)
-    private func startTurn() {
+    private func startTurn(now: Bool) {
         self.requestsSinceClock = 0
-        self.turnStartNanoseconds = 0
+        self.turnStartNanoseconds = now ? self.context.clock.monotonicNanoseconds : 0
     }
 
     /// Ends the session's turn: reading pauses, and what is left goes on at the loop's next turn (`resumeTurn`).
@@ -363,7 +359,7 @@ final class Session {
     func resumeTurn() {
         guard self.isYielding else { return }
         self.isYielding = false
-        self.startTurn()
+        self.startTurn(now: true)
         guard self.closeReason == nil else {
             self.suspendedBatch = nil
             self.deferred = []
@@ -546,6 +542,7 @@ extension Session: TransportEvents {
         guard !self.ignoresInput else { return }
         // After the session yielded, the rest of the read waits for its next turn.
         guard !self.isYielding else { return self.deferred.append(Array(message)) }
+        if self.turnStartNanoseconds == 0 { self.turnStartNanoseconds = self.context.clock.monotonicNanoseconds }
         let mark = self.workMark
         self.dispatcher.handle(line: message, on: self)
         if !self.isYielding && self.turnSpent(since: mark) { self.yieldTurn() }
@@ -553,7 +550,7 @@ extension Session: TransportEvents {
 
     func transportRead(byteCount: Int) {
         self.context.stats.bytesIn += byteCount
-        self.startTurn()
+        self.startTurn(now: false)
     }
 
     func transportReceivedTooLong(limit: Int) {
