@@ -9,10 +9,12 @@ import Logging
 import ObjectGraph
 import WireProtocol
 
-/// The rest of a batch whose session's turn ran out, kept by the session until its next turn
-/// (Dispatcher.continueBatch): the requests still to perform, and the initial notifications waiting for the array.
-struct SuspendedBatch {
-    let rest: ArraySlice<RPCParsed>
+/// The rest of a line whose session's turn ran out, kept by the session until its next turn
+/// (Dispatcher.continueLine): a batch's requests still to perform, and the initial notifications waiting for the
+/// line's responses (or still to deliver, when the turn ran out while they were delivered).
+struct SuspendedLine {
+    /// The requests of a batch still to perform (its array is still being built); nil once the array is queued.
+    let rest: ArraySlice<RPCParsed>?
     let initials: [(Subscription, Change)]
 }
 
@@ -112,10 +114,12 @@ final class Dispatcher {
         self.finishLine(on: session)
     }
 
-    /// Goes on with a batch whose session's turn ran out (Session.resumeTurn).
-    func continueBatch(_ batch: SuspendedBatch, on session: Session) {
-        self.pendingInitials = batch.initials
-        guard self.performBatch(batch.rest, on: session) else { return }
+    /// Goes on with a line whose session's turn ran out (Session.resumeTurn).
+    func continueLine(_ line: SuspendedLine, on session: Session) {
+        self.pendingInitials = line.initials
+        if let rest = line.rest {
+            guard self.performBatch(rest, on: session) else { return }
+        }
         self.finishLine(on: session)
     }
 
@@ -141,7 +145,7 @@ final class Dispatcher {
             if !rest.isEmpty && session.turnSpent(since: mark) {
                 let initials = self.pendingInitials
                 self.pendingInitials.removeAll()
-                session.suspend(SuspendedBatch(rest: rest, initials: initials))
+                session.suspend(SuspendedLine(rest: rest, initials: initials))
                 if response.capacity <= 64 << 10 { self.response = response }
                 return false
             }
@@ -151,9 +155,10 @@ final class Dispatcher {
         return true
     }
 
-    /// After a line's responses: the initial notifications that wait for them, then a close a handler asked for.
+    /// After a line's responses: the initial notifications that wait for them (over several turns when they take
+    /// longer than the session's share), then a close a handler asked for.
     private func finishLine(on session: Session) {
-        self.deliverPendingInitials()
+        guard self.deliverPendingInitials(on: session) else { return }
         // A close a handler asked for (too many wrong tokens) comes after the line's response.
         if let reason = session.closeAfterResponse { session.close(reason) }
     }
@@ -310,14 +315,25 @@ final class Dispatcher {
         self.pendingInitials.append((subscription, change))
     }
 
-    private func deliverPendingInitials() {
-        guard !self.pendingInitials.isEmpty else { return }
+    /// Delivers the initial notifications waiting for the line's responses; false when the session's turn ran out
+    /// first (the rest goes on at its next turn).
+    private func deliverPendingInitials(on session: Session) -> Bool {
+        guard !self.pendingInitials.isEmpty else { return true }
         let initials = self.pendingInitials
         self.pendingInitials.removeAll()
-        // A subscription removed later in the same batch gets no initial notification.
-        for (subscription, change) in initials where subscription.isLive {
-            subscription.deliver(change)
+        var next = 0
+        while next < initials.count {
+            let (subscription, change) = initials[next]
+            next += 1
+            let mark = session.workMark
+            // A subscription removed later in the same batch gets no initial notification.
+            if subscription.isLive { subscription.deliver(change) }
+            if next < initials.count && session.turnSpent(since: mark) {
+                session.suspend(SuspendedLine(rest: nil, initials: Array(initials[next...])))
+                return false
+            }
         }
+        return true
     }
 
     /// Whether a line holds only spaces, tabs and carriage returns. (A loop, not `allSatisfy` with a closure: a

@@ -86,6 +86,27 @@ import WireProtocol
         #expect(server.context.stats.turnsYielded >= 2)
     }
 
+    @Test func aBatchsInitialNotificationsGoOnOverTurnsAfterItsArrayInBatchOrder() throws {
+        let server = self.server()
+        let (_, peer) = server.connect()
+        _ = try server.request(peer, 1, "set", #"{"path":"y","value":"v"}"#)
+        let subscribes = (2...61).map {
+            InProcessServer.requestText($0, "subscribe", #"{"path":"y","options":["initial"],"context":\#($0)}"#)
+        }
+        peer.send("[" + subscribes.joined(separator: ",") + "]")
+        server.flush()
+        var messages = try peer.takeMessages()
+        for _ in 0..<20 where peer.isReadingPaused {
+            server.nextTurn()
+            messages += try peer.takeMessages()
+        }
+        #expect(!peer.isReadingPaused)
+        #expect(messages.first?.arrayValue?.count == 60)
+        #expect(messages.dropFirst().map { $0["params"]?["context"]?.intValue } == (2...61).map { Int64($0) })
+        #expect(messages.dropFirst().allSatisfy { $0["params"]?["initial"] == true })
+        #expect(server.context.stats.turnsYielded >= 3)
+    }
+
     @Test func anOrderlyEndWhileRequestsWaitIsActedOnAfterTheyAreAnswered() throws {
         let server = self.server()
         let (session, pipeliner) = server.connect()

@@ -76,8 +76,8 @@ final class Session {
     /// Messages that arrived after the session yielded (the rest of the read), in order from `deferredStart` on.
     private var deferred: [[UInt8]] = []
     private var deferredStart = 0
-    /// The rest of a batch whose turn ran out (Dispatcher.continueBatch).
-    private var suspendedBatch: SuspendedBatch?
+    /// The rest of a line whose turn ran out (Dispatcher.continueLine).
+    private var suspendedLine: SuspendedLine?
     /// How the input ended while messages waited (the peer's orderly end, or a line too long): acted on once they
     /// are answered.
     private var endWhileYielding: InputEnd?
@@ -348,27 +348,28 @@ final class Session {
         self.context.sessions.markYielding(self)
     }
 
-    /// Keeps the rest of a batch whose turn ran out, for the next turn (Dispatcher.performBatch).
-    func suspend(_ batch: SuspendedBatch) {
-        self.suspendedBatch = batch
+    /// Keeps the rest of a line whose turn ran out, for the next turn (Dispatcher.performBatch,
+    /// Dispatcher.finishLine).
+    func suspend(_ line: SuspendedLine) {
+        self.suspendedLine = line
         self.yieldTurn()
     }
 
-    /// The next turn of a session that yielded (Sessions.resumeYielded): the rest of its batch, then the messages
+    /// The next turn of a session that yielded (Sessions.resumeYielded): the rest of its line, then the messages
     /// that waited, until they are done (reading resumes) or the turn runs out again.
     func resumeTurn() {
         guard self.isYielding else { return }
         self.isYielding = false
         self.startTurn(now: true)
         guard self.closeReason == nil else {
-            self.suspendedBatch = nil
+            self.suspendedLine = nil
             self.deferred = []
             self.deferredStart = 0
             return
         }
-        if let batch = self.suspendedBatch {
-            self.suspendedBatch = nil
-            self.dispatcher.continueBatch(batch, on: self)
+        if let line = self.suspendedLine {
+            self.suspendedLine = nil
+            self.dispatcher.continueLine(line, on: self)
             if self.isYielding { return }
         }
         while self.deferredStart < self.deferred.count {
