@@ -7,8 +7,12 @@ public struct Limits: Sendable, Equatable {
     public var maxLineBytes = 1 << 20
     /// The deepest nesting of arrays and objects accepted in a request.
     public var maxJSONDepth = 64
-    /// The most requests in one batch (or ops in one transaction); a larger batch is answered with a single 1009 error.
+    /// The most requests in one batch; a larger batch is answered with a single 1009 error.
     public var maxBatchRequests = 10_000
+    /// The most ops in one transaction (or one `onDisconnect`); more is a 1009 error. A transaction runs whole in one
+    /// loop turn (it is atomic), so this bounds how long one request can hold the loop: about 3 ms for 1,000 ops
+    /// on a 2-core machine (Protocol/README.md#fairness).
+    public var maxTransactionOps = 1_000
     /// The most client connections open at once; one more gets a `closing` notice (`too_many_connections`).
     public var maxConnections = 10_000
     /// The most subscriptions one connection may hold; one more is refused with 1009.

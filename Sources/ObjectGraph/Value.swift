@@ -30,6 +30,17 @@ public enum Value: Sendable, Hashable {
     /// An array of `elements`.
     public static func array(_ elements: [Value]) -> Value { .array(ValueList(elements)) }
 
+    /// At least how many bytes the value takes as JSON, found in O(1): a string's UTF-8 and quotes, an array's
+    /// brackets and a byte and a comma per element, 1 for anything else. (A server checks its output limits with it
+    /// before encoding a value: one that cannot fit is never encoded.)
+    public var jsonByteCountLowerBound: Int {
+        switch self {
+        case .string(let text): text.utf8.count &+ 2
+        case .array(let list): list.count > 0 ? 2 &* list.count &+ 1 : 2
+        default: 1
+        }
+    }
+
     /// True for `.null`.
     public var isNull: Bool {
         if case .null = self { return true }

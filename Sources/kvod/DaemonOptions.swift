@@ -198,7 +198,10 @@ enum DaemonOptions {
                 parse: SettingParser.integer(in: 1024...(1 << 30))),
             .setting(
                 "max-batch-requests", \.limits.maxBatchRequests, valueName: "count",
-                "Requests in one batch, and ops in one transaction.", parse: count),
+                "Requests in one batch.", parse: count),
+            .setting(
+                "max-transaction-ops", \.limits.maxTransactionOps, valueName: "count",
+                "Ops in one transaction or onDisconnect (a transaction runs whole in one loop turn).", parse: count),
             .setting(
                 "max-json-depth", \.limits.maxJSONDepth, valueName: "levels",
                 "The deepest nesting of arrays and objects in a request (2 to 64).",

@@ -32,6 +32,28 @@ import WireProtocol
         #expect(try other.request(2, "stats")["result"]?["subscriptions"] == 3)
     }
 
+    /// A transaction runs whole in one loop turn: its ops are limited (1,000 by default), apart from a batch's
+    /// requests; so are an `onDisconnect`'s.
+    @Test func transactionsAndOnDisconnectsHaveTheirOwnLimitOfOps() throws {
+        #expect(Limits().maxTransactionOps == 1_000 && Limits().maxBatchRequests == 10_000)
+        var limits = Limits()
+        limits.maxTransactionOps = 3
+        let server = InProcessServer(limits: limits)
+        let peer = server.peer()
+        func ops(_ count: Int) -> String {
+            "[" + (0..<count).map { #"{"method":"set","params":{"path":"k\#($0)","value":\#($0)}}"# }.joined(separator: ",") + "]"
+        }
+        #expect(try peer.request(1, "transaction", #"{"ops":\#(ops(3))}"#)["result"]?["seq"] == 1)
+        let refused = try peer.request(2, "transaction", #"{"ops":\#(ops(4))}"#)
+        #expect(refused["error"]?["code"] == 1009 && refused["error"]?["data"] == .json(#"{"limit":3}"#))
+        #expect(try peer.request(3, "get", #"{"path":"k3"}"#)["result"]?["value"] == .null)
+        let onDisconnect = try peer.request(4, "onDisconnect", #"{"ops":\#(ops(4))}"#)
+        #expect(onDisconnect["error"]?["code"] == 1009 && onDisconnect["error"]?["data"] == .json(#"{"limit":3}"#))
+        // A batch of more requests than that is fine: its limit is its own.
+        peer.send("[" + (5...9).map { InProcessServer.requestText($0, "ping") }.joined(separator: ",") + "]")
+        #expect(try peer.receive().arrayValue?.count == 5)
+    }
+
     /// A subscription's `context` is kept and sent with every notification: its size is limited like any input
     /// (issue 23: 300 contexts of 900 KB took 1.6 MB each).
     @Test func aContextLargerThanTheLimitIsRefused() throws {

@@ -22,8 +22,8 @@ extension Dispatcher {
         guard case .array(let items)? = params["ops"], !items.isEmpty else {
             throw RPCError.badParams("transaction: 'ops' must be a non-empty array of {method, params}")
         }
-        if items.count > self.context.limits.maxBatchRequests {
-            let limit = self.context.limits.maxBatchRequests
+        if items.count > self.context.limits.maxTransactionOps {
+            let limit = self.context.limits.maxTransactionOps
             throw RPCError(.limitExceeded, "transaction of \(items.count) ops exceeds \(limit)", data: .object(["limit": .int(Int64(limit))]))
         }
         var ops: [TransactionOp] = []

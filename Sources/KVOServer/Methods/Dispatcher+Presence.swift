@@ -14,7 +14,7 @@ extension Dispatcher {
         guard case .array(let items)? = params["ops"] else {
             throw RPCError.badParams("onDisconnect: 'ops' must be an array of {method, params} (empty: cancel)")
         }
-        let limit = self.context.limits.maxBatchRequests
+        let limit = self.context.limits.maxTransactionOps
         if items.count > limit {
             throw RPCError(
                 .limitExceeded, "onDisconnect of \(items.count) ops exceeds \(limit)",

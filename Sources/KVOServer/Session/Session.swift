@@ -177,6 +177,8 @@ final class Session {
     func enqueueNotification(of subscription: Subscription, change: Change, options: ObservationOptions) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         let tail = self.context.encoder.tail(for: change, options: options)
+        // A notification that would pass the output limits is not buffered (nor is the buffer grown for it).
+        guard self.admits(tail.count) else { return }
         NotificationEncoder.appendChange(tail: tail, of: subscription, to: &self.output)
         self.context.stats.notifications += 1
         self.outputQueued()
