@@ -133,7 +133,6 @@ final class Dispatcher {
         self.response = []
         var rest = items
         while let item = rest.popFirst() {
-            let mark = session.workMark
             response.removeAll(keepingCapacity: true)
             self.perform(item, on: session, into: &response, inBatch: true)
             // The responses count against the output limits as they are produced (`perform` asks before it
@@ -142,7 +141,7 @@ final class Dispatcher {
             // Protocol/README.md#slow-consumers).
             guard !session.isOverOutputLimit else { break }
             session.appendToBatch(response)
-            if !rest.isEmpty && session.turnSpent(since: mark) {
+            if !rest.isEmpty && session.turnSpent() {
                 let initials = self.pendingInitials
                 self.pendingInitials.removeAll()
                 session.suspend(SuspendedLine(rest: rest, initials: initials))
@@ -325,10 +324,9 @@ final class Dispatcher {
         while next < initials.count {
             let (subscription, change) = initials[next]
             next += 1
-            let mark = session.workMark
             // A subscription removed later in the same batch gets no initial notification.
             if subscription.isLive { subscription.deliver(change) }
-            if next < initials.count && session.turnSpent(since: mark) {
+            if next < initials.count && session.turnSpent() {
                 session.suspend(SuspendedLine(rest: nil, initials: Array(initials[next...])))
                 return false
             }

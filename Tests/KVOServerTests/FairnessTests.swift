@@ -15,6 +15,9 @@ import WireProtocol
         return server
     }
 
+    /// Requests between two readings of the clock.
+    private let n = Session.requestsPerClockReading
+
     private func sets(_ ids: ClosedRange<Int>, path: String = "x") -> [String] {
         ids.map { InProcessServer.requestText($0, "set", #"{"path":"\#(path)","value":\#($0)}"#) }
     }
@@ -23,43 +26,45 @@ import WireProtocol
         let server = self.server()
         let (_, pipeliner) = server.connect()
         let (_, other) = server.connect()
-        pipeliner.sendRead(self.sets(1...200))
+        let total = 12 * self.n
+        pipeliner.sendRead(self.sets(1...total))
         server.flush()
         let first = try pipeliner.takeMessages()
-        // The clock is read at the read's first request and every 16 requests, and moves 1 ms each time: the 2 ms
-        // share ends after 32 requests.
-        #expect(first.map { $0["id"]?.intValue } == Array(1...32))
+        // The clock is read every n requests (the first reading starts the measure) and moves 1 ms each time: the
+        // 2 ms share ends after 3n requests.
+        #expect(first.map { $0["id"]?.intValue } == (1...(3 * self.n)).map { Int64($0) })
         #expect(pipeliner.isReadingPaused)
         #expect(server.context.stats.turnsYielded == 1)
         // Between the turns another connection is served, and sees the state so far.
         let read = try server.request(other, 1, "get", #"{"path":"x"}"#)
-        #expect(read.first?["result"]?["value"] == 32)
+        #expect(read.first?["result"]?["value"] == .int(Int64(3 * self.n)))
         var answered = first.count
         var turns = 1
-        while server.nextTurn() || answered < 200 {
+        while server.nextTurn() || answered < total {
             answered += try pipeliner.takeMessages().count
             turns += 1
             #expect(turns < 20)
             if turns >= 20 { break }
         }
         answered += try pipeliner.takeMessages().count
-        #expect(answered == 200)
+        #expect(answered == total)
         #expect(!pipeliner.isReadingPaused)
-        #expect(try server.request(other, 2, "get", #"{"path":"x"}"#).first?["result"]?["value"] == 200)
+        #expect(try server.request(other, 2, "get", #"{"path":"x"}"#).first?["result"]?["value"] == .int(Int64(total)))
     }
 
     @Test func theRestOfAReadKeepsItsOrderAcrossTurns() throws {
         let server = self.server()
         let (_, pipeliner) = server.connect()
-        pipeliner.sendRead(self.sets(1...100))
+        let total = 8 * self.n
+        pipeliner.sendRead(self.sets(1...total))
         server.flush()
         var ids = try pipeliner.takeMessages().compactMap { $0["id"]?.intValue }
         for _ in 0..<10 where pipeliner.isReadingPaused {
             server.nextTurn()
             ids += try pipeliner.takeMessages().compactMap { $0["id"]?.intValue }
         }
-        #expect(ids == Array(1...100))
-        #expect(server.log.records.map(\.seq) == Array(1...100))
+        #expect(ids == (1...total).map { Int64($0) })
+        #expect(server.log.records.map(\.seq) == (1...total).map { UInt64($0) })
     }
 
     @Test func aBatchGoesOnAtTheNextTurnAndIsAnsweredWithOneArrayThenItsInitials() throws {
@@ -68,7 +73,8 @@ import WireProtocol
         let (_, writer) = server.connect()
         _ = try server.request(peer, 1, "set", #"{"path":"y","value":"v"}"#)
         let subscribe = InProcessServer.requestText(2, "subscribe", #"{"path":"y","options":["initial","new"]}"#)
-        peer.send("[" + ([subscribe] + self.sets(3...102)).joined(separator: ",") + "]")
+        let last = 2 + 8 * self.n
+        peer.send("[" + ([subscribe] + self.sets(3...last)).joined(separator: ",") + "]")
         server.flush()
         #expect(try peer.takeMessages().isEmpty)  // the array is not cut: nothing yet
         #expect(peer.isReadingPaused)
@@ -80,7 +86,7 @@ import WireProtocol
         #expect(messages.count == 3)
         #expect(messages[0]["method"] == "change" && messages[0]["params"]?["new"] == "w")
         let array = try #require(messages[1].arrayValue)
-        #expect(array.map { $0["id"]?.intValue } == Array(2...102))
+        #expect(array.map { $0["id"]?.intValue } == (2...last).map { Int64($0) })
         // The initial notification follows the array, with the state at the subscribe's seq (before the writer's).
         #expect(messages[2]["params"]?["initial"] == true && messages[2]["params"]?["new"] == "v")
         #expect(server.context.stats.turnsYielded >= 2)
@@ -90,7 +96,8 @@ import WireProtocol
         let server = self.server()
         let (_, peer) = server.connect()
         _ = try server.request(peer, 1, "set", #"{"path":"y","value":"v"}"#)
-        let subscribes = (2...61).map {
+        let last = 1 + 8 * self.n
+        let subscribes = (2...last).map {
             InProcessServer.requestText($0, "subscribe", #"{"path":"y","options":["initial"],"context":\#($0)}"#)
         }
         peer.send("[" + subscribes.joined(separator: ",") + "]")
@@ -101,8 +108,8 @@ import WireProtocol
             messages += try peer.takeMessages()
         }
         #expect(!peer.isReadingPaused)
-        #expect(messages.first?.arrayValue?.count == 60)
-        #expect(messages.dropFirst().map { $0["params"]?["context"]?.intValue } == (2...61).map { Int64($0) })
+        #expect(messages.first?.arrayValue?.count == last - 1)
+        #expect(messages.dropFirst().map { $0["params"]?["context"]?.intValue } == (2...last).map { Int64($0) })
         #expect(messages.dropFirst().allSatisfy { $0["params"]?["initial"] == true })
         #expect(server.context.stats.turnsYielded >= 3)
     }
@@ -110,34 +117,37 @@ import WireProtocol
     @Test func anOrderlyEndWhileRequestsWaitIsActedOnAfterTheyAreAnswered() throws {
         let server = self.server()
         let (session, pipeliner) = server.connect()
-        pipeliner.sendRead(self.sets(1...100))
+        let total = 8 * self.n
+        pipeliner.sendRead(self.sets(1...total))
         pipeliner.end()
         server.flush()
         #expect(session.closeReason == nil)
         for _ in 0..<10 where session.closeReason == nil { server.nextTurn() }
         #expect(session.closeReason == .clientClosed)
-        #expect(try pipeliner.takeMessages().compactMap { $0["id"]?.intValue } == Array(1...100))
+        #expect(try pipeliner.takeMessages().compactMap { $0["id"]?.intValue } == (1...total).map { Int64($0) })
     }
 
     @Test func aLineTooLongWhileRequestsWaitComesAfterTheirResponses() throws {
         let server = self.server()
         let (session, pipeliner) = server.connect()
-        pipeliner.sendRead(self.sets(1...60))
+        let total = 5 * self.n
+        pipeliner.sendRead(self.sets(1...total))
         session.transportReceivedTooLong(limit: 1024)
         server.flush()
         for _ in 0..<10 where session.closeReason == nil { server.nextTurn() }
         #expect(session.closeReason == .lineTooLong)
         let messages = try pipeliner.takeMessages()
-        #expect(messages.prefix(60).compactMap { $0["id"]?.intValue } == Array(1...60))
-        #expect(messages.dropFirst(60).first?["error"]?["code"] == 1009)
+        #expect(messages.prefix(total).compactMap { $0["id"]?.intValue } == (1...total).map { Int64($0) })
+        #expect(messages.dropFirst(total).first?["error"]?["code"] == 1009)
     }
 
     @Test func aSessionClosedWhileItsRequestsWaitDropsThem() throws {
         let server = self.server()
         let (session, pipeliner) = server.connect()
-        pipeliner.sendRead(self.sets(1...100))
+        pipeliner.sendRead(self.sets(1...(8 * self.n)))
         server.flush()
         let answered = try pipeliner.takeMessages().count
+        #expect(answered < 8 * self.n)
         session.close(.serverShutdown)
         #expect(server.nextTurn() == false)
         #expect(server.log.records.count == answered)  // nothing after the close was performed
@@ -146,9 +156,9 @@ import WireProtocol
     @Test func aStillClockNeverYields() throws {
         let server = InProcessServer()
         let (_, pipeliner) = server.connect()
-        pipeliner.sendRead(self.sets(1...500))
+        pipeliner.sendRead(self.sets(1...(40 * self.n)))
         server.flush()
-        #expect(try pipeliner.takeMessages().count == 500)
+        #expect(try pipeliner.takeMessages().count == 40 * self.n)
         #expect(!pipeliner.isReadingPaused && server.context.stats.turnsYielded == 0)
     }
 }

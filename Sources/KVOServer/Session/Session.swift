@@ -85,10 +85,14 @@ final class Session {
         case ended
         case tooLong(limit: Int)
     }
-    /// Requests since the clock was last read, and the clock when this turn's work began (0: not begun: the first
-    /// message of a read reads it, so one clock reading per read, none per request).
+    /// Requests since the clock was last read, and the clock when this turn's work was first measured (0: not yet:
+    /// the first reading starts the measure, so a read of a few light requests, the usual, reads no clock at all).
     @exclusivity(unchecked) private var requestsSinceClock = 0
     @exclusivity(unchecked) private var turnStartNanoseconds: UInt64 = 0
+    /// The session's output and the server's notifications when the clock was last read (or the turn began): a
+    /// request that made either grow much reads the clock at once.
+    @exclusivity(unchecked) private var outputAtClock = 0
+    @exclusivity(unchecked) private var notificationsAtClock = 0
 
     init(id: Int, context: SessionContext, dispatcher: Dispatcher, transport: any Transport) {
         self.id = id
@@ -301,30 +305,19 @@ final class Session {
     static let turnBudgetNanoseconds: UInt64 = 2_000_000
     /// The clock is read after this many requests, or after a request that queued at least `heavyOutputBytes` or
     /// `heavyNotifications`: a light request pays a counter, not a clock.
-    static let requestsPerClockReading = 16
+    static let requestsPerClockReading = 64
     static let heavyOutputBytes = 64 << 10
     static let heavyNotifications = 1_024
 
-    /// What the session had produced before a request (`turnSpent(since:)`).
-    struct WorkMark {
-        let outputBytes: Int
-        let notifications: Int
-    }
-
-    @inline(__always)
-    var workMark: WorkMark {
-        WorkMark(outputBytes: self.output.count &+ self.batch.count, notifications: self.context.stats.notifications)
-    }
-
     /// After a request: whether the session's requests used up this turn (`turnBudgetNanoseconds` from the turn's
-    /// first message).
+    /// first clock reading: the requests before it, at most 63 light ones or one heavy one, are not counted).
     @inline(__always)
-    func turnSpent(since mark: WorkMark) -> Bool {
+    func turnSpent() -> Bool {
         self.requestsSinceClock &+= 1
         guard
             self.requestsSinceClock >= Self.requestsPerClockReading
-                || self.output.count &+ self.batch.count &- mark.outputBytes >= Self.heavyOutputBytes
-                || self.context.stats.notifications &- mark.notifications >= Self.heavyNotifications
+                || self.output.count &+ self.batch.count &- self.outputAtClock >= Self.heavyOutputBytes
+                || self.context.stats.notifications &- self.notificationsAtClock >= Self.heavyNotifications
         else { return false }
         return self.readClockForTurn()
     }
@@ -332,13 +325,22 @@ final class Session {
     @inline(never)
     private func readClockForTurn() -> Bool {
         self.requestsSinceClock = 0
-        return self.context.clock.monotonicNanoseconds &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
+        self.outputAtClock = self.output.count &+ self.batch.count
+        self.notificationsAtClock = self.context.stats.notifications
+        let now = self.context.clock.monotonicNanoseconds
+        guard self.turnStartNanoseconds != 0 else {
+            self.turnStartNanoseconds = now
+            return false
+        }
+        return now &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
     }
 
-    /// A new turn's measure, from now (a resumed turn), or from its first message (a read: `now` false).
+    /// A new turn's measure, from now (a resumed turn), or from its first request's end (a read: `now` false).
     @inline(__always)
     private func startTurn(now: Bool) {
         self.requestsSinceClock = 0
+        self.outputAtClock = self.output.count &+ self.batch.count
+        self.notificationsAtClock = self.context.stats.notifications
         self.turnStartNanoseconds = now ? self.context.clock.monotonicNanoseconds : 0
     }
 
@@ -379,10 +381,9 @@ final class Session {
             self.deferred[self.deferredStart] = []
             self.deferredStart += 1
             guard !self.ignoresInput else { break }
-            let mark = self.workMark
             message.withUnsafeBytes { self.dispatcher.handle(line: $0, on: self) }
             if self.isYielding { return }
-            if self.deferredStart < self.deferred.count && self.turnSpent(since: mark) {
+            if self.deferredStart < self.deferred.count && self.turnSpent() {
                 self.yieldTurn()
                 return
             }
@@ -540,15 +541,18 @@ final class Session {
 
 extension Session: TransportEvents {
     func transportReceived(_ message: UnsafeRawBufferPointer) {
-        // A message after a close, or after the output passed its limits (the close comes at the flush), in the same
-        // read is dropped: the session is going away, and nothing it sends would reach the client.
-        guard !self.ignoresInput else { return }
-        // After the session yielded, the rest of the read waits for its next turn.
-        guard !self.isYielding else { return self.deferred.append(Array(message)) }
-        if self.turnStartNanoseconds == 0 { self.turnStartNanoseconds = self.context.clock.monotonicNanoseconds }
-        let mark = self.workMark
+        guard !self.ignoresInput && !self.isYielding else { return self.divert(message) }
         self.dispatcher.handle(line: message, on: self)
-        if !self.isYielding && self.turnSpent(since: mark) { self.yieldTurn() }
+        if self.turnSpent() && !self.isYielding { self.yieldTurn() }
+    }
+
+    /// A message that is not handled now: after a close, or after the output passed its limits (the close comes at
+    /// the flush), it is dropped (the session is going away, and nothing it sends would reach the client); after
+    /// the session yielded, it waits for the session's next turn.
+    @inline(never)
+    private func divert(_ message: UnsafeRawBufferPointer) {
+        guard !self.ignoresInput else { return }
+        self.deferred.append(Array(message))
     }
 
     func transportRead(byteCount: Int) {
