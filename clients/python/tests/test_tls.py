@@ -100,3 +100,29 @@ def test_a_certificate_of_another_ca_is_refused(make_kvod, certificates):
         kvod.Client(f"kvods://127.0.0.1:{server.port}", tls=context(certificates, ca="other-ca.pem"), timeout=3,
                     reconnect=False)
     assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
+
+
+def test_pipelined_heavy_reads_over_tls_are_answered_in_order_across_turns(make_kvod, certificates):
+    """Protocol/README.md#fairness over TLS: 200 reads of a 100 KB value in one write take kvod more than its 2 ms
+    share of a turn, so it stops reading the connection and goes on at the next turns; the decrypted rest waits.
+    The 200 requests (12 KB) go out as one TLS record, so kvod decrypts them together: it must yield."""
+    import json
+    import socket
+
+    server = make_kvod(*server_arguments(certificates))
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    with context(certificates).wrap_socket(raw, server_hostname="localhost") as secure:
+        lines = secure.makefile("rb")
+
+        def send(*messages):
+            secure.sendall(b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in messages))
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "set", "params": {"path": "big", "value": "t" * 100_000}})
+        assert json.loads(lines.readline())["id"] == 1
+        send(*({"jsonrpc": "2.0", "id": i, "method": "get", "params": {"path": "big"}} for i in range(2, 202)))
+        for i in range(2, 202):
+            response = json.loads(lines.readline())
+            assert response["id"] == i and len(response["result"]["value"]) == 100_000
+        send({"jsonrpc": "2.0", "id": 300, "method": "stats"})
+        stats = json.loads(lines.readline())
+        assert stats["id"] == 300 and stats["result"]["turnsYielded"] >= 1
