@@ -894,7 +894,7 @@ def test_a_failed_transaction_applies_nothing_and_notifies_nobody(connect_model)
     assert writer.fail("transaction", {"ops": [{"method": "set", "params": {"path": "a..b", "value": 1}}]},
                        INVALID_PARAMS)["op"] == 0
     writer.fail("transaction", {}, INVALID_PARAMS)
-    assert writer.fail("transaction", {"ops": [set_name] * 10001}, LIMIT_EXCEEDED) == {"limit": 10000}
+    assert writer.fail("transaction", {"ops": [set_name] * 1001}, LIMIT_EXCEEDED) == {"limit": 1000}
     watcher.assert_quiet()
     assert writer.get("") == {"value": before, "seq": 1}
     assert writer.set("department.name", "Ops") == 2  # no failure took a seq
