@@ -7,8 +7,8 @@
 // Output is a sink BIO (COpenSSL's kvod_sink): the records OpenSSL writes collect in one buffer of the session's,
 // handed to the owner as they are (no copy out) once per `send` or `drainOutput`, so a flush of many records is one
 // network write. Memory: OpenSSL's record buffers are released while a connection is idle
-// (SSL_MODE_RELEASE_BUFFERS); the sink is handed over every 32 KiB of a large write and gives back a buffer grown past
-// 16 KiB, so an idle connection holds at most that.
+// (SSL_MODE_RELEASE_BUFFERS); the sink is handed over every 32 KiB of a large write and gives its buffer back once
+// drained, so an idle connection holds none.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,8 +34,6 @@ public final class TLSSession {
     static let chunkBytes = 16 * 1024
     /// A large write's ciphertext is handed over each time this much collected, so the sink stays near 64 KiB.
     static let drainBytes = 32 * 1024
-    /// A sink buffer grown past this is given back once drained (an idle connection keeps at most this much).
-    static let keptOutputBytes = 16 * 1024
     /// The sink BIO's method, made once for the process.
     private nonisolated(unsafe) static let sinkMethod: OpaquePointer? = kvod_sink_method_new()
 
@@ -185,17 +183,11 @@ public final class TLSSession {
         let output = self.output
         let count = output.pointee.count
         guard count > 0, let bytes = output.pointee.bytes else { return }
-        // Detached while `sink` runs: a sink that closes the session (its write failed) may queue a close_notify,
-        // which then goes to a buffer of its own.
-        let capacity = output.pointee.capacity
+        // Detached while `sink` runs (a sink that closes the session, its write failed, may queue a close_notify,
+        // which then goes to a buffer of its own), and given back after: an idle connection holds no output buffer.
         output.pointee = kvod_sink(bytes: nil, count: 0, capacity: 0)
         sink(UnsafeRawBufferPointer(start: bytes, count: count))
-        if output.pointee.bytes == nil && capacity <= Self.keptOutputBytes {
-            output.pointee.bytes = bytes
-            output.pointee.capacity = capacity
-        } else {
-            free(bytes)
-        }
+        free(bytes)
     }
 
     /// Queues our close_notify (once); nothing more is sent after it.
