@@ -27,9 +27,8 @@ final class BenchConnection {
     private var onEnd: (@MainActor (String) -> Void)?
     /// TLS only: the session; output waits until its handshake is done.
     private var tls: TLSSession?
-    /// The plaintext and ciphertext of every TLS connection pass through these (one loop, one connection at a time).
+    /// The plaintext of every TLS connection passes through this (one loop, one connection at a time).
     private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
-    private static let ciphertextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
 
     /// Wraps a connected stream and starts reading: every chunk goes to `onBytes`; the end of the stream (EOF or an
     /// error) goes to `onEnd` with a description. Over `.websocket` the upgrade request goes out at once, requests
@@ -98,7 +97,7 @@ final class BenchConnection {
         if let tls = self.tls {
             let sent = self.output.withUnsafeBytes { plaintext in
                 Result { () throws(TLSError) in
-                    try tls.send(plaintext, scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+                    try tls.send(plaintext) { _ = self.stream.write($0) }
                 }
             }
             if case .failure(let error) = sent { self.onEnd?("TLS: \(error)") }
@@ -129,7 +128,7 @@ final class BenchConnection {
     /// Writes what TLS produced on its own (handshake messages).
     private func writeTLSOutput() {
         guard let tls = self.tls, tls.hasOutput else { return }
-        tls.drainOutput(scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+        tls.drainOutput { _ = self.stream.write($0) }
     }
 
     /// Closes the socket; pending output is dropped. An open WebSocket says goodbye with a close frame first.

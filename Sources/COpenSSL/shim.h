@@ -5,6 +5,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline int kvod_ssl_ctx_set_min_version(SSL_CTX *ctx, int version) {
@@ -38,6 +39,75 @@ static inline int kvod_bio_reset(BIO *bio) { return (int)BIO_reset(bio); }
 
 /// Makes a memory BIO answer "retry" instead of end-of-file when it is empty, so SSL_read says SSL_ERROR_WANT_READ.
 static inline void kvod_bio_set_retry_when_empty(BIO *bio) { BIO_set_mem_eof_return(bio, -1); }
+
+/// A BIO that collects the ciphertext OpenSSL writes in one growing buffer of its own, for the session's owner to
+/// write to the network from there (no memory BIO's bookkeeping, no copy out to a scratch buffer). Writes always
+/// succeed; the owner empties it (TLSSession.drainOutput).
+typedef struct {
+    unsigned char *bytes;
+    size_t count;
+    size_t capacity;
+} kvod_sink;
+
+static inline int kvod_sink_write(BIO *bio, const char *in, int length) {
+    kvod_sink *sink = BIO_get_data(bio);
+    if (sink == NULL || length <= 0) return 0;
+    size_t needed = sink->count + (size_t)length;
+    if (needed > sink->capacity) {
+        size_t capacity = sink->capacity ? sink->capacity : 4096;
+        while (capacity < needed) capacity *= 2;
+        unsigned char *grown = realloc(sink->bytes, capacity);
+        if (grown == NULL) return -1;
+        sink->bytes = grown;
+        sink->capacity = capacity;
+    }
+    memcpy(sink->bytes + sink->count, in, (size_t)length);
+    sink->count = needed;
+    return length;
+}
+
+static inline long kvod_sink_ctrl(BIO *bio, int command, long number, void *pointer) {
+    (void)number;
+    (void)pointer;
+    kvod_sink *sink = BIO_get_data(bio);
+    switch (command) {
+    case BIO_CTRL_FLUSH: return 1;
+    case BIO_CTRL_WPENDING: return sink ? (long)sink->count : 0;
+    default: return 0;
+    }
+}
+
+static inline int kvod_sink_create(BIO *bio) {
+    kvod_sink *sink = calloc(1, sizeof(kvod_sink));
+    if (sink == NULL) return 0;
+    BIO_set_data(bio, sink);
+    BIO_set_init(bio, 1);
+    return 1;
+}
+
+static inline int kvod_sink_destroy(BIO *bio) {
+    kvod_sink *sink = BIO_get_data(bio);
+    if (sink != NULL) {
+        free(sink->bytes);
+        free(sink);
+    }
+    BIO_set_data(bio, NULL);
+    return 1;
+}
+
+/// The sink's BIO_METHOD (made once by the caller and kept for the process).
+static inline BIO_METHOD *kvod_sink_method_new(void) {
+    BIO_METHOD *method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kvod ciphertext sink");
+    if (method == NULL) return NULL;
+    BIO_meth_set_write(method, kvod_sink_write);
+    BIO_meth_set_ctrl(method, kvod_sink_ctrl);
+    BIO_meth_set_create(method, kvod_sink_create);
+    BIO_meth_set_destroy(method, kvod_sink_destroy);
+    return method;
+}
+
+/// The sink's state (its bytes are `bytes[0..<count]`).
+static inline kvod_sink *kvod_sink_of(BIO *bio) { return BIO_get_data(bio); }
 
 static inline int kvod_x509_not_after_passed(X509 *cert) {
     return X509_cmp_current_time(X509_get0_notAfter(cert)) < 0;

@@ -103,9 +103,9 @@ public final class LineConnection {
 
     /// Writes whatever ciphertext TLS produced (handshake messages, alerts).
     private func sendTLSOutput(until deadline: ContinuousClock.Instant?) throws(KVOClientError) {
-        guard let tls = self.tls, let buffers = self.tlsBuffers, tls.hasOutput else { return }
+        guard let tls = self.tls, tls.hasOutput else { return }
         var ciphertext: [UInt8] = []
-        tls.drainOutput(scratch: buffers.ciphertextOut) { ciphertext.append(contentsOf: $0) }
+        tls.drainOutput { ciphertext.append(contentsOf: $0) }
         try self.sendRaw(ciphertext, until: deadline)
     }
 
@@ -130,13 +130,13 @@ public final class LineConnection {
     public func send(_ bytes: [UInt8]) throws(KVOClientError) {
         guard self.descriptor >= 0 else { throw .closed }
         let deadline = makeDeadline(after: self.writeTimeout)
-        guard let tls = self.tls, let buffers = self.tlsBuffers else {
+        guard let tls = self.tls else {
             return try self.sendRaw(bytes, until: deadline)
         }
         var ciphertext: [UInt8] = []
         let encrypted = bytes.withUnsafeBytes { raw in
             Result { () throws(TLSError) in
-                try tls.send(raw, scratch: buffers.ciphertextOut) { ciphertext.append(contentsOf: $0) }
+                try tls.send(raw) { ciphertext.append(contentsOf: $0) }
             }
         }
         if case .failure(let error) = encrypted {
@@ -330,16 +330,14 @@ public final class LineConnection {
     }
 }
 
-/// A TLS connection's buffers: ciphertext read from the socket, the plaintext TLS decrypts it into, and the ciphertext
-/// it produces (one TLS record's worth each and more).
+/// A TLS connection's buffers: ciphertext read from the socket and the plaintext TLS decrypts it into (one TLS
+/// record's worth each and more).
 private struct TLSBuffers {
     let ciphertextIn = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
     let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
-    let ciphertextOut = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
 
     func deallocate() {
         self.ciphertextIn.deallocate()
         self.plaintext.deallocate()
-        self.ciphertextOut.deallocate()
     }
 }

@@ -55,7 +55,6 @@ final class ClientTLSStream: ClientStream {
     private var held: [UInt8] = []
     private var hasEnded = false
     private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
-    private static let ciphertextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
 
     /// Starts the handshake on a connected `stream`.
     init(stream: TCPStream, context: TLSContext, serverName: String) throws(TLSError) {
@@ -74,7 +73,7 @@ final class ClientTLSStream: ClientStream {
         }
         let sent = bytes.withUnsafeBytes { plaintext in
             Result { () throws(TLSError) in
-                try self.session.send(plaintext, scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+                try self.session.send(plaintext) { _ = self.stream.write($0) }
             }
         }
         if case .failure(let error) = sent { self.end("TLS: \(error)") }
@@ -113,7 +112,7 @@ final class ClientTLSStream: ClientStream {
 
     private func flushTLS() {
         guard self.session.hasOutput else { return }
-        self.session.drainOutput(scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+        self.session.drainOutput { _ = self.stream.write($0) }
     }
 
     private func end(_ why: String?) {

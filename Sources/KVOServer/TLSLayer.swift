@@ -28,10 +28,9 @@ final class TLSLayer {
     /// HTTP request.
     static let handshakeRecordByte: UInt8 = 0x16
 
-    /// Plaintext out of OpenSSL, and ciphertext on its way to the stream: one buffer each for the whole loop (the
-    /// loop runs one connection's TLS at a time; a delivery may write, so input and output need their own).
+    /// Plaintext out of OpenSSL: one buffer for the whole loop (the loop runs one connection's TLS at a time).
+    /// Ciphertext goes to the stream straight from the session's output, one write per flush.
     private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
-    private static let ciphertextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
 
     var isEstablished: Bool { self.session.isEstablished }
 
@@ -71,7 +70,7 @@ final class TLSLayer {
             return
         }
         do {
-            try self.session.send(plaintext, scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+            try self.session.send(plaintext) { _ = self.stream.write($0) }
         } catch {
             self.stream.close()
         }
@@ -92,6 +91,6 @@ final class TLSLayer {
     /// Writes whatever ciphertext OpenSSL produced (handshake messages, alerts, close_notify).
     private func flush() {
         guard self.session.hasOutput else { return }
-        self.session.drainOutput(scratch: Self.ciphertextScratch) { _ = self.stream.write($0) }
+        self.session.drainOutput { _ = self.stream.write($0) }
     }
 }

@@ -1,11 +1,17 @@
-// One TLS connection's state (OpenSSL's SSL) over two memory BIOs: its owner reads ciphertext from the network and
+// One TLS connection's state (OpenSSL's SSL) over two BIOs of memory: its owner reads ciphertext from the network and
 // feeds it in, takes plaintext out, hands plaintext in to be sent and writes the ciphertext that comes out. No socket
 // and no thread of its own, so the same code serves kvod's event loop (where libuv does the reading and writing, on
 // the loop's one thread) and kvoctl's blocking sockets.
 //
-// Memory: OpenSSL's record buffers are released while a connection is idle (SSL_MODE_RELEASE_BUFFERS), and input and
-// output pass through the BIOs a record (16 KiB) at a time, so each BIO's buffer stays near one record however
-// large a read or a write is; the plaintext and ciphertext land in scratch space the caller lends.
+// Input is a memory BIO, fed a record (16 KiB) at a time; the plaintext lands in scratch space the caller lends.
+// Output is a sink BIO (COpenSSL's kvod_sink): the records OpenSSL writes collect in one buffer of the session's,
+// handed to the owner as they are (no copy out) once per `send` or `drainOutput`, so a flush of many records is one
+// network write. Memory: OpenSSL's record buffers are released while a connection is idle
+// (SSL_MODE_RELEASE_BUFFERS); the sink is handed over every 32 KiB of a large write and gives its buffer back once
+// drained, so an idle connection holds none.
+#if canImport(Glibc)
+import Glibc
+#endif
 internal import COpenSSL
 
 /// A TLS connection's state machine. Not thread-safe: one owner at a time.
@@ -13,8 +19,8 @@ public final class TLSSession {
     private let ssl: OpaquePointer
     /// Ciphertext from the network, waiting for OpenSSL (owned by `ssl`).
     private let input: OpaquePointer
-    /// Ciphertext OpenSSL produced, waiting to be sent (owned by `ssl`).
-    private let output: OpaquePointer
+    /// Ciphertext OpenSSL produced, waiting to be sent: the sink BIO's buffer (owned by `ssl`'s output BIO).
+    private let output: UnsafeMutablePointer<kvod_sink>
     /// The context the connection started with (a reload makes a new one for new connections).
     public let context: TLSContext
     /// True once the handshake finished; plaintext flows from then on.
@@ -24,24 +30,32 @@ public final class TLSSession {
     /// True once `close()` queued our close_notify: nothing more is sent.
     public private(set) var isClosed = false
 
-    /// The most bytes handed to OpenSSL at once (one TLS record's payload), so the BIOs' buffers stay small.
+    /// The most bytes handed to OpenSSL at once (one TLS record's payload), so the input BIO's buffer stays small.
     static let chunkBytes = 16 * 1024
+    /// A large write's ciphertext is handed over each time this much collected, so the sink stays near 64 KiB.
+    static let drainBytes = 32 * 1024
+    /// The sink BIO's method, made once for the process.
+    private nonisolated(unsafe) static let sinkMethod: OpaquePointer? = kvod_sink_method_new()
 
     /// A server-side session, or a client-side one when `context` is a client context. `serverName` (client side)
     /// is sent as SNI and, when the context verifies the server, checked against the server's certificate.
     public init(context: TLSContext, serverName: String? = nil, isServer: Bool) throws(TLSError) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.raw) else { throw TLSError.openSSL("cannot make a TLS session") }
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        guard let input = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw TLSError.openSSL("cannot make a TLS session's buffers")
+        }
+        guard let output = BIO_new(Self.sinkMethod), let sink = kvod_sink_of(output) else {
+            BIO_free(input)
             SSL_free(ssl)
             throw TLSError.openSSL("cannot make a TLS session's buffers")
         }
         kvod_bio_set_retry_when_empty(input)
-        kvod_bio_set_retry_when_empty(output)
         SSL_set_bio(ssl, input, output)  // the session owns both from here on
         self.ssl = ssl
         self.input = input
-        self.output = output
+        self.output = sink
         self.context = context
         if isServer {
             SSL_set_accept_state(ssl)
@@ -142,37 +156,38 @@ public final class TLSSession {
 
     // MARK: - Output
 
-    /// Encrypts `plaintext` into the output (a record per 16 KiB), handing the ciphertext to `sink` a piece at a
-    /// time through `scratch`. Dropped after `close()` or before the handshake finished (the caller holds output
-    /// until then).
-    public func send(
-        _ plaintext: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer,
-        sink: (UnsafeRawBufferPointer) -> Void
-    ) throws(TLSError) {
+    /// Encrypts `plaintext` (a record per 16 KiB) and hands the ciphertext, with whatever was waiting, to `sink`:
+    /// once for a write of up to 32 KiB, once per 32 KiB or so for a larger one. Dropped after `close()` or before the
+    /// handshake finished (the caller holds output until then).
+    public func send(_ plaintext: UnsafeRawBufferPointer, sink: (UnsafeRawBufferPointer) -> Void) throws(TLSError) {
         guard self.isEstablished, !self.isClosed, let base = plaintext.baseAddress else { return }
         var offset = 0
-        while offset < plaintext.count {
+        while offset < plaintext.count && !self.isClosed {
             let count = min(plaintext.count - offset, Self.chunkBytes)
             let written = SSL_write(self.ssl, base + offset, Int32(count))
-            guard written > 0 else { throw self.failure("TLS output refused") }
+            guard written > 0 else {
+                self.drainOutput(sink: sink)
+                throw self.failure("TLS output refused")
+            }
             offset += Int(written)
-            self.drainOutput(scratch: scratch, sink: sink)
+            if self.output.pointee.count >= Self.drainBytes { self.drainOutput(sink: sink) }
         }
+        self.drainOutput(sink: sink)
     }
 
     /// Whether ciphertext waits to be sent (handshake messages, alerts, close_notify).
-    public var hasOutput: Bool { BIO_ctrl_pending(self.output) > 0 }
+    public var hasOutput: Bool { self.output.pointee.count > 0 }
 
-    /// Hands every waiting byte of ciphertext to `sink`, through `scratch`.
-    public func drainOutput(scratch: UnsafeMutableRawBufferPointer, sink: (UnsafeRawBufferPointer) -> Void) {
-        guard let scratchBase = scratch.baseAddress else { return }
-        while true {
-            // An empty memory BIO answers -1 ("retry"): the loop ends.
-            let read = BIO_read(self.output, scratchBase, Int32(clamping: scratch.count))
-            guard read > 0 else { return }
-            sink(UnsafeRawBufferPointer(start: scratchBase, count: Int(read)))
-            if read < Int32(clamping: scratch.count) { return }
-        }
+    /// Hands every waiting byte of ciphertext to `sink`, at once, from the sink's own buffer (valid during the call).
+    public func drainOutput(sink: (UnsafeRawBufferPointer) -> Void) {
+        let output = self.output
+        let count = output.pointee.count
+        guard count > 0, let bytes = output.pointee.bytes else { return }
+        // Detached while `sink` runs (a sink that closes the session, its write failed, may queue a close_notify,
+        // which then goes to a buffer of its own), and given back after: an idle connection holds no output buffer.
+        output.pointee = kvod_sink(bytes: nil, count: 0, capacity: 0)
+        sink(UnsafeRawBufferPointer(start: bytes, count: count))
+        free(bytes)
     }
 
     /// Queues our close_notify (once); nothing more is sent after it.

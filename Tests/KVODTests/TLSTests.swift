@@ -340,8 +340,6 @@ private func clientHello(_ context: TLSContext) throws -> [UInt8] {
     let session = try TLSSession(context: context, serverName: "localhost", isServer: false)
     try session.handshake()
     var bytes: [UInt8] = []
-    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
-    defer { scratch.deallocate() }
-    session.drainOutput(scratch: scratch) { bytes.append(contentsOf: $0) }
+    session.drainOutput { bytes.append(contentsOf: $0) }
     return bytes
 }

@@ -31,11 +31,7 @@ enum FuzzTLS {
             return
         }
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
-        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
-        defer {
-            scratch.deallocate()
-            output.deallocate()
-        }
+        defer { scratch.deallocate() }
         var answered = 0
         var failed = false
         for piece in pieces {
@@ -52,11 +48,11 @@ enum FuzzTLS {
                 check(!error.message.isEmpty, "a failure without a reason")
                 failed = true
             }
-            session.drainOutput(scratch: output) { answered += $0.count }
+            session.drainOutput { answered += $0.count }
             check(answered < 64 << 10, "the answers to one would-be client passed 64 KiB")
         }
         session.close()
-        session.drainOutput(scratch: output) { answered += $0.count }
+        session.drainOutput { answered += $0.count }
     }
 
     /// A server context with the test-only certificate below (written to temporary files, as kvod reads files).
@@ -88,9 +84,7 @@ enum FuzzTLS {
         else { fatalError("cannot make a client session") }
         try? session.handshake()
         var bytes: [UInt8] = []
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
-        defer { scratch.deallocate() }
-        session.drainOutput(scratch: scratch) { bytes.append(contentsOf: $0) }
+        session.drainOutput { bytes.append(contentsOf: $0) }
         return bytes
     }
 
