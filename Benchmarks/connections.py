@@ -17,8 +17,9 @@ A second table holds 100,000 subscriptions over few connections (--subscriptions
 the per-subscription memory without the per-connection part (kvod, NATS; etcd's gateway carries one watch per HTTP
 request, so it is measured per connection above).
 
-Descriptors: the script raises its soft limit to the hard limit (the servers inherit it). A count that needs more
-descriptors than the hard limit allows (N + a margin, for the server and for this generator alike) is skipped with
+Descriptors: the script raises its soft limit to the hard limit, and the hard limit itself to what the largest count
+needs (up to /proc/sys/fs/nr_open) when it holds CAP_SYS_RESOURCE, as root usually does (a container may drop it);
+the servers inherit the limit. A count that needs more descriptors than the limit allows (N + a margin, for the server and for this generator alike) is skipped with
 the reason, and the largest round count that fits is measured instead; docs/PERFORMANCE.md#connections says how to raise the limit (systemd LimitNOFILE=, podman/docker
 --ulimit nofile=). Loopback has one address per source port range (about 28,000 ports): past 25,000 connections
 the generator binds its sockets to 127.0.0.2, 127.0.0.3, ... in turn.
