@@ -282,7 +282,15 @@ def ws_payloads(buffer):
             header = 10
         if len(buffer) - position < header + length:
             break
-        if buffer[position] & 0x0F in (1, 2, 0):
+        if buffer[position] & 0x0F == 8:
+            # A close frame: its code and reason become a line the reader reports.
+            payload = bytes(buffer[position + header:position + header + length])
+            code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 0
+            out += b"WS-CLOSE %d %s\n" % (code, payload[2:].replace(b"\n", b" "))
+        elif buffer[position] & 0x0F == 9:
+            # A ping (kvod pings a peer silent for 30 s and closes it 30 s later without a pong): answered below.
+            out += b"WS-PING %s\n" % buffer[position + header:position + header + length].hex().encode()
+        elif buffer[position] & 0x0F in (1, 2, 0):
             # One message a frame, without kvod's line end over TCP: put it back, so both read the same.
             out += buffer[position + header:position + header + length]
             if not out.endswith(b"\n"):
@@ -415,6 +423,10 @@ class Fleet:
                 if match:
                     connection.values.append(int(match.group(1)))
                     connection.times.append(at)
+                elif line.startswith(b"WS-PING "):
+                    connection.sock.send(ws_frame(bytes.fromhex(line[8:].decode()), opcode=0xA))
+                elif line.startswith(b"WS-CLOSE "):
+                    self.problem(f"kvod sent a WebSocket close: {line[9:200].decode(errors='replace')}")
                 elif b'"result"' in line:
                     self.acknowledge(connection)
                 elif b'"error"' in line:
