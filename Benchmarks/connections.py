@@ -17,8 +17,9 @@ A second table holds 100,000 subscriptions over few connections (--subscriptions
 the per-subscription memory without the per-connection part (kvod, NATS; etcd's gateway carries one watch per HTTP
 request, so it is measured per connection above).
 
-Descriptors: the script raises its soft limit to the hard limit (the servers inherit it). A count that needs more
-descriptors than the hard limit allows (N + a margin, for the server and for this generator alike) is skipped with
+Descriptors: the script raises its soft limit to the hard limit, and the hard limit itself to what the largest count
+needs (up to /proc/sys/fs/nr_open) when it holds CAP_SYS_RESOURCE, as root usually does (a container may drop it);
+the servers inherit the limit. A count that needs more descriptors than the limit allows (N + a margin, for the server and for this generator alike) is skipped with
 the reason, and the largest round count that fits is measured instead; docs/PERFORMANCE.md#connections says how to raise the limit (systemd LimitNOFILE=, podman/docker
 --ulimit nofile=). Loopback has one address per source port range (about 28,000 ports): past 25,000 connections
 the generator binds its sockets to 127.0.0.2, 127.0.0.3, ... in turn.
@@ -281,7 +282,15 @@ def ws_payloads(buffer):
             header = 10
         if len(buffer) - position < header + length:
             break
-        if buffer[position] & 0x0F in (1, 2, 0):
+        if buffer[position] & 0x0F == 8:
+            # A close frame: its code and reason become a line the reader reports.
+            payload = bytes(buffer[position + header:position + header + length])
+            code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 0
+            out += b"WS-CLOSE %d %s\n" % (code, payload[2:].replace(b"\n", b" "))
+        elif buffer[position] & 0x0F == 9:
+            # A ping (kvod pings a peer silent for 30 s and closes it 30 s later without a pong): answered below.
+            out += b"WS-PING %s\n" % buffer[position + header:position + header + length].hex().encode()
+        elif buffer[position] & 0x0F in (1, 2, 0):
             # One message a frame, without kvod's line end over TCP: put it back, so both read the same.
             out += buffer[position + header:position + header + length]
             if not out.endswith(b"\n"):
@@ -414,6 +423,10 @@ class Fleet:
                 if match:
                     connection.values.append(int(match.group(1)))
                     connection.times.append(at)
+                elif line.startswith(b"WS-PING "):
+                    connection.sock.send(ws_frame(bytes.fromhex(line[8:].decode()), opcode=0xA))
+                elif line.startswith(b"WS-CLOSE "):
+                    self.problem(f"kvod sent a WebSocket close: {line[9:200].decode(errors='replace')}")
                 elif b'"result"' in line:
                     self.acknowledge(connection)
                 elif b'"error"' in line:
@@ -624,6 +637,11 @@ def measure_case(args, workdir, kind, transport, count, path_mode, subscriptions
         if fleet.problems:
             for problem in fleet.problems:
                 log(f"  PROBLEM: {problem}")
+            server.log.flush()
+            with open(server.log.name, errors="replace") as handle:
+                tail = handle.readlines()[-5:]
+            for line in tail:
+                log(f"  {kind} log: {line.rstrip()}")
         return result
     finally:
         server.stop()
@@ -638,7 +656,7 @@ def table(header, rows):
     return "\n".join(lines)
 
 
-def report(results, skipped, limit):
+def report(results, skipped, limit, limit_note=""):
     rows = []
     for r in results:
         if r.get("per_connection", 1) != 1:
@@ -666,16 +684,59 @@ def report(results, skipped, limit):
                       r.get("fanout_last_ms"), "ok" if r.get("ok") else "FAILED"] for r in many]))
     for text in skipped:
         print(f"skipped: {text}")
-    print(f"descriptor limit of this run: {limit:,} (hard limit; docs/PERFORMANCE.md#connections)")
+    print(f"descriptor limit of this run: {limit:,} ({limit_note}; docs/PERFORMANCE.md#connections)")
 
 
-def raise_descriptor_limit():
+def raise_descriptor_limit(wanted):
+    """Raises the soft limit to the hard one; when the hard limit is below `wanted` and this process may raise it
+    (root, CAP_SYS_RESOURCE), raises it too, up to /proc/sys/fs/nr_open (the kernel's ceiling). Returns the limit and
+    a note on what was done or what stopped it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY:
         hard = 1 << 20
+    note = f"hard limit {hard:,}"
+    if hard < wanted:
+        try:
+            with open("/proc/sys/fs/nr_open") as handle:
+                ceiling = int(handle.read())
+        except (OSError, ValueError):
+            ceiling = 1 << 20
+        target = min(wanted, ceiling)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, target))
+            note = f"hard limit raised from {hard:,} to {target:,} (fs.nr_open {ceiling:,})"
+            return target, note
+        except (ValueError, OSError) as error:
+            note = (f"hard limit {hard:,}; raising it to {target:,} was refused ({error}): it takes CAP_SYS_RESOURCE"
+                    f"{', which this process lacks even as root' if not has_sys_resource() else ''}; raise it before"
+                    " (ulimit -Hn as root, systemd LimitNOFILE=, podman/docker --ulimit nofile=)")
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
+    return hard, note
+
+
+def has_sys_resource():
+    """Whether this process holds CAP_SYS_RESOURCE (bit 24 of CapEff), which raising a hard limit takes."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> 24 & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def check_ports(count):
+    """Warns when loopback's ephemeral ports cannot hold `count` connections from the source addresses used."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+            low, high = (int(x) for x in handle.read().split())
+    except (OSError, ValueError):
+        return
+    if high - low + 1 < PER_SOURCE_ADDRESS:
+        log(f"warning: net.ipv4.ip_local_port_range holds {high - low + 1:,} ports, fewer than the {PER_SOURCE_ADDRESS:,}"
+            " this script opens from each source address")
 
 
 def main():
@@ -705,7 +766,9 @@ def main():
     for server, command in (("nats", "nats-server"), ("etcd", "etcd")):
         if server in servers and not shutil.which(command):
             sys.exit(f"{command} is missing (apt-get install {'nats-server' if server == 'nats' else 'etcd-server'})")
-    limit = raise_descriptor_limit()
+    limit, limit_note = raise_descriptor_limit(max(counts) * 2 + 4 * DESCRIPTOR_MARGIN)
+    log(f"descriptors: {limit_note}")
+    check_ports(max(counts))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
     if pinned(1):
         os.sched_setaffinity(0, {1})
@@ -747,7 +810,7 @@ def main():
         with open(args.json, "w") as handle:
             for r in results:
                 handle.write(json.dumps(r) + "\n")
-    report(results, skipped, limit)
+    report(results, skipped, limit, limit_note)
     return 0 if all(r.get("ok") for r in results) else 1
 
 

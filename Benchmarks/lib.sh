@@ -75,20 +75,26 @@ start_kvod() {
 # Starts redis-server (persistence off, loopback only) on a free port: start_redis LOGFILE [wrapper...]; sets
 # REDIS_PID and REDIS_PORT and waits up to 10 s for PONG.
 start_redis() {
-    local logfile="$1"
+    local logfile="$1" attempt try
     shift
-    REDIS_PORT=$(free_port)
-    "$@" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-        --protected-mode yes --logfile "$logfile" &
-    REDIS_PID=$!
-    STARTED_PIDS+=("$REDIS_PID")
-    local try
-    for try in $(seq 1 100); do
-        [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = "PONG" ] && return 0
-        kill -0 "$REDIS_PID" 2>/dev/null || die "redis-server exited at start (see $logfile)"
-        sleep 0.1
+    # A port taken between free_port's check and the bind (its range overlaps the ephemeral ports, which another
+    # benchmark's connections may hold) means another try on another port.
+    for attempt in 1 2 3; do
+        REDIS_PORT=$(free_port)
+        "$@" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+            --protected-mode yes --logfile "$logfile" &
+        REDIS_PID=$!
+        STARTED_PIDS+=("$REDIS_PID")
+        for try in $(seq 1 100); do
+            [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = "PONG" ] && return 0
+            kill -0 "$REDIS_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$REDIS_PID" 2>/dev/null && die "redis-server did not answer PING within 10 s"
+        stop_pid "$REDIS_PID"
+        grep -q "Address already in use" "$logfile" || die "redis-server exited at start (see $logfile)"
     done
-    die "redis-server did not answer PING within 10 s"
+    die "redis-server found no free port (see $logfile)"
 }
 
 # Stops one process this script started (SIGTERM, then SIGKILL after 10 s), waits for it, and forgets it, so that

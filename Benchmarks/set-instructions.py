@@ -7,7 +7,12 @@ each over one connection with 16 requests in flight (`{"jsonrpc":"2.0","id":N,"m
 cost of one set with start-up, connection and shutdown subtracted. callgrind counts instructions, not time, so the
 figure repeats exactly for the same binary whatever else the machine does.
 
+With --journal-in DIR (e.g. /dev/shm) each kvod keeps a fresh data directory under DIR (--fsync, default no;
+--snapshot-every passed on when given): the cost of a set with its journal record, in kvod's loop (callgrind follows
+the snapshot processes kvod forks into files of their own, which hold what the parent ran before the fork too: they
+are counted, not added).
     python3 Benchmarks/set-instructions.py [--kvod .build-bench/release/kvod] [--sets 20000] [--path bench.value]
+                                           [--journal-in DIR [--fsync no|everysec|always] [--snapshot-every N]]
                                            [--keep DIR] [--json FILE]
 """
 
@@ -16,6 +21,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,12 +36,12 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def run(kvod, sets, path, out_dir, label):
+def run(kvod, sets, path, out_dir, label, durability=()):
     out = os.path.join(out_dir, f"callgrind.{label}.out")
     port = free_port()
     process = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", kvod, "--empty", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "error"],
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p", kvod, "--empty", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "error", *durability],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -74,12 +80,19 @@ def run(kvod, sets, path, out_dir, label):
     finally:
         if process.poll() is None:
             process.kill()
-    with open(out) as profile:
-        for line in profile:
-            match = re.match(r"(?:summary|totals):\s+(\d+)", line)
-            if match:
-                return int(match.group(1))
-    sys.exit(f"no totals in {out}")
+    main_file = f"{out}.{process.pid}"
+    totals = {}
+    for name in os.listdir(out_dir):
+        if name.startswith(os.path.basename(out) + "."):
+            with open(os.path.join(out_dir, name)) as profile:
+                for line in profile:
+                    match = re.match(r"(?:summary|totals):\s+(\d+)", line)
+                    if match:
+                        totals[os.path.join(out_dir, name)] = int(match.group(1))
+                        break
+    if main_file not in totals:
+        sys.exit(f"no totals in {main_file}")
+    return totals[main_file], len(totals) - 1
 
 
 def main():
@@ -87,22 +100,40 @@ def main():
     parser.add_argument("--kvod", default=".build-bench/release/kvod")
     parser.add_argument("--sets", type=int, default=20000)
     parser.add_argument("--path", default="bench.value")
+    parser.add_argument("--journal-in", help="keep a fresh data directory under this directory (e.g. /dev/shm)")
+    parser.add_argument("--fsync", default="no", choices=["no", "everysec", "always"])
+    parser.add_argument("--snapshot-every", type=int)
     parser.add_argument("--keep", help="a directory for the callgrind files (default: a temporary one)")
     parser.add_argument("--json", help="also write the figures to FILE as one JSON object")
     args = parser.parse_args()
     out_dir = args.keep or tempfile.mkdtemp(prefix="kvod-set-instructions-")
     os.makedirs(out_dir, exist_ok=True)
     small = max(1, args.sets // 10)
-    big_total = run(args.kvod, args.sets, args.path, out_dir, "big")
-    small_total = run(args.kvod, small, args.path, out_dir, "small")
+    durability = {}
+    if args.journal_in:
+        for label in ("big", "small"):
+            directory = tempfile.mkdtemp(prefix="kvod-set-instructions-", dir=args.journal_in)
+            durability[label] = ["--data-dir", directory, "--fsync", args.fsync]
+            if args.snapshot_every is not None:
+                durability[label] += ["--snapshot-every", str(args.snapshot_every)]
+    try:
+        big_total, big_forks = run(args.kvod, args.sets, args.path, out_dir, "big", durability.get("big", ()))
+        small_total, small_forks = run(
+            args.kvod, small, args.path, out_dir, "small", durability.get("small", ()))
+    finally:
+        for arguments in durability.values():
+            shutil.rmtree(arguments[1], ignore_errors=True)
     per_set = (big_total - small_total) / (args.sets - small)
-    print(f"kvod instructions per plain set, nobody observing, 16 in flight: {per_set:,.0f} Ir "
+    where = f"journal in {args.journal_in}, --fsync {args.fsync}" if args.journal_in else "in memory"
+    print(f"kvod instructions per plain set, nobody observing, 16 in flight, {where}: {per_set:,.0f} Ir "
           f"({args.sets:,} sets {big_total:,} Ir minus {small:,} sets {small_total:,} Ir; target <= 5,000)")
+    if big_forks or small_forks:
+        print(f"snapshot processes forked meanwhile: {big_forks} and {small_forks} (not counted above)")
     print(f"callgrind files: {out_dir}")
     if args.json:
         with open(args.json, "w") as output:
             json.dump({"sets": args.sets, "small_sets": small, "ir": big_total, "small_ir": small_total,
-                       "per_set": round(per_set)}, output)
+                       "per_set": round(per_set), "journal_in": args.journal_in, "snapshots": big_forks}, output)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ public struct JournalScan: Sendable {
 /// The journal file. Loop-owned by the server.
 public final class Journal {
     private let file: FileHandle
-    private var pending: [UInt8] = []
+    /// Unchecked exclusivity: loop-owned and never re-entered (an append finishes before the next begins); the
+    /// checks cost about 190 instructions per journaled mutation (callgrind).
+    @exclusivity(unchecked) private var pending: [UInt8] = []
     /// Bytes in the file: where the next write goes.
     private var size: Int
     /// The file's blocks are allocated up to here (`fallocate` keeping the size; `Int.max` where that is not supported).
@@ -150,7 +152,7 @@ public final class Journal {
 
     private static func appendLine(seq: UInt64, method: String, encodedParams params: [UInt8], to buffer: inout [UInt8]) {
         Self.appendLine(seq: seq, method: method, to: &buffer) { buffer in
-            buffer.append(contentsOf: #","params":"#.utf8)
+            JSONWriter.appendLiteral(#","params":"#, to: &buffer)
             buffer.append(contentsOf: params)
         }
     }
@@ -158,7 +160,7 @@ public final class Journal {
     /// Buffers one record whose params `writeParams` writes as JSON text (an object) straight into the buffer.
     public func append(seq: UInt64, method: String, writingParams writeParams: (inout [UInt8]) -> Void) {
         Self.appendLine(seq: seq, method: method, to: &self.pending) { buffer in
-            buffer.append(contentsOf: #","params":"#.utf8)
+            JSONWriter.appendLiteral(#","params":"#, to: &buffer)
             writeParams(&buffer)
         }
         self.recordCount += 1
@@ -168,7 +170,7 @@ public final class Journal {
     private static func appendLine(seq: UInt64, method: String, params: JSONValue?, to buffer: inout [UInt8]) {
         Self.appendLine(seq: seq, method: method, to: &buffer) { buffer in
             guard let params else { return }
-            buffer.append(contentsOf: #","params":"#.utf8)
+            JSONWriter.appendLiteral(#","params":"#, to: &buffer)
             JSONWriter.append(params, to: &buffer)
         }
     }
@@ -180,11 +182,11 @@ public final class Journal {
         seq: UInt64, method: String, to buffer: inout [UInt8], writeRest: (inout [UInt8]) -> Void
     ) {
         let start = buffer.count
-        buffer.append(contentsOf: "00000000 ".utf8)  // the CRC's room
+        JSONWriter.appendLiteral("00000000 ", to: &buffer)  // the CRC's room
         let jsonStart = buffer.count
-        buffer.append(contentsOf: #"{"seq":"#.utf8)
+        JSONWriter.appendLiteral(#"{"seq":"#, to: &buffer)
         JSONWriter.appendInt(Int64(seq), to: &buffer)
-        buffer.append(contentsOf: #","method":"#.utf8)
+        JSONWriter.appendLiteral(#","method":"#, to: &buffer)
         JSONWriter.appendString(method, to: &buffer)
         writeRest(&buffer)
         buffer.append(UInt8(ascii: "}"))

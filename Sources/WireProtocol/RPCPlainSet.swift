@@ -18,10 +18,16 @@ public struct RPCPlainSet {
         RPCRequest(id: .int(self.id), method: "set", params: .object(self.params))
     }
 
-    /// `{"path":PATH,"value":VALUE}`.
+    /// `{"path":PATH,"value":VALUE}`. Built from two arrays of known size and keys known distinct: with a data
+    /// directory it is built for every set (the journal's record), and growing the arrays one member at a time after a
+    /// scan for each key cost about 2,000 instructions a set (callgrind).
     public var params: JSONObject {
-        JSONObject(["path": .string(String(decoding: self.path, as: UTF8.self)), "value": self.value])
+        JSONObject(
+            uniqueKeys: Self.paramKeys, values: [.string(String(decoding: self.path, as: UTF8.self)), self.value])
     }
+
+    /// The keys of `params`, in order (one array, shared).
+    private static let paramKeys = ["path", "value"]
 }
 
 extension RPCMessage {

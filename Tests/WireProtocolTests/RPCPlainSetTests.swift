@@ -50,6 +50,14 @@ struct RPCPlainSetTests {
         #expect(plain.request.method == "set")
         guard case .object(let params)? = plain.request.params else { throw PlainSetTestError.notAnObject }
         #expect(params.keys == ["path", "value"])
+        // The journal writes these params as its record of the set: the same text as the general request's.
+        guard case .single(.request(let decoded)) = RPCMessage.decode(bytes(text)), let decodedParams = decoded.params
+        else { throw PlainSetTestError.notAnObject }
+        var journaled: [UInt8] = []
+        var general: [UInt8] = []
+        JSONWriter.append(.object(params), to: &journaled)
+        JSONWriter.append(decodedParams, to: &general)
+        #expect(journaled == general)
     }
 
     @Test("the parts, read off the line")
