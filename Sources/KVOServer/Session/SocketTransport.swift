@@ -442,19 +442,45 @@ final class SocketTransport: Transport {
         guard interval > 0, let timer = try? LoopTimer(loop: self.loop) else { return }
         do {
             try timer.start(afterMilliseconds: interval, repeatMilliseconds: interval) { [unowned self] in
-                let silent = self.loop.nowMilliseconds &- self.webSocket.lastInputAt
-                if silent >= 2 * interval {
-                    self.events?.transportEnded(error: true)
-                } else if silent >= interval && !self.webSocket.sentCloseFrame {
+                let state = self.webSocket
+                let now = self.loop.nowMilliseconds
+                switch Self.keepalive(
+                    now: now, lastInputAt: state.lastInputAt, pingSentAt: state.pingSentAt, interval: interval)
+                {
+                case .wait:
+                    break
+                case .ping:
+                    guard !state.sentCloseFrame else { return }
                     var frame: [UInt8] = []
                     WebSocketFrameEncoder.appendPing(Array("kvod".utf8), to: &frame)
                     self.send(frame)
+                    state.pingSentAt = now
+                case .drop:
+                    self.events?.transportEnded(error: true)
                 }
             }
             self.webSocket.pingTimer = timer
         } catch {
             timer.close()
         }
+    }
+
+    /// What a WebSocket keepalive tick does.
+    enum KeepaliveAction: Equatable {
+        case wait
+        case ping
+        case drop
+    }
+
+    /// A keepalive tick at `now`: a peer silent for `interval` is pinged; one that was pinged while silent and has
+    /// sent nothing for `interval` since is gone. Only a ping counts, never silence alone: a tick that runs late (a
+    /// busy loop with thousands of timers) never drops a peer it did not ping first.
+    nonisolated static func keepalive(
+        now: UInt64, lastInputAt: UInt64, pingSentAt: UInt64?, interval: UInt64
+    ) -> KeepaliveAction {
+        guard now &- lastInputAt >= interval else { return .wait }
+        guard let pinged = pingSentAt, pinged >= lastInputAt else { return .ping }
+        return now &- pinged >= interval ? .drop : .wait
     }
 
     /// A graceful close waits for queued output to reach the socket, which never happens if the client stopped
@@ -515,8 +541,9 @@ private final class WebSocketState {
     /// True once the upgrade was answered: output goes out as frames. (Not `decoder != nil`: the decoder is being
     /// mutated while its events run, and they can write and close.)
     var isWebSocket = false
-    /// The loop time of the last input (WebSocket keepalive).
+    /// The loop time of the last input, and of the last keepalive ping (WebSocket keepalive).
     var lastInputAt: UInt64 = 0
+    var pingSentAt: UInt64?
     var pingTimer: LoopTimer?
     /// The frames of one flush (reused; a large one is given back at the next flush). Loop-owned, never accessed
     /// re-entrantly: unchecked exclusivity.
