@@ -65,8 +65,8 @@ extension Graph {
         observer.isActive = false
         self.registry.observerCount -= 1
         let path = observer.path
-        path.observerRemoved(observer)
-        if path.liveCount == 0 { self.registry.dropPath(path) }
+        _ = path.observerRemoved(observer)
+        if path.observers.isEmpty { self.registry.dropPath(path) }
     }
 
     /// The number of live observations.

@@ -66,7 +66,7 @@ final class ObservationRegistry {
     /// The live observer with `id`, found through the paths (observers are in id order within each path).
     func observer(_ id: ObservationID) -> Observer? {
         for path in self.paths.values {
-            if let index = path.index(of: id), path.observers[index].isActive { return path.observers[index] }
+            if let index = path.index(of: id) { return path.observers[index] }
         }
         return nil
     }

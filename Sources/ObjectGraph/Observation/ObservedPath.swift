@@ -96,12 +96,8 @@ extension Observer {
 /// Every observation of one key path, and the triggers that path currently goes through.
 final class ObservedPath {
     let keyPath: KeyPath
-    /// Observers in subscription (id) order. Removed ones (inactive, skipped by every notification round) stay until
-    /// they outnumber the live ones, then the list is compacted: removing one of n observers costs O(1) amortized,
-    /// not a shift of the list (10,000 subscriptions of one path closing together).
+    /// Observers in subscription (id) order.
     @exclusivity(unchecked) var observers: [Observer] = []
-    /// How many of `observers` are active.
-    private(set) var liveCount = 0
     /// The triggers currently registered in the index, with their roles.
     var triggers: [Touch: TriggerRole] = [:]
 
@@ -133,17 +129,15 @@ final class ObservedPath {
     /// Appends an observer (its id is higher than every other's).
     func observerAdded(_ observer: Observer) {
         self.observers.append(observer)
-        self.liveCount += 1
         self.count(observer.options, by: 1)
     }
 
-    /// Forgets an observer its graph just made inactive (once per observer: Graph.removeObservation).
-    func observerRemoved(_ observer: Observer) {
-        self.liveCount -= 1
+    /// Removes an observer; false when it is not one of this path's.
+    func observerRemoved(_ observer: Observer) -> Bool {
+        guard let index = self.index(of: observer.id) else { return false }
+        self.observers.remove(at: index)
         self.count(observer.options, by: -1)
-        if self.observers.count > 2 * self.liveCount + 16 {
-            self.observers.removeAll { !$0.isActive }  // O(list), after at least as many removals
-        }
+        return true
     }
 
     private func count(_ options: ObservationOptions, by delta: Int32) {
