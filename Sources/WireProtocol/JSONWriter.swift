@@ -54,21 +54,51 @@ public enum JSONWriter {
         var text = text
         bytes.append(UInt8(ascii: "\""))
         text.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress else { return }
+            let count = utf8.count
             var runStart = 0
-            for position in 0..<utf8.count {
-                let byte = utf8[position]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < position {
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<position]))
+            var position = 0
+            while position < count {
+                // Eight bytes per step while eight remain: most text has nothing to escape.
+                while position &+ 8 <= count {
+                    let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+                    let escaped = Self.escapedBytes(in: word)
+                    if escaped != 0 {
+                        position &+= escaped.trailingZeroBitCount &>> 3
+                        break
+                    }
+                    position &+= 8
                 }
-                self.appendEscape(for: byte, to: &bytes)
-                runStart = position + 1
+                guard position < count else { break }
+                let byte = base[position]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    if runStart < position {
+                        bytes.append(contentsOf: UnsafeBufferPointer(start: base + runStart, count: position &- runStart))
+                    }
+                    self.appendEscape(for: byte, to: &bytes)
+                    runStart = position &+ 1
+                }
+                position &+= 1
             }
-            if runStart < utf8.count {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            if runStart < count {
+                bytes.append(contentsOf: UnsafeBufferPointer(start: base + runStart, count: count &- runStart))
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// The high bit of each byte of `word` (first byte lowest) that must be escaped in a JSON string: a quote, a
+    /// backslash, below 0x20. The lowest set bit is always exact; bits above it may be spurious (borrows), which
+    /// `appendString` never looks at (it checks the byte it stops at).
+    @inline(__always)
+    private static func escapedBytes(in word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        let zeroQuote = (quotes &- ones) & ~quotes
+        let zeroBackslash = (backslashes &- ones) & ~backslashes
+        let control = (word &- ones &* 0x20) & ~word
+        return (zeroQuote | zeroBackslash | control) & (ones &* 0x80)
     }
 
     /// The escape sequence for a byte that may not appear raw in a JSON string.

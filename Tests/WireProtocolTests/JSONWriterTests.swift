@@ -132,6 +132,42 @@ struct JSONWriterTests {
         }
     }
 
+    @Test("strings escape exactly as a byte-by-byte escaper does, whatever the offset of the bytes to escape")
+    func stringsEscapeAsAByteByByteEscaper() throws {
+        // The writer skips eight bytes at a time; every special byte at every offset of a word, next to multi-byte
+        // UTF-8 (bytes >= 0x80 that must not be mistaken for specials), and the tail shorter than a word.
+        func reference(_ text: String) -> [UInt8] {
+            var out: [UInt8] = [0x22]
+            for byte in text.utf8 {
+                switch byte {
+                case 0x22: out += [0x5C, 0x22]
+                case 0x5C: out += [0x5C, 0x5C]
+                case 0x0A: out += [0x5C, UInt8(ascii: "n")]
+                case 0x0D: out += [0x5C, UInt8(ascii: "r")]
+                case 0x09: out += [0x5C, UInt8(ascii: "t")]
+                case 0x08: out += [0x5C, UInt8(ascii: "b")]
+                case 0x0C: out += [0x5C, UInt8(ascii: "f")]
+                case ..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                default: out.append(byte)
+                }
+            }
+            return out + [0x22]
+        }
+        let pieces = ["a", "\"", "\\", "\n", "\u{01}", "\u{1F}", " ", "!", "#", "[", "]", "\u{7F}", "é", "€", "😀", "\u{5C}"]
+        var random = SeededRandom(seed: 23)
+        for length in 0..<40 {
+            for _ in 0..<60 {
+                let text = (0..<length).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+                var written: [UInt8] = []
+                JSONWriter.appendString(text, to: &written)
+                #expect(written == reference(text), "\(text.debugDescription)")
+                #expect(try JSONParser.parse(written) == .string(text))
+            }
+        }
+    }
+
     @Test("append adds to what the buffer already holds")
     func appendsToExisting() {
         var out = bytes("prefix:")
