@@ -16,6 +16,8 @@ struct SuspendedLine {
     /// The requests of a batch still to perform (its array is still being built); nil once the array is queued.
     let rest: ArraySlice<RPCParsed>?
     let initials: [(Subscription, Change)]
+    /// The first of `initials` still to deliver (the array is kept whole across turns, not copied).
+    var nextInitial = 0
 }
 
 /// Routes requests to method handlers and writes their responses. Loop-owned.
@@ -65,6 +67,8 @@ final class Dispatcher {
 
     /// Initial notifications waiting for their subscribe's response to be queued.
     private var pendingInitials: [(Subscription, Change)] = []
+    /// The first of `pendingInitials` still to deliver.
+    private var nextPendingInitial = 0
 
     /// The seq of the mutation the current request committed (set by its handler through `committed(_:)`), and the
     /// params to journal when they are not the request's own (a `ttl` made absolute).
@@ -117,6 +121,7 @@ final class Dispatcher {
     /// Goes on with a line whose session's turn ran out (Session.resumeTurn).
     func continueLine(_ line: SuspendedLine, on session: Session) {
         self.pendingInitials = line.initials
+        self.nextPendingInitial = line.nextInitial
         if let rest = line.rest {
             guard self.performBatch(rest, on: session) else { return }
         }
@@ -132,7 +137,18 @@ final class Dispatcher {
         var response = self.response
         self.response = []
         var rest = items
-        while let item = rest.popFirst() {
+        while let item = rest.first {
+            // Asked before each request, the first included: the line's parse or the requests before it may have
+            // used the turn.
+            if session.turnSpent() {
+                let initials = self.pendingInitials
+                self.pendingInitials.removeAll()
+                session.suspend(SuspendedLine(rest: rest, initials: initials, nextInitial: self.nextPendingInitial))
+                self.nextPendingInitial = 0
+                if response.capacity <= 64 << 10 { self.response = response }
+                return false
+            }
+            rest.removeFirst()
             response.removeAll(keepingCapacity: true)
             self.perform(item, on: session, into: &response, inBatch: true)
             // The responses count against the output limits as they are produced (`perform` asks before it
@@ -141,13 +157,6 @@ final class Dispatcher {
             // Protocol/README.md#slow-consumers).
             guard !session.isOverOutputLimit else { break }
             session.appendToBatch(response)
-            if !rest.isEmpty && session.turnSpent() {
-                let initials = self.pendingInitials
-                self.pendingInitials.removeAll()
-                session.suspend(SuspendedLine(rest: rest, initials: initials))
-                if response.capacity <= 64 << 10 { self.response = response }
-                return false
-            }
         }
         session.endBatch()
         if response.capacity <= 64 << 10 { self.response = response }
@@ -177,7 +186,8 @@ final class Dispatcher {
         case .invalid(let id, let error, let idText):
             RPCEncoder.appendError(id: id ?? .null, idText: idText, error: error, to: &response)
         case .request(let request):
-            self.result.removeAll(keepingCapacity: true)
+            // (A result once made large by a large value gives its memory back.)
+            self.result.removeAll(keepingCapacity: self.result.capacity <= 64 << 10)
             // A follower's replication link (its `ack`s and `record`s, after `replicate`) is not a client's request.
             if !session.isReplica { self.context.stats.requests += 1 }
             do {
@@ -218,7 +228,7 @@ final class Dispatcher {
     /// `perform` for a plain set (RPCPlainSet): the same counting, checks (access control, a cluster member's
     /// refusal), journaling (on a cluster leader: shipping) and response, without the request.
     private func performPlainSet(_ set: RPCPlainSet, on session: Session) {
-        self.result.removeAll(keepingCapacity: true)
+        self.result.removeAll(keepingCapacity: self.result.capacity <= 64 << 10)
         self.context.stats.requests += 1
         do {
             if self.context.accessControl.isEnabled { try self.authorizePlainSet(path: set.path, on: session) }
@@ -319,15 +329,16 @@ final class Dispatcher {
     private func deliverPendingInitials(on session: Session) -> Bool {
         guard !self.pendingInitials.isEmpty else { return true }
         let initials = self.pendingInitials
+        var next = self.nextPendingInitial
         self.pendingInitials.removeAll()
-        var next = 0
+        self.nextPendingInitial = 0
         while next < initials.count {
             let (subscription, change) = initials[next]
             next += 1
             // A subscription removed later in the same batch gets no initial notification.
             if subscription.isLive { subscription.deliver(change) }
             if next < initials.count && session.turnSpent() {
-                session.suspend(SuspendedLine(rest: nil, initials: Array(initials[next...])))
+                session.suspend(SuspendedLine(rest: nil, initials: initials, nextInitial: next))
                 return false
             }
         }

@@ -64,8 +64,9 @@ public final class Server {
     private var listener: TCPListener?
     private var webSocketListener: TCPListener?
     private var flushHook: BeforePollHook?
-    /// Started while some session yielded the rest of its input to the next turn (Session.yieldTurn): resumes them
-    /// once per loop iteration, and keeps the loop from blocking in its poll meanwhile.
+    /// Started while some session yielded the rest of its input to a later turn (Session.yieldTurn): resumes those
+    /// that yielded before the last poll, once per loop iteration, and keeps the loop from blocking in its poll
+    /// meanwhile.
     private var resumeHook: IdleHook?
     private var tickTimer: LoopTimer?
     private var busyPoll: BusyPoll?

@@ -27,17 +27,19 @@ import WireProtocol
         let (_, pipeliner) = server.connect()
         let (_, other) = server.connect()
         let total = 12 * self.n
-        pipeliner.sendRead(self.sets(1...total))
+        let requests = self.sets(1...total)
+        #expect(requests.reduce(0) { $0 + $1.utf8.count } >= Session.heavyInputBytes)
+        pipeliner.sendRead(requests)
         server.flush()
         let first = try pipeliner.takeMessages()
-        // The clock is read every n requests (the first reading starts the measure) and moves 1 ms each time: the
-        // 2 ms share ends after 3n requests.
-        #expect(first.map { $0["id"]?.intValue } == (1...(3 * self.n)).map { Int64($0) })
+        // The read is larger than Session.heavyInputBytes, so it starts the measure (one clock reading); then the
+        // clock is read every n requests and moves 1 ms each time: the 2 ms share ends after 2n requests.
+        #expect(first.map { $0["id"]?.intValue } == (1...(2 * self.n)).map { Int64($0) })
         #expect(pipeliner.isReadingPaused)
         #expect(server.context.stats.turnsYielded == 1)
         // Between the turns another connection is served, and sees the state so far.
         let read = try server.request(other, 1, "get", #"{"path":"x"}"#)
-        #expect(read.first?["result"]?["value"] == .int(Int64(3 * self.n)))
+        #expect(read.first?["result"]?["value"] == .int(Int64(2 * self.n)))
         var answered = first.count
         var turns = 1
         while server.nextTurn() || answered < total {
@@ -50,6 +52,71 @@ import WireProtocol
         #expect(answered == total)
         #expect(!pipeliner.isReadingPaused)
         #expect(try server.request(other, 2, "get", #"{"path":"x"}"#).first?["result"]?["value"] == .int(Int64(total)))
+    }
+
+    @Test func theReadsOfOneLoopTurnShareOneMeasure() throws {
+        let server = self.server()
+        let (_, pipeliner) = server.connect()
+        let (_, other) = server.connect()
+        // Small reads (under Session.heavyInputBytes each) arriving in one loop turn, as libuv reads a stream until it
+        // is empty: the clock is read every n requests across them (the first reading starts the measure), so the
+        // third reading ends the share, in the third read.
+        for read in 0..<3 {
+            let requests = self.sets((read * self.n + 1)...((read + 1) * self.n))
+            #expect(requests.reduce(0) { $0 + $1.utf8.count } < Session.heavyInputBytes)
+            #expect(!pipeliner.isReadingPaused)
+            pipeliner.sendRead(requests)
+        }
+        #expect(pipeliner.isReadingPaused)
+        #expect(server.context.stats.turnsYielded == 1)
+        server.flush()
+        #expect(try pipeliner.takeMessages().count == 3 * self.n)
+        #expect(try server.request(other, 1, "get", #"{"path":"x"}"#).first?["result"]?["value"] == .int(Int64(3 * self.n)))
+        // The next turn is a new measure.
+        for _ in 0..<3 where pipeliner.isReadingPaused { server.nextTurn() }
+        #expect(!pipeliner.isReadingPaused)
+        pipeliner.sendRead(self.sets((3 * self.n + 1)...(4 * self.n)))
+        server.flush()
+        #expect(try pipeliner.takeMessages().count == self.n)
+        #expect(!pipeliner.isReadingPaused)
+    }
+
+    @Test func aBatchCanWaitBeforeItsFirstRequestWhenItsLineCameAfterTheShareWasUsed() throws {
+        // Every reading after the first ends the share (2 ms a reading).
+        let server = self.server(millisecondsPerReading: 2)
+        let (_, peer) = server.connect()
+        // n small requests: the nth reads the clock and starts the measure. Then, in the same loop turn, a batch line
+        // larger than Session.heavyInputBytes: the check before its first request reads the clock again, and the
+        // whole batch waits for the next turn.
+        peer.sendRead(self.sets(1...self.n))
+        let value = String(repeating: "v", count: Session.heavyInputBytes)
+        let batch = (self.n + 1)...(self.n + 3)
+        peer.sendRead(["[" + batch.map {
+            InProcessServer.requestText($0, "set", #"{"path":"big","value":"\#(value)"}"#)
+        }.joined(separator: ",") + "]"])
+        #expect(peer.isReadingPaused)
+        server.flush()
+        #expect(try peer.takeMessages().count == self.n)
+        #expect(server.context.graph.seq == UInt64(self.n))  // no request of the batch ran
+        for _ in 0..<5 where peer.isReadingPaused { server.nextTurn() }
+        let messages = try peer.takeMessages()
+        #expect(messages.count == 1)
+        #expect(messages.first?.arrayValue?.map { $0["id"]?.intValue } == batch.map { Int64($0) })
+    }
+
+    @Test func aSessionThatYieldedWaitsForThePollBeforeItsNextTurn() throws {
+        let server = self.server()
+        let (_, pipeliner) = server.connect()
+        pipeliner.sendRead(self.sets(1...(12 * self.n)))
+        #expect(pipeliner.isReadingPaused)
+        let answered = server.context.graph.seq
+        // The idle hook runs before the loop's flush and poll: a session that yielded in this turn's poll waits, so
+        // other connections' input is read before its next share.
+        #expect(server.context.sessions.resumeYielded())
+        #expect(server.context.graph.seq == answered)
+        server.flush()  // the next turn begins; its poll reads the others
+        #expect(server.context.sessions.resumeYielded())
+        #expect(server.context.graph.seq > answered)
     }
 
     @Test func theRestOfAReadKeepsItsOrderAcrossTurns() throws {

@@ -35,8 +35,9 @@ extension Dispatcher {
         let expires = withMeta ? self.context.graph.expiry(path) : nil
         try self.checkSettable(value, path: path)
         // A value that cannot fit the output limits is not encoded: the session is closed `slow_consumer` as when
-        // its response is refused (kvod holds at most the limit, not the limit and this value).
-        guard session.admitsOutput(adding: value.jsonByteCountLowerBound) else { return }
+        // its response is refused. Its encoding exists twice for a moment (the result, then the response in the
+        // output), so it is counted twice: kvod holds at most the limit, not the limit and this value.
+        guard session.admitsOutput(adding: value.jsonByteCountLowerBound &* 2) else { return }
         let seq = self.context.graph.seq
         self.writeResult {
             $0.append(contentsOf: #"{"value":"#.utf8)

@@ -29,6 +29,8 @@ final class NotificationEncoder {
     @exclusivity(unchecked) private var lastPayload: UInt64 = 0
     @exclusivity(unchecked) private var lastOptions: UInt8 = 0
     @exclusivity(unchecked) private var lastTail = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// Whether some tail's buffer is large (over 64 KiB): `releaseLargeTails` looks only then.
+    @exclusivity(unchecked) private var hasLargeTails = false
     /// Reused for values that are not written in place.
     @exclusivity(unchecked) private var scratch: [UInt8] = []
 
@@ -108,6 +110,7 @@ final class NotificationEncoder {
         var slot = change.payloadID != 0 ? self.keys.firstIndex(of: key) : nil
         if slot == nil {
             let next = self.next
+            self.releaseLargeTails(keeping: change.payloadID)
             self.keys[next] = key
             self.encodeTail(change, shape: shape, into: self.tails.buffer(next))
             self.next = (next + 1) % self.keys.count
@@ -118,6 +121,26 @@ final class NotificationEncoder {
         self.lastOptions = options.rawValue
         self.lastTail = self.tails.buffer(slot.unsafelyUnwrapped).pointee.bytes
         return self.lastTail
+    }
+
+    /// Before a new tail is encoded: the large tails of other changes give their memory back (kvod holds at most one
+    /// change's large encodings, in its shapes, however many changes with large values come in a row).
+    @inline(__always)
+    private func releaseLargeTails(keeping payload: UInt64) {
+        guard self.hasLargeTails else { return }
+        self.hasLargeTails = false
+        for index in 0..<self.keys.count {
+            let tail = self.tails.buffer(index)
+            guard tail.pointee.capacity > 64 << 10 else { continue }
+            if payload != 0 && self.keys[index].payload == payload {
+                self.hasLargeTails = true
+                continue
+            }
+            tail.pointee.removeAll(keepingCapacity: false)
+            self.keys[index] = Key(payload: 0, shape: 0)
+        }
+        self.lastPayload = 0
+        self.lastTail = UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
     private func encodeTail(_ change: Change, shape: UInt8, into tail: UnsafeMutablePointer<OutputBuffer>) {
@@ -154,6 +177,7 @@ final class NotificationEncoder {
         tail.pointee.append(#","seq":"#)
         tail.pointee.appendInteger(Int64(change.seq))
         tail.pointee.append("}}\n")
+        if tail.pointee.capacity > 64 << 10 { self.hasLargeTails = true }
     }
 
     /// A value's JSON: scalars written in place, anything else through `Value.appendJSON`.
@@ -163,9 +187,11 @@ final class NotificationEncoder {
         case .bool(let flag): tail.pointee.append(flag ? "true" : "false")
         case .null: tail.pointee.append("null")
         default:
-            self.scratch.removeAll(keepingCapacity: self.scratch.capacity <= 64 << 10)
+            self.scratch.removeAll(keepingCapacity: true)
             value.appendJSON(to: &self.scratch)
             tail.pointee.append(self.scratch)
+            // A scratch made large by a large value gives its memory back at once (the tail holds the encoding).
+            if self.scratch.capacity > 64 << 10 { self.scratch = [] }
         }
     }
 }

@@ -85,10 +85,14 @@ final class Session {
         case ended
         case tooLong(limit: Int)
     }
-    /// Requests since the clock was last read, and the clock when this turn's work was first measured (0: not yet:
-    /// the first reading starts the measure, so a read of a few light requests, the usual, reads no clock at all).
+    /// Requests and input bytes since the clock was last read, and the clock when this turn's work was first
+    /// measured (0: not yet: the first reading starts the measure, so a read of a few light requests, the usual,
+    /// reads no clock at all).
     @exclusivity(unchecked) private var requestsSinceClock = 0
+    @exclusivity(unchecked) private var inputSinceClock = 0
     @exclusivity(unchecked) private var turnStartNanoseconds: UInt64 = 0
+    /// The loop turn (Sessions.loopTurn) the measure belongs to: the reads of one turn share it.
+    @exclusivity(unchecked) private var measuredTurn = UInt64.max
     /// The session's output and the server's notifications when the clock was last read (or the turn began): a
     /// request that made either grow much reads the clock at once.
     @exclusivity(unchecked) private var outputAtClock = 0
@@ -181,8 +185,10 @@ final class Session {
     func enqueueNotification(of subscription: Subscription, change: Change, options: ObservationOptions) {
         guard self.closeReason == nil, self.outputLimitBreach == nil else { return }
         let tail = self.context.encoder.tail(for: change, options: options)
-        // A notification that would pass the output limits is not buffered (nor is the buffer grown for it).
-        guard self.admits(tail.count) else { return }
+        // A notification that would pass the output limits is not buffered (nor is the buffer grown for it). It is
+        // counted twice: the next one like it is encoded (NotificationEncoder) before it is queued, so the output
+        // keeps room for that, and kvod holds at most the limit.
+        guard self.admits(tail.count &* 2) else { return }
         NotificationEncoder.appendChange(tail: tail, of: subscription, to: &self.output)
         self.context.stats.notifications += 1
         self.outputQueued()
@@ -308,14 +314,20 @@ final class Session {
     static let requestsPerClockReading = 64
     static let heavyOutputBytes = 64 << 10
     static let heavyNotifications = 1_024
+    /// A read of at least this many bytes starts the turn's measure at once (its parse counts), and a request after
+    /// which this much more input arrived reads the clock: a long line or a read of many requests is measured from
+    /// its first byte.
+    static let heavyInputBytes = 16 << 10
 
-    /// After a request: whether the session's requests used up this turn (`turnBudgetNanoseconds` from the turn's
-    /// first clock reading: the requests before it, at most 63 light ones or one heavy one, are not counted).
+    /// Before or after a request: whether the session's requests used up this turn (`turnBudgetNanoseconds` from
+    /// the turn's first clock reading: when a turn's reads were small, the requests before that reading, at most 63
+    /// light ones or one heavy one, are not counted).
     @inline(__always)
     func turnSpent() -> Bool {
         self.requestsSinceClock &+= 1
         guard
             self.requestsSinceClock >= Self.requestsPerClockReading
+                || self.inputSinceClock >= Self.heavyInputBytes
                 || self.output.count &+ self.batch.count &- self.outputAtClock >= Self.heavyOutputBytes
                 || self.context.stats.notifications &- self.notificationsAtClock >= Self.heavyNotifications
         else { return false }
@@ -325,6 +337,7 @@ final class Session {
     @inline(never)
     private func readClockForTurn() -> Bool {
         self.requestsSinceClock = 0
+        self.inputSinceClock = 0
         self.outputAtClock = self.output.count &+ self.batch.count
         self.notificationsAtClock = self.context.stats.notifications
         let now = self.context.clock.monotonicNanoseconds
@@ -335,10 +348,11 @@ final class Session {
         return now &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
     }
 
-    /// A new turn's measure, from now (a resumed turn), or from its first request's end (a read: `now` false).
+    /// A new turn's measure, from now (a resumed turn, a large read), or from its first clock reading (`now` false).
     @inline(__always)
     private func startTurn(now: Bool) {
         self.requestsSinceClock = 0
+        self.inputSinceClock = 0
         self.outputAtClock = self.output.count &+ self.batch.count
         self.notificationsAtClock = self.context.stats.notifications
         self.turnStartNanoseconds = now ? self.context.clock.monotonicNanoseconds : 0
@@ -365,6 +379,9 @@ final class Session {
         guard self.isYielding else { return }
         self.isYielding = false
         self.startTurn(now: true)
+        // Resumed (the server's idle hook) before the loop's flush starts the turn it then polls in: the reads of
+        // that poll go on with this measure.
+        self.measuredTurn = self.context.sessions.loopTurn &+ 1
         guard self.closeReason == nil else {
             self.suspendedLine = nil
             self.deferred = []
@@ -557,7 +574,15 @@ extension Session: TransportEvents {
 
     func transportRead(byteCount: Int) {
         self.context.stats.bytesIn += byteCount
-        self.startTurn(now: false)
+        let turn = self.context.sessions.loopTurn
+        guard turn == self.measuredTurn else {
+            // The turn's first read: a new measure, from now when the read is large.
+            self.measuredTurn = turn
+            self.startTurn(now: byteCount >= Self.heavyInputBytes)
+            return
+        }
+        // Another read in the same turn (libuv reads a stream until it is empty): the same measure.
+        self.inputSinceClock &+= byteCount
     }
 
     func transportReceivedTooLong(limit: Int) {

@@ -114,24 +114,34 @@ final class Sessions {
         self.onRemove?()
     }
 
-    /// Sessions whose turn ran out with input left (Session.yieldTurn), resumed at the loop's next turn; the spare
-    /// list `resumeYielded` swaps in.
-    private var yielded: [Session] = []
-    private var resuming: [Session] = []
+    /// Counts the loop's turns (one per `flushAll`, before the loop polls): a session's reads within one turn share
+    /// one measure of its share of the loop (Session.transportRead).
+    @exclusivity(unchecked) private(set) var loopTurn: UInt64 = 0
+
+    /// Sessions whose turn ran out with input left (Session.yieldTurn), each with the loop turn it yielded in, in
+    /// the order they yielded; the spare list `resumeYielded` swaps in.
+    private var yielded: [(session: Session, turn: UInt64)] = []
+    private var resuming: [(session: Session, turn: UInt64)] = []
     /// Called when the first session yields (the server starts its idle hook, so that the loop does not block).
     var onYield: (() -> Void)?
 
-    /// Lists a session that yielded the rest of its input to the next turn.
+    /// Lists a session that yielded the rest of its input to a later turn.
     func markYielding(_ session: Session) {
-        self.yielded.append(session)
+        self.yielded.append((session, self.loopTurn))
         if self.yielded.count == 1 { self.onYield?() }
     }
 
-    /// Gives each session that yielded its next turn, in the order they yielded; returns whether some yielded again.
+    /// Gives each session that yielded before the loop's last poll its next turn, in the order they yielded (a
+    /// session that yielded since waits for the next call: every other connection's input is read between two turns
+    /// of one session); returns whether some still wait (the server's idle hook keeps the poll from blocking).
     func resumeYielded() -> Bool {
         guard !self.yielded.isEmpty else { return false }
+        let turn = self.loopTurn
+        let due = self.yielded.prefix { $0.turn < turn }.count
+        guard due > 0 else { return true }
         swap(&self.yielded, &self.resuming)
-        for session in self.resuming { session.resumeTurn() }
+        self.yielded.append(contentsOf: self.resuming[due...])
+        for entry in self.resuming[..<due] { entry.session.resumeTurn() }
         self.resuming.removeAll(keepingCapacity: true)
         return !self.yielded.isEmpty
     }
@@ -199,6 +209,7 @@ final class Sessions {
     /// publishers at M = 1,000 it wrote twice as often per set: smaller batches.) Each connection's own messages
     /// keep their order; only the order of the `write`s across connections changes.
     func flushAll() {
+        self.loopTurn &+= 1
         guard !self.needsFlush.isEmpty else { return }
         // The list is swapped with a spare one (no copy, no allocation per turn); a flush can close a session (output
         // limit), which never adds to the list, and anything listed meanwhile waits for the next flush.
