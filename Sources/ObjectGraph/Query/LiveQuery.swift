@@ -59,8 +59,17 @@ final class LiveQuery {
     /// The element's keys the predicate reads, when each of its key paths is one key (or `SELF`): then evaluating it
     /// needs no trigger collection unless one of those keys is computed on the element's class. nil: collect.
     let singleKeys: Set<String>?
-    /// One bit per element of the group's order: whether it matches.
+    /// A conjunct `key == constant` every match satisfies (the constant a literal or a bound variable, normalized by
+    /// `OrderGroup.equalityValue`): the group indexes the query under it, so that a changed element is evaluated
+    /// only by the queries whose constant is its value. nil: evaluated for every changed element of the group.
+    let equality: (key: [String], value: Value)?
+    /// Own order: one bit per element of the array, set when the element matches; its ones are the result, in order.
     var bits = RankTree()
+    /// Sorted: the matching entries (`[sort values…, element]`, one per occurrence, equal ones adjacent) in the
+    /// group's order: the result itself. Rank is a search in it, the match at a rank its element there.
+    var list = ValueList()
+    /// The last `OrderGroup.stamp` that listed it as a candidate (no query is evaluated twice for one element).
+    var stamp: UInt64 = 0
     var observers: [QueryObserver] = []
     unowned let group: OrderGroup
 
@@ -69,6 +78,7 @@ final class LiveQuery {
         self.variables = variables
         self.group = group
         self.singleKeys = OrderGroup.singleKeys(predicate?.keyPaths ?? [])
+        self.equality = predicate.flatMap { Self.equalityConjunct($0, variables: variables) }
     }
 
     func matches(_ element: Value, in graph: Graph, collector: TriggerCollector?) -> Bool {
@@ -77,7 +87,57 @@ final class LiveQuery {
     }
 
     /// The number of matching elements.
-    var count: Int { self.bits.ones }
+    var count: Int { self.group.isOwnOrder ? self.bits.ones : self.list.count }
+
+    /// The match at `rank` (0 ..< count).
+    func element(at rank: Int) -> Value {
+        if self.group.isOwnOrder { return self.group.element(at: self.bits.select(rank)) }
+        return OrderGroup.split(self.list[rank]).element
+    }
+
+    /// Sorted: the rank of the first match at or after `entry` in the group's order, and whether `entry` is one.
+    func search(_ entry: Value) -> (index: Int, found: Bool) {
+        let group = self.group
+        return self.list.sortedIndex(of: entry) { group.compare($0, $1) }
+    }
+
+    /// The first conjunct of `predicate` (itself, or one of its `AND`'s operands) that is `key == constant` with
+    /// exactly the semantics `equalityValue` normalizes: no quantifier, no options, one key of the element that is
+    /// not an operator, a constant that is a literal or a variable (a missing one is nil). Its matches all have a
+    /// value of `key` whose `equalityValue` is the constant's, or one that is not a scalar (an array compares as ANY).
+    static func equalityConjunct(_ predicate: Predicate, variables: [String: Value]) -> (key: [String], value: Value)? {
+        switch predicate {
+        case .comparison(let comparison):
+            guard comparison.quantifier == nil, comparison.op == .equal, comparison.options.isEmpty else { return nil }
+            let constant: (Predicate.Operand) -> Value? = { operand in
+                switch operand {
+                case .literal(let value): value
+                case .variable(let name): variables[name] ?? .null
+                default: nil
+                }
+            }
+            let key: [String]
+            let value: Value?
+            switch (comparison.left, comparison.right) {
+            case (.keyPath(let keys), let other), (let other, .keyPath(let keys)):
+                key = keys
+                value = constant(other)
+            default:
+                return nil
+            }
+            guard key.count == 1, key[0].utf8.first != UInt8(ascii: "@"), let value,
+                let normalized = OrderGroup.equalityValue(value)
+            else { return nil }
+            return (key, normalized)
+        case .and(let operands):
+            for operand in operands {
+                if let found = Self.equalityConjunct(operand, variables: variables) { return found }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
 }
 
 /// One order over a watched collection, and the queries shown in it.
@@ -85,11 +145,18 @@ final class OrderGroup {
     let orderBy: [SortDescriptor]
     /// The array's own order (no sort descriptors, not a set): positions come from the watch's PositionIndex.
     let isOwnOrder: Bool
-    /// Sorted: every element occurrence's entry, `[sort values…, element]`, in order.
-    var base = ValueList()
-    /// Sorted: each element's entry (equal occurrences share it).
+    /// Sorted: each element's entry, `[sort values…, element]` (its occurrences share it), computed once per group
+    /// when the element joins or changes.
     var entries: [Value: Value] = [:]
     var queries: [LiveQuery] = []
+    /// Sorted: the queries holding each element (the ones a removal or a change of it must look at).
+    var holders: [Value: [LiveQuery]] = [:]
+    /// Sorted: the queries with an equality conjunct, by its key and normalized constant.
+    var equality: [[String]: [Value: [LiveQuery]]] = [:]
+    /// Sorted: the queries without one (evaluated for every changed element).
+    var unindexed: [LiveQuery] = []
+    /// Incremented for each candidate search (`LiveQuery.stamp`).
+    var stamp: UInt64 = 0
     unowned let watch: QueryWatch
     /// The element's keys the sort descriptors read, when each is one key (see `LiveQuery.singleKeys`).
     let singleKeys: Set<String>?
@@ -127,18 +194,69 @@ final class OrderGroup {
         return Graph.compare(leftKey, leftElement, rightKey, rightElement, self.orderBy)
     }
 
-    /// The first position of `entry` in the base (or where it would go).
-    func lowerBound(_ entry: Value) -> Int {
-        self.base.sortedIndex(of: entry) { self.compare($0, $1) }.index
-    }
-
-    /// The element at a position of the group's order.
+    /// Own order: the element at a position of the array.
     func element(at position: Int) -> Value {
-        if self.isOwnOrder { return self.watch.positions?.element(at: position) ?? .null }
-        return Self.split(self.base[position]).element
+        self.watch.positions?.element(at: position) ?? .null
     }
 
-    var count: Int { self.isOwnOrder ? (self.watch.positions?.count ?? 0) : self.base.count }
+    /// A value as the equality index keys it: two values are `==` in a predicate without options exactly when their
+    /// keys are equal (numbers by exact value: an integral double becomes the int, so 1 and 1.0 share a key; strings
+    /// by Swift's equality, which their hash follows). nil for what `==` compares otherwise (arrays, records) or
+    /// never equals (NaN).
+    static func equalityValue(_ value: Value) -> Value? {
+        switch value {
+        case .null, .bool, .int, .string, .object:
+            return value
+        case .double(let double):
+            if double.isNaN { return nil }
+            if let int = Int64(exactly: double) { return .int(int) }
+            return value
+        case .array, .record:
+            return nil
+        }
+    }
+
+    /// Adds a new query to the group and, sorted, to its equality index.
+    func add(_ live: LiveQuery) {
+        self.queries.append(live)
+        guard !self.isOwnOrder else { return }
+        if let (key, value) = live.equality {
+            self.equality[key, default: [:]][value, default: []].append(live)
+        } else {
+            self.unindexed.append(live)
+        }
+    }
+
+    /// Removes a query from the group, its index and the holders of its matches.
+    func remove(_ live: LiveQuery) {
+        self.queries.removeAll { $0 === live }
+        guard !self.isOwnOrder else { return }
+        if let (key, value) = live.equality {
+            self.equality[key]?[value]?.removeAll { $0 === live }
+            if self.equality[key]?[value]?.isEmpty == true { self.equality[key]?[value] = nil }
+            if self.equality[key]?.isEmpty == true { self.equality[key] = nil }
+        } else {
+            self.unindexed.removeAll { $0 === live }
+        }
+        var previous: Value?
+        for entry in live.list {
+            let element = Self.split(entry).element
+            if element == previous { continue }
+            previous = element
+            self.removeHolder(live, of: element)
+        }
+    }
+
+    func addHolder(_ live: LiveQuery, of element: Value) {
+        if self.holders[element]?.contains(where: { $0 === live }) == true { return }
+        self.holders[element, default: []].append(live)
+    }
+
+    func removeHolder(_ live: LiveQuery, of element: Value) {
+        guard var list = self.holders[element] else { return }
+        list.removeAll { $0 === live }
+        self.holders[element] = list.isEmpty ? nil : list
+    }
 }
 
 /// One watched collection (see the file comment).
@@ -158,6 +276,8 @@ final class QueryWatch {
     var ownKeys: Set<String>? = []
     /// Selected key paths read from each member for the touches they go through (longer than one key, or computed).
     var selectPaths: Set<[String]> = []
+    /// The `select`s of the subscribers, with how many use each (the shown values a change keeps for `old`).
+    var selects: [SelectKey: Int] = [:]
     var groups: [OrderGroup] = []
 
     init(keyPath: KeyPath) {
@@ -173,9 +293,12 @@ final class QueryRegistry {
     var byHolder: [Touch: [QueryWatch]] = [:]
     var byRoute: [Touch: [QueryWatch]] = [:]
     var byDependency: [Touch: [QueryWatch]] = [:]
-    /// How many watches each element object is a member of.
-    var elementWatches: [ObjectID: Int] = [:]
+    /// The watches each element object is a member of.
+    var elementWatches: [ObjectID: [QueryWatch]] = [:]
     var observerCount = 0
+    /// How many times a live query's predicate was evaluated (tests check that a mutation evaluates only its
+    /// candidates).
+    var predicateEvaluations = 0
 
     var isEmpty: Bool { self.watches.isEmpty }
 
@@ -189,10 +312,8 @@ final class QueryRegistry {
     /// The watches `touch` reaches, with how.
     func watches(for touch: Touch) -> (holder: [QueryWatch], route: [QueryWatch], elements: [QueryWatch]) {
         var elements: [QueryWatch] = []
-        if self.elementWatches[touch.object] != nil {
-            for watch in self.watches.values where watch.members[.object(touch.object)] != nil {
-                if watch.ownKeys.map({ $0.contains(touch.key) }) ?? true { elements.append(watch) }
-            }
+        for watch in self.elementWatches[touch.object] ?? [] {
+            if watch.ownKeys.map({ $0.contains(touch.key) }) ?? true { elements.append(watch) }
         }
         for watch in self.byDependency[touch] ?? [] where !elements.contains(where: { $0 === watch }) {
             elements.append(watch)
