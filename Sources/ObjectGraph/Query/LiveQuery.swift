@@ -4,22 +4,24 @@
 //   QueryWatch      one collection (a key path): where it is (its holder), its members and how often each occurs,
 //                   for an array shown in its own order a PositionIndex (where each element is), and the touches
 //                   outside the elements that their key paths go through (`manager.name`: the manager's `name`)
-//   └ OrderGroup    one order over the collection: the elements sorted by the group's sort descriptors (a shared
-//                   ordered index: entries `[sort values…, element]` in a ValueList, and each element's entry), or
-//                   the array's own order
-//     └ LiveQuery   one predicate with its variables: a RankTree with one bit per element in the group's order,
-//                   set when the element matches; its ones are the query's result, in order
+//   └ OrderGroup    one order over the collection. Sorted (sort descriptors, or a set): each element's entry
+//                   `[sort values…, element]`, the queries holding each element, and an equality index of its
+//                   queries by a `key == constant` conjunct (the others are unindexed). Or the array's own order.
+//     └ LiveQuery   one predicate with its variables. Sorted: its matching entries in a ValueList in the group's
+//                   order (its result). Own order: a RankTree with one bit per array position, set when it matches.
 //       └ QueryObserver  one subscriber: its window (offset, limit), selected keys, options and sink
 //
 // A mutation (Graph+LiveQuery.swift) says which watches it reaches: their collection changed (the collection
 // detail's indexes and values, or a whole new collection), an element's key (or a key its key paths go through)
-// changed. Only those elements are evaluated again — their sort values once per group, the predicate once per query —
-// and each bit that appears, disappears or moves is an insertion or removal at a rank among the matches, which each
-// subscriber turns into the changes of its window (`WindowDiff`): an element that enters or leaves, the next one
-// that comes into view or is pushed out, a shown element whose selected keys changed (a replacement). Consecutive
-// changes of one kind are merged into one notification; a mutation that changes the match count and no window is a
-// replacement with no indexes (so the count reaches the pager). Everything costs O(log n) per changed element and
-// query, plus what the notifications carry.
+// changed. Only those elements are evaluated again: their sort values once per group, the predicate once per
+// candidate query of a sorted group — the queries holding the element, the unindexed ones, the ones keyed under its
+// value of their key — and once per query of an own-order group. Each match that appears, disappears or moves is an
+// insertion or removal at a rank among the matches, which each subscriber of that query turns into the changes of
+// its window (`WindowDiff`): an element that enters or leaves, the next one that comes into view or is pushed out,
+// a shown element whose selected keys changed (a replacement). Consecutive changes of one kind are merged into one
+// notification; a mutation that changes the match count and no window is a replacement with no indexes (so the
+// count reaches the pager). A sorted group costs O(log n) per changed element plus O(log m) per candidate query;
+// an own-order group O(log n) per query for an insertion or removal in its array (docs/ARCHITECTURE.md).
 
 /// One subscriber of a live query (the engine's side of a query subscription). Keep it to end the subscription
 /// (`Graph.removeQueryObservation`).
