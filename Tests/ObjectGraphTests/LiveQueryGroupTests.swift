@@ -137,7 +137,8 @@ struct LiveQueryGroupTests {
 
     /// 100 queries `team == K` sorted by score, beside one that is not keyed: setting an element's score evaluates
     /// two predicates (its team's query and the unkeyed one), moving it to another team three (the old team's, the
-    /// new team's, the unkeyed one), an insertion two, a removal none — whatever the number of queries.
+    /// new team's, the unkeyed one), an insertion two, a removal none — whatever the number of queries; a new keyed
+    /// query evaluates the members of its team only.
     @Test func aMutationEvaluatesOnlyItsCandidateQueries() throws {
         let graph = Graph()
         let players = try KeyPath(parsing: "players")
@@ -179,6 +180,13 @@ struct LiveQueryGroupTests {
         #expect(mirrors[3]?.count == 11 && mirrors[3]?.window.count == 5)
         #expect(try evaluations { try graph.mutate(players, .remove(indexes: [0])) } == 0)
         #expect(mirrors[3]?.count == 10)
+        // A new keyed query evaluates only the members its constant names (team 42 has 10).
+        let late = Mirror()
+        let lateQuery = Query(predicate: try Predicate(parsing: "team == 42 AND score >= 0"), orderBy: order, limit: 5)
+        #expect(try evaluations {
+            _ = try graph.addQueryObservation(players, query: lateQuery, options: [.initial, .new], sink: late)
+        } == 10)
+        #expect(try graph.query(players, lateQuery) == graph.query(players, lateQuery, fromLiveQueries: false))
         for (team, mirror) in mirrors {
             let query = Query(predicate: try Predicate(parsing: "team == \(team)"), orderBy: order, limit: 5)
             #expect(mirror.window == (try graph.query(players, query, fromLiveQueries: false)).window)

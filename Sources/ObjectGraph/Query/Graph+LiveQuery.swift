@@ -217,9 +217,26 @@ extension Graph {
             live.bits = RankTree(count: bits.count) { bits[$0] }
             return
         }
+        // A keyed query evaluates the members its constant names (and the unkeyed ones); its key's index is made
+        // by the first query keyed under it, in one scan.
+        var members: [Value]
+        if let (key, value) = live.equality {
+            let index: KeyIndex
+            if let existing = group.keyIndexes[key] {
+                index = existing
+            } else {
+                index = KeyIndex()
+                for element in group.watch.members.keys { index.file(element, under: self.equalityValue(of: element, key)) }
+                group.keyIndexes[key] = index
+            }
+            members = index.members(under: value)
+        } else {
+            members = Array(group.watch.members.keys)
+        }
         var matched: [Value] = []
-        for (element, occurrences) in group.watch.members {
-            guard self.matches(live, element), let entry = group.entries[element] else { continue }
+        for element in members {
+            let occurrences = group.watch.members[element] ?? 0
+            guard occurrences > 0, self.matches(live, element), let entry = group.entries[element] else { continue }
             group.addHolder(live, of: element)
             for _ in 0..<occurrences { matched.append(entry) }
         }
@@ -335,6 +352,7 @@ extension Graph {
         for group in watch.groups where !group.isOwnOrder {
             group.entries[element] = nil
             group.holders[element] = nil
+            for index in group.keyIndexes.values { index.remove(element) }
         }
         if case .object(let id) = element, var watches = self.queries.elementWatches[id] {
             watches.removeAll { $0 === watch }
@@ -469,6 +487,7 @@ extension Graph {
         for group in watch.groups {
             group.entries = [:]
             group.holders = [:]
+            group.keyIndexes = [:]
             self.fill(group)
             for live in group.queries { self.fill(live) }
         }
@@ -526,7 +545,8 @@ extension Graph {
         for live in group.holders[element] ?? [] { add(live) }
         for live in group.unindexed { add(live) }
         for (key, byValue) in group.equality {
-            if let value = self.equalityValue(of: element, key) {
+            let value = if let index = group.keyIndexes[key] { index.keyOf[element] } else { self.equalityValue(of: element, key) }
+            if let value {
                 for live in byValue[value] ?? [] { add(live) }
             } else {
                 for lives in byValue.values {
@@ -545,6 +565,11 @@ extension Graph {
         }
         let value = (try? self.evaluate(key[...], from: element, collector: nil)) ?? .null
         return OrderGroup.equalityValue(value)
+    }
+
+    /// Files a member of a sorted group under its values of the group's indexed keys.
+    private func fileKeys(of element: Value, in group: OrderGroup) {
+        for (key, index) in group.keyIndexes { index.file(element, under: self.equalityValue(of: element, key)) }
     }
 
     /// An element joins the collection (at `position` in an array).
@@ -566,6 +591,7 @@ extension Graph {
             }
             let entry = group.entries[element] ?? self.entry(of: element, in: group)
             group.entries[element] = entry
+            if isNew { self.fileKeys(of: element, in: group) }
             for live in self.candidates(of: element, in: group) where self.matches(live, element) {
                 commit.touch(live)
                 let rank = live.search(entry).index
@@ -616,6 +642,7 @@ extension Graph {
             guard let old = group.entries[element] else { continue }
             let new = self.entry(of: element, in: group)
             group.entries[element] = new
+            self.fileKeys(of: element, in: group)
             let moves = group.compare(old, new) != 0
             for live in self.candidates(of: element, in: group) {
                 let (start, was) = live.search(old)

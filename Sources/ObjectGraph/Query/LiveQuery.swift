@@ -157,6 +157,9 @@ final class OrderGroup {
     var equality: [[String]: [Value: [LiveQuery]]] = [:]
     /// Sorted: the queries without one (evaluated for every changed element).
     var unindexed: [LiveQuery] = []
+    /// Sorted: for each key of the equality index, the members by their value of it (a new keyed query evaluates
+    /// only the members its constant names).
+    var keyIndexes: [[String]: KeyIndex] = [:]
     /// Incremented for each candidate search (`LiveQuery.stamp`).
     var stamp: UInt64 = 0
     unowned let watch: QueryWatch
@@ -236,7 +239,10 @@ final class OrderGroup {
         if let (key, value) = live.equality {
             self.equality[key]?[value]?.removeAll { $0 === live }
             if self.equality[key]?[value]?.isEmpty == true { self.equality[key]?[value] = nil }
-            if self.equality[key]?.isEmpty == true { self.equality[key] = nil }
+            if self.equality[key]?.isEmpty == true {
+                self.equality[key] = nil
+                self.keyIndexes[key] = nil
+            }
         } else {
             self.unindexed.removeAll { $0 === live }
         }
@@ -332,5 +338,43 @@ final class QueryRegistry {
         guard var list = index[touch] else { return }
         list.removeAll { $0 === watch }
         index[touch] = list.isEmpty ? nil : list
+    }
+}
+
+/// The members of a sorted group by their value of one key (see `OrderGroup.equalityValue`), kept while a query of
+/// the group is indexed under the key.
+final class KeyIndex {
+    /// The members by index value.
+    var elements: [Value: Set<Value>] = [:]
+    /// The members whose value cannot be keyed (not a scalar, or a computed key): every keyed query looks at them.
+    var unkeyed: Set<Value> = []
+    /// Each member's index value (absent: unkeyed).
+    var keyOf: [Value: Value] = [:]
+
+    /// Files `element` under `value` (nil: unkeyed), moving it from where it was.
+    func file(_ element: Value, under value: Value?) {
+        let old = self.keyOf[element]
+        if old == value && (value != nil || self.unkeyed.contains(element)) { return }
+        self.remove(element)
+        if let value {
+            self.keyOf[element] = value
+            self.elements[value, default: []].insert(element)
+        } else {
+            self.unkeyed.insert(element)
+        }
+    }
+
+    func remove(_ element: Value) {
+        if let old = self.keyOf.removeValue(forKey: element) {
+            self.elements[old]?.remove(element)
+            if self.elements[old]?.isEmpty == true { self.elements[old] = nil }
+        } else {
+            self.unkeyed.remove(element)
+        }
+    }
+
+    /// The members a query keyed under `value` may match.
+    func members(under value: Value) -> [Value] {
+        Array(self.elements[value] ?? []) + Array(self.unkeyed)
     }
 }
