@@ -21,7 +21,9 @@
 // a shown element whose selected keys changed (a replacement). Consecutive changes of one kind are merged into one
 // notification; a mutation that changes the match count and no window is a replacement with no indexes (so the
 // count reaches the pager). A sorted group costs O(log n) per changed element plus O(log m) per candidate query;
-// an own-order group O(log n) per query for an insertion or removal in its array (docs/ARCHITECTURE.md).
+// an own-order group O(log n) per query for an insertion or removal in its array (docs/ARCHITECTURE.md). A new
+// query scans the collection once, except a keyed one of a sorted group, which evaluates only the members its
+// constant names (`KeyIndex`: the members by their value of an indexed key).
 
 /// One subscriber of a live query (the engine's side of a query subscription). Keep it to end the subscription
 /// (`Graph.removeQueryObservation`).
