@@ -237,7 +237,6 @@ extension Graph {
         for element in members {
             let occurrences = group.watch.members[element] ?? 0
             guard occurrences > 0, self.matches(live, element), let entry = group.entries[element] else { continue }
-            group.addHolder(live, of: element)
             for _ in 0..<occurrences { matched.append(entry) }
         }
         matched.sort { group.compare($0, $1) < 0 }
@@ -351,7 +350,6 @@ extension Graph {
         self.dropForeign(of: element, in: watch)
         for group in watch.groups where !group.isOwnOrder {
             group.entries[element] = nil
-            group.holders[element] = nil
             for index in group.keyIndexes.values { index.remove(element) }
         }
         if case .object(let id) = element, var watches = self.queries.elementWatches[id] {
@@ -486,7 +484,6 @@ extension Graph {
         if watch.groups.contains(where: \.isOwnOrder) { watch.positions = PositionIndex(self.elements(of: watch)) }
         for group in watch.groups {
             group.entries = [:]
-            group.holders = [:]
             group.keyIndexes = [:]
             self.fill(group)
             for live in group.queries { self.fill(live) }
@@ -530,10 +527,12 @@ extension Graph {
         }
     }
 
-    /// Sorted: the queries of `group` that may hold or match `element` now — the ones holding it, the unindexed
-    /// ones, and the indexed ones whose constant is its value of their key (all of that key's when the value is not
-    /// a scalar, or the key is computed on its class) — each once. The others neither hold nor match it.
-    private func candidates(of element: Value, in group: OrderGroup) -> [LiveQuery] {
+    /// Sorted: the queries of `group` that may hold `element` or match it now, each once: the unindexed ones, and
+    /// for each indexed key the ones keyed under the element's value of it as last filed (they may hold it) and, with
+    /// `refile` (the element joined or changed), under its value now, which is filed (they may match it); all of the
+    /// key's queries for a value that is not keyed. The others neither hold nor match it: a query holding the element
+    /// matched it when it was filed, so its constant was that value.
+    private func candidates(of element: Value, in group: OrderGroup, refile: Bool) -> [LiveQuery] {
         group.stamp &+= 1
         let stamp = group.stamp
         var found: [LiveQuery] = []
@@ -542,16 +541,29 @@ extension Graph {
             live.stamp = stamp
             found.append(live)
         }
-        for live in group.holders[element] ?? [] { add(live) }
-        for live in group.unindexed { add(live) }
-        for (key, byValue) in group.equality {
-            let value = if let index = group.keyIndexes[key] { index.keyOf[element] } else { self.equalityValue(of: element, key) }
-            if let value {
+        func add(_ place: KeyIndex.Place, _ byValue: [Value: [LiveQuery]]) {
+            switch place {
+            case .keyed(let value):
                 for live in byValue[value] ?? [] { add(live) }
-            } else {
+            case .unkeyed:
                 for lives in byValue.values {
                     for live in lives { add(live) }
                 }
+            case .absent:
+                break
+            }
+        }
+        for live in group.unindexed { add(live) }
+        for (key, byValue) in group.equality {
+            guard let index = group.keyIndexes[key] else {
+                add(.unkeyed, byValue)  // not reached: a key's index is made with its first query
+                continue
+            }
+            add(index.place(of: element), byValue)
+            if refile {
+                let now = self.equalityValue(of: element, key)
+                index.file(element, under: now)
+                add(now.map { .keyed($0) } ?? .unkeyed, byValue)
             }
         }
         return found
@@ -565,11 +577,6 @@ extension Graph {
         }
         let value = (try? self.evaluate(key[...], from: element, collector: nil)) ?? .null
         return OrderGroup.equalityValue(value)
-    }
-
-    /// Files a member of a sorted group under its values of the group's indexed keys.
-    private func fileKeys(of element: Value, in group: OrderGroup) {
-        for (key, index) in group.keyIndexes { index.file(element, under: self.equalityValue(of: element, key)) }
     }
 
     /// An element joins the collection (at `position` in an array).
@@ -591,12 +598,10 @@ extension Graph {
             }
             let entry = group.entries[element] ?? self.entry(of: element, in: group)
             group.entries[element] = entry
-            if isNew { self.fileKeys(of: element, in: group) }
-            for live in self.candidates(of: element, in: group) where self.matches(live, element) {
+            for live in self.candidates(of: element, in: group, refile: isNew) where self.matches(live, element) {
                 commit.touch(live)
                 let rank = live.search(entry).index
                 live.list.insert(entry, at: rank)
-                group.addHolder(live, of: element)
                 self.inserted(rank: rank, in: live, commit: commit)
             }
         }
@@ -615,14 +620,13 @@ extension Graph {
                 continue
             }
             guard let entry = group.entries[element] else { continue }
-            for live in group.holders[element] ?? [] {
+            for live in self.candidates(of: element, in: group, refile: false) {
                 let (rank, found) = live.search(entry)
                 guard found else { continue }
                 commit.touch(live)
                 self.removing(rank: rank, in: live, commit: commit)
                 live.list.remove(at: rank)
             }
-            // The last occurrence: no query holds it any more (removeMember drops the holders).
         }
         if let position { watch.positions?.remove(at: position) }
         self.removeMember(element, from: watch)
@@ -642,9 +646,8 @@ extension Graph {
             guard let old = group.entries[element] else { continue }
             let new = self.entry(of: element, in: group)
             group.entries[element] = new
-            self.fileKeys(of: element, in: group)
             let moves = group.compare(old, new) != 0
-            for live in self.candidates(of: element, in: group) {
+            for live in self.candidates(of: element, in: group, refile: true) {
                 let (start, was) = live.search(old)
                 let now = self.matches(live, element)
                 if was && (moves || !now) {
@@ -654,7 +657,6 @@ extension Graph {
                         self.removing(rank: start, in: live, commit: commit)
                         live.list.remove(at: start)
                     }
-                    if !now { group.removeHolder(live, of: element) }
                 } else if was {
                     // A shown element that stays may show new values.
                     commit.touch(live)
@@ -671,7 +673,6 @@ extension Graph {
                         live.list.insert(new, at: place + offset)
                         self.inserted(rank: place + offset, in: live, commit: commit)
                     }
-                    group.addHolder(live, of: element)
                 }
             }
         }

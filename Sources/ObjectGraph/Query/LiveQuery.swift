@@ -5,8 +5,9 @@
 //                   for an array shown in its own order a PositionIndex (where each element is), and the touches
 //                   outside the elements that their key paths go through (`manager.name`: the manager's `name`)
 //   └ OrderGroup    one order over the collection. Sorted (sort descriptors, or a set): each element's entry
-//                   `[sort values…, element]`, the queries holding each element, and an equality index of its
-//                   queries by a `key == constant` conjunct (the others are unindexed). Or the array's own order.
+//                   `[sort values…, element]`, an equality index of its queries by a `key == constant` conjunct
+//                   (the others are unindexed), and per indexed key its members by their value of it (KeyIndex).
+//                   Or the array's own order.
 //     └ LiveQuery   one predicate with its variables. Sorted: its matching entries in a ValueList in the group's
 //                   order (its result). Own order: a RankTree with one bit per array position, set when it matches.
 //       └ QueryObserver  one subscriber: its window (offset, limit), selected keys, options and sink
@@ -14,8 +15,8 @@
 // A mutation (Graph+LiveQuery.swift) says which watches it reaches: their collection changed (the collection
 // detail's indexes and values, or a whole new collection), an element's key (or a key its key paths go through)
 // changed. Only those elements are evaluated again: their sort values once per group, the predicate once per
-// candidate query of a sorted group — the queries holding the element, the unindexed ones, the ones keyed under its
-// value of their key — and once per query of an own-order group. Each match that appears, disappears or moves is an
+// candidate query of a sorted group — the unindexed ones, the ones keyed under its value of their key before (they
+// may hold it) and now (they may match it) — and once per query of an own-order group. Each match that appears, disappears or moves is an
 // insertion or removal at a rank among the matches, which each subscriber of that query turns into the changes of
 // its window (`WindowDiff`): an element that enters or leaves, the next one that comes into view or is pushed out,
 // a shown element whose selected keys changed (a replacement). Consecutive changes of one kind are merged into one
@@ -153,8 +154,6 @@ final class OrderGroup {
     /// when the element joins or changes.
     var entries: [Value: Value] = [:]
     var queries: [LiveQuery] = []
-    /// Sorted: the queries holding each element (the ones a removal or a change of it must look at).
-    var holders: [Value: [LiveQuery]] = [:]
     /// Sorted: the queries with an equality conjunct, by its key and normalized constant.
     var equality: [[String]: [Value: [LiveQuery]]] = [:]
     /// Sorted: the queries without one (evaluated for every changed element).
@@ -234,7 +233,7 @@ final class OrderGroup {
         }
     }
 
-    /// Removes a query from the group, its index and the holders of its matches.
+    /// Removes a query from the group and its index.
     func remove(_ live: LiveQuery) {
         self.queries.removeAll { $0 === live }
         guard !self.isOwnOrder else { return }
@@ -248,24 +247,6 @@ final class OrderGroup {
         } else {
             self.unindexed.removeAll { $0 === live }
         }
-        var previous: Value?
-        for entry in live.list {
-            let element = Self.split(entry).element
-            if element == previous { continue }
-            previous = element
-            self.removeHolder(live, of: element)
-        }
-    }
-
-    func addHolder(_ live: LiveQuery, of element: Value) {
-        if self.holders[element]?.contains(where: { $0 === live }) == true { return }
-        self.holders[element, default: []].append(live)
-    }
-
-    func removeHolder(_ live: LiveQuery, of element: Value) {
-        guard var list = self.holders[element] else { return }
-        list.removeAll { $0 === live }
-        self.holders[element] = list.isEmpty ? nil : list
     }
 }
 
@@ -352,6 +333,19 @@ final class KeyIndex {
     var unkeyed: Set<Value> = []
     /// Each member's index value (absent: unkeyed).
     var keyOf: [Value: Value] = [:]
+
+    /// Where a member was filed.
+    enum Place {
+        case keyed(Value)
+        case unkeyed
+        /// Not a member (not filed yet).
+        case absent
+    }
+
+    func place(of element: Value) -> Place {
+        if let value = self.keyOf[element] { return .keyed(value) }
+        return self.unkeyed.contains(element) ? .unkeyed : .absent
+    }
 
     /// Files `element` under `value` (nil: unkeyed), moving it from where it was.
     func file(_ element: Value, under value: Value?) {
