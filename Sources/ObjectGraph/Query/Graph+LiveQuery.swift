@@ -32,6 +32,26 @@ struct QueryBracket {
     var changes: [WatchChange] = []
 }
 
+/// One commit's window changes: a subscriber's diff is made when its query is first touched, before the query
+/// changes (its count then is kept, to tell a changed count); queries the commit does not touch cost nothing.
+final class QueryCommit {
+    var diffs: [ObservationID: WindowDiff] = [:]
+    var order: [QueryObserver] = []
+    var counts: [ObjectIdentifier: (live: LiveQuery, count: Int)] = [:]
+    /// The shown values before the commit of the watch being brought up to date.
+    var oldShown: [Value: [[[String]]?: Value]] = [:]
+
+    /// Call before `live` changes.
+    func touch(_ live: LiveQuery) {
+        guard self.counts[ObjectIdentifier(live)] == nil else { return }
+        self.counts[ObjectIdentifier(live)] = (live, live.count)
+        for observer in live.observers where observer.isActive && self.diffs[observer.id] == nil {
+            self.diffs[observer.id] = WindowDiff(observer: observer, oldShown: self.oldShown)
+            self.order.append(observer)
+        }
+    }
+}
+
 extension Graph {
     // MARK: - Subscribers
 
@@ -78,7 +98,7 @@ extension Graph {
             live = existing
         } else {
             live = LiveQuery(predicate: query.predicate, variables: query.variables, group: group)
-            group.queries.append(live)
+            group.add(live)
             self.fill(live)
         }
         let id = self.registry.nextObservationID
@@ -86,6 +106,7 @@ extension Graph {
         let observer = QueryObserver(id: id, keyPath: keyPath, query: query, options: options, sink: sink, live: live)
         live.observers.append(observer)
         registry.observerCount += 1
+        watch.selects[SelectKey(query.select), default: 0] += 1
         self.noteReads(of: observer, in: watch)
         guard options.contains(.initial) else { return (observer, nil) }
         var initial = Change(
@@ -112,9 +133,12 @@ extension Graph {
         self.queries.observerCount -= 1
         let live = observer.live
         live.observers.removeAll { $0 === observer }
+        let select = SelectKey(observer.query.select)
+        let uses = (live.group.watch.selects[select] ?? 1) - 1
+        live.group.watch.selects[select] = uses > 0 ? uses : nil
         guard live.observers.isEmpty else { return }
         let group = live.group
-        group.queries.removeAll { $0 === live }
+        group.remove(live)
         guard group.queries.isEmpty else { return }
         let watch = group.watch
         watch.groups.removeAll { $0 === group }
@@ -128,13 +152,12 @@ extension Graph {
     /// The subscriber's window now, as the query shows it.
     func window(of observer: QueryObserver) -> Value {
         let live = observer.live
-        let group = live.group
         let start = min(observer.offset, live.count)
         let end = min(observer.end, live.count)
         var shown: [Value] = []
         shown.reserveCapacity(end - start)
         for rank in start..<end {
-            shown.append(self.project(group.element(at: live.bits.select(rank)), select: observer.query.select))
+            shown.append(self.project(live.element(at: rank), select: observer.query.select))
         }
         return .array(shown)
     }
@@ -173,33 +196,51 @@ extension Graph {
         for element in self.elements(of: watch) { self.addMember(element, to: watch) }
     }
 
+    /// Sorted: each member's entry.
     private func fill(_ group: OrderGroup) {
         guard !group.isOwnOrder else { return }
-        var entries: [Value] = []
-        let elements = self.elements(of: group.watch)
-        entries.reserveCapacity(elements.count)
-        for element in elements {
-            let entry = group.entries[element] ?? self.entry(of: element, in: group)
-            group.entries[element] = entry
-            entries.append(entry)
+        for element in group.watch.members.keys where group.entries[element] == nil {
+            group.entries[element] = self.entry(of: element, in: group)
         }
-        entries.sort { group.compare($0, $1) < 0 }
-        group.base = ValueList(entries)
     }
 
+    /// Answers a new query (or one whose collection was found again): every member evaluated once, O(n).
     private func fill(_ live: LiveQuery) {
         let group = live.group
         if let keys = live.singleKeys { group.watch.ownKeys?.formUnion(keys) }
-        var bits: [Bool] = []
-        bits.reserveCapacity(group.count)
-        // The group's order, walked once: the base's entries, or the array itself.
-        let visit: (Value) -> Void = { element in bits.append(self.matches(live, element)) }
+        if let (key, _) = live.equality, key.count == 1 { group.watch.ownKeys?.insert(key[0]) }
         if group.isOwnOrder {
-            self.elements(of: group.watch).forEach(visit)
-        } else {
-            for entry in group.base { visit(OrderGroup.split(entry).element) }
+            var bits: [Bool] = []
+            let elements = self.elements(of: group.watch)
+            bits.reserveCapacity(elements.count)
+            for element in elements { bits.append(self.matches(live, element)) }
+            live.bits = RankTree(count: bits.count) { bits[$0] }
+            return
         }
-        live.bits = RankTree(count: bits.count) { bits[$0] }
+        // A keyed query evaluates the members its constant names (and the unkeyed ones); its key's index is made
+        // by the first query keyed under it, in one scan.
+        var members: [Value]
+        if let (key, value) = live.equality {
+            let index: KeyIndex
+            if let existing = group.keyIndexes[key] {
+                index = existing
+            } else {
+                index = KeyIndex()
+                for element in group.watch.members.keys { index.file(element, under: self.equalityValue(of: element, key)) }
+                group.keyIndexes[key] = index
+            }
+            members = index.members(under: value)
+        } else {
+            members = Array(group.watch.members.keys)
+        }
+        var matched: [Value] = []
+        for element in members {
+            let occurrences = group.watch.members[element] ?? 0
+            guard occurrences > 0, self.matches(live, element), let entry = group.entries[element] else { continue }
+            for _ in 0..<occurrences { matched.append(entry) }
+        }
+        matched.sort { group.compare($0, $1) < 0 }
+        live.list = ValueList(matched)
     }
 
     private func entry(of element: Value, in group: OrderGroup) -> Value {
@@ -216,6 +257,7 @@ extension Graph {
     /// Whether `live`'s predicate holds for `element`, the touches it read registered when they may go beyond the
     /// element's stored keys (the common predicate over its own stored keys allocates nothing).
     private func matches(_ live: LiveQuery, _ element: Value) -> Bool {
+        self.queries.predicateEvaluations &+= 1
         if let keys = live.singleKeys, !self.readsComputed(element, keys) {
             return live.matches(element, in: self, collector: nil)
         }
@@ -295,7 +337,7 @@ extension Graph {
     private func addMember(_ element: Value, to watch: QueryWatch) {
         let count = watch.members[element, default: 0]
         watch.members[element] = count + 1
-        if count == 0, case .object(let id) = element { self.queries.elementWatches[id, default: 0] += 1 }
+        if count == 0, case .object(let id) = element { self.queries.elementWatches[id, default: []].append(watch) }
     }
 
     private func removeMember(_ element: Value, from watch: QueryWatch) {
@@ -306,10 +348,13 @@ extension Graph {
         }
         watch.members[element] = nil
         self.dropForeign(of: element, in: watch)
-        for group in watch.groups where !group.isOwnOrder { group.entries[element] = nil }
-        if case .object(let id) = element {
-            let watches = (self.queries.elementWatches[id] ?? 1) - 1
-            self.queries.elementWatches[id] = watches > 0 ? watches : nil
+        for group in watch.groups where !group.isOwnOrder {
+            group.entries[element] = nil
+            for index in group.keyIndexes.values { index.remove(element) }
+        }
+        if case .object(let id) = element, var watches = self.queries.elementWatches[id] {
+            watches.removeAll { $0 === watch }
+            self.queries.elementWatches[id] = watches.isEmpty ? nil : watches
         }
     }
 
@@ -352,18 +397,20 @@ extension Graph {
         }
         guard !bracket.changes.isEmpty else { return nil }
         for reached in bracket.changes {
-            let observers = reached.watch.groups.flatMap { $0.queries.flatMap(\.observers) }.filter(\.isActive)
             if reached.rebuild {
-                for observer in observers where observer.options.contains(.old) {
-                    reached.oldWindows[observer.id] = self.window(of: observer)
+                for group in reached.watch.groups {
+                    for live in group.queries {
+                        for observer in live.observers where observer.isActive && observer.options.contains(.old) {
+                            reached.oldWindows[observer.id] = self.window(of: observer)
+                        }
+                    }
                 }
             }
             // How the changed elements are shown now: an old value, and what tells a shown element's real change
             // from a change of keys nobody shows.
-            let selects = Set(observers.map { SelectKey($0.query.select) })
             for element in reached.changed {
                 var shown: [[[String]]?: Value] = [:]
-                for select in selects { shown[select.keys] = self.project(element, select: select.keys) }
+                for select in reached.watch.selects.keys { shown[select.keys] = self.project(element, select: select.keys) }
                 reached.oldShown[element] = shown
             }
         }
@@ -373,41 +420,41 @@ extension Graph {
     /// After a mutation applied and its other observers were told: brings every reached watch up to date and tells
     /// each subscriber how its window changed.
     func closeQueryBracket(_ bracket: QueryBracket, seq: UInt64) {
-        var diffs: [ObservationID: WindowDiff] = [:]
-        var order: [QueryObserver] = []
+        let commit = QueryCommit()
         for reached in bracket.changes {
             let watch = reached.watch
             guard !watch.groups.isEmpty else { continue }
-            let observers = watch.groups.flatMap { $0.queries.flatMap(\.observers) }.filter(\.isActive)
-            let counts = Dictionary(
-                observers.map { ($0.id, $0.live.count) }, uniquingKeysWith: { first, _ in first })
-            for observer in observers where diffs[observer.id] == nil {
-                diffs[observer.id] = WindowDiff(observer: observer, oldShown: reached.oldShown)
-                order.append(observer)
-            }
+            commit.oldShown = reached.oldShown
             if reached.rebuild {
+                for group in watch.groups {
+                    for live in group.queries { commit.touch(live) }
+                }
                 self.rebuild(watch)
-                for observer in observers {
-                    diffs[observer.id]?.replaceAll(
-                        with: self.window(of: observer), old: reached.oldWindows[observer.id])
+                for group in watch.groups {
+                    for live in group.queries {
+                        for observer in live.observers where observer.isActive {
+                            commit.diffs[observer.id]?.replaceAll(
+                                with: self.window(of: observer), old: reached.oldWindows[observer.id])
+                        }
+                    }
                 }
             } else {
                 // The members whose keys changed first (in their places before the collection's own changes, which
                 // then find each element's entry current), then the collection's changes in order.
                 for element in reached.changed where watch.members[element] != nil {
-                    self.update(element, in: watch, diffs: &diffs)
+                    self.update(element, in: watch, commit: commit)
                 }
-                for detail in reached.details { self.apply(detail, to: watch, diffs: &diffs) }
-            }
-            for observer in observers where observer.live.count != counts[observer.id] {
-                diffs[observer.id]?.countChanged = true
+                for detail in reached.details { self.apply(detail, to: watch, commit: commit) }
             }
         }
+        for (live, count) in commit.counts.values where live.count != count {
+            for observer in live.observers { commit.diffs[observer.id]?.countChanged = true }
+        }
         // Priors of every subscriber first (subscription order), then the afters (reverse order).
-        let sorted = order.sorted { $0.id < $1.id }
+        let sorted = commit.order.sorted { $0.id < $1.id }
         var afters: [(QueryObserver, [Change])] = []
         for observer in sorted {
-            guard observer.isActive, let diff = diffs[observer.id] else { continue }
+            guard observer.isActive, let diff = commit.diffs[observer.id] else { continue }
             let changes = diff.changes(graph: self, seq: seq, count: observer.live.count)
             if changes.isEmpty { continue }
             if observer.options.contains(.prior) {
@@ -437,6 +484,7 @@ extension Graph {
         if watch.groups.contains(where: \.isOwnOrder) { watch.positions = PositionIndex(self.elements(of: watch)) }
         for group in watch.groups {
             group.entries = [:]
+            group.keyIndexes = [:]
             self.fill(group)
             for live in group.queries { self.fill(live) }
         }
@@ -446,179 +494,245 @@ extension Graph {
 
     /// One change of the collection itself: its insertions and removals, at their indexes (arrays) or by value
     /// (sets).
-    private func apply(_ detail: CollectionDetail, to watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+    private func apply(_ detail: CollectionDetail, to watch: QueryWatch, commit: QueryCommit) {
         let isSet = detail.indexes == nil
         switch detail.kind {
         case .insertion:
             for (position, element) in zip(detail.indexes ?? [], detail.new) where !isSet {
-                self.insert(element, at: position, in: watch, diffs: &diffs)
+                self.insert(element, at: position, in: watch, commit: commit)
             }
             if isSet {
-                for element in detail.new {
-                    self.insert(element, at: nil, in: watch, diffs: &diffs)
-                    }
+                for element in detail.new { self.insert(element, at: nil, in: watch, commit: commit) }
             }
         case .removal:
             if let indexes = detail.indexes {
                 for (position, element) in zip(indexes, detail.old).reversed() {
-                    self.remove(element, at: position, from: watch, diffs: &diffs)
+                    self.remove(element, at: position, from: watch, commit: commit)
                 }
             } else {
-                for element in detail.old { self.remove(element, at: nil, from: watch, diffs: &diffs) }
+                for element in detail.old { self.remove(element, at: nil, from: watch, commit: commit) }
             }
         case .replacement:
             if let indexes = detail.indexes {
                 for (index, position) in indexes.enumerated() where index < detail.old.count && index < detail.new.count {
-                    self.remove(detail.old[index], at: position, from: watch, diffs: &diffs)
-                    self.insert(detail.new[index], at: position, in: watch, diffs: &diffs)
+                    self.remove(detail.old[index], at: position, from: watch, commit: commit)
+                    self.insert(detail.new[index], at: position, in: watch, commit: commit)
                 }
             } else {
-                for element in detail.old { self.remove(element, at: nil, from: watch, diffs: &diffs) }
-                for element in detail.new {
-                    self.insert(element, at: nil, in: watch, diffs: &diffs)
-                    }
+                for element in detail.old { self.remove(element, at: nil, from: watch, commit: commit) }
+                for element in detail.new { self.insert(element, at: nil, in: watch, commit: commit) }
             }
         case .setting:
             break
         }
     }
 
+    /// Sorted: the queries of `group` that may hold `element` or match it now, each once: the unindexed ones, and
+    /// for each indexed key the ones keyed under the element's value of it as last filed (they may hold it) and, with
+    /// `refile` (the element joined or changed), under its value now, which is filed (they may match it); all of the
+    /// key's queries for a value that is not keyed. The others neither hold nor match it: a query holding the element
+    /// matched it when it was filed, so its constant was that value.
+    private func candidates(of element: Value, in group: OrderGroup, refile: Bool) -> [LiveQuery] {
+        group.stamp &+= 1
+        let stamp = group.stamp
+        var found: [LiveQuery] = []
+        func add(_ live: LiveQuery) {
+            guard live.stamp != stamp else { return }
+            live.stamp = stamp
+            found.append(live)
+        }
+        func add(_ place: KeyIndex.Place, _ byValue: [Value: [LiveQuery]]) {
+            switch place {
+            case .keyed(let value):
+                for live in byValue[value] ?? [] { add(live) }
+            case .unkeyed:
+                for lives in byValue.values {
+                    for live in lives { add(live) }
+                }
+            case .absent:
+                break
+            }
+        }
+        for live in group.unindexed { add(live) }
+        for (key, byValue) in group.equality {
+            guard let index = group.keyIndexes[key] else {
+                add(.unkeyed, byValue)  // not reached: a key's index is made with its first query
+                continue
+            }
+            add(index.place(of: element), byValue)
+            if refile {
+                let now = self.equalityValue(of: element, key)
+                index.file(element, under: now)
+                add(now.map { .keyed($0) } ?? .unkeyed, byValue)
+            }
+        }
+        return found
+    }
+
+    /// The index key of `element`'s value of `key` as a predicate reads it; nil when it cannot be keyed (not a
+    /// scalar, or a computed key whose dependencies an evaluation must collect).
+    private func equalityValue(of element: Value, _ key: [String]) -> Value? {
+        if case .object(let id) = element, let object = self.objects[id], object.objectClass.property(key[0])?.computed != nil {
+            return nil
+        }
+        let value = (try? self.evaluate(key[...], from: element, collector: nil)) ?? .null
+        return OrderGroup.equalityValue(value)
+    }
+
     /// An element joins the collection (at `position` in an array).
-    private func insert(_ element: Value, at position: Int?, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+    private func insert(_ element: Value, at position: Int?, in watch: QueryWatch, commit: QueryCommit) {
         let isNew = watch.members[element] == nil
         self.addMember(element, to: watch)
         if isNew { self.noteSelectReads(of: element, paths: watch.selectPaths, in: watch) }
         if let position { watch.positions?.insert(element, at: position) }
         for group in watch.groups {
-            let place: Int
             if group.isOwnOrder {
                 guard let position else { continue }
-                place = position
-            } else {
-                let entry = group.entries[element] ?? self.entry(of: element, in: group)
-                group.entries[element] = entry
-                place = group.lowerBound(entry)
-                group.base.insert(entry, at: place)
+                for live in group.queries {
+                    let bit = self.matches(live, element)
+                    if bit { commit.touch(live) }
+                    live.bits.insert(bit, at: position)
+                    if bit { self.inserted(rank: live.bits.rank(position), in: live, commit: commit) }
+                }
+                continue
             }
-            for live in group.queries {
-                let bit = self.matches(live, element)
-                live.bits.insert(bit, at: place)
-                if bit { self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs) }
+            let entry = group.entries[element] ?? self.entry(of: element, in: group)
+            group.entries[element] = entry
+            for live in self.candidates(of: element, in: group, refile: isNew) where self.matches(live, element) {
+                commit.touch(live)
+                let rank = live.search(entry).index
+                live.list.insert(entry, at: rank)
+                self.inserted(rank: rank, in: live, commit: commit)
             }
         }
     }
 
     /// An element leaves the collection (from `position` in an array).
-    private func remove(_ element: Value, at position: Int?, from watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+    private func remove(_ element: Value, at position: Int?, from watch: QueryWatch, commit: QueryCommit) {
         for group in watch.groups {
-            let place: Int
             if group.isOwnOrder {
                 guard let position else { continue }
-                place = position
-            } else {
-                guard let entry = group.entries[element] else { continue }
-                place = group.lowerBound(entry)
+                for live in group.queries where live.bits[position] {
+                    commit.touch(live)
+                    self.removing(rank: live.bits.rank(position), in: live, commit: commit)
+                }
+                for live in group.queries { live.bits.remove(at: position) }
+                continue
             }
-            for live in group.queries where live.bits[place] {
-                self.removing(rank: live.bits.rank(place), in: live, diffs: &diffs)
+            guard let entry = group.entries[element] else { continue }
+            for live in self.candidates(of: element, in: group, refile: false) {
+                let (rank, found) = live.search(entry)
+                guard found else { continue }
+                commit.touch(live)
+                self.removing(rank: rank, in: live, commit: commit)
+                live.list.remove(at: rank)
             }
-            for live in group.queries { live.bits.remove(at: place) }
-            if !group.isOwnOrder { group.base.remove(at: place) }
         }
         if let position { watch.positions?.remove(at: position) }
         self.removeMember(element, from: watch)
     }
 
-    /// A member whose keys (or keys its key paths go through) changed: evaluated again in every group and query.
-    private func update(_ element: Value, in watch: QueryWatch, diffs: inout [ObservationID: WindowDiff]) {
+    /// A member whose keys (or keys its key paths go through) changed: evaluated again in every group — own order by
+    /// every query, sorted by the candidate queries only.
+    private func update(_ element: Value, in watch: QueryWatch, commit: QueryCommit) {
         self.dropForeign(of: element, in: watch)
         self.noteSelectReads(of: element, paths: watch.selectPaths, in: watch)
         let occurrences = watch.members[element] ?? 0
         for group in watch.groups {
-            var places: [Int]
             if group.isOwnOrder {
-                places = watch.positions?.positions(of: element) ?? []
-            } else {
-                guard let old = group.entries[element] else { continue }
-                let new = self.entry(of: element, in: group)
-                let start = group.lowerBound(old)
-                places = Array(start..<(start + occurrences))
-                if group.compare(old, new) != 0 {
-                    // The element moves: its occurrences leave their place one at a time (the base and every query's
-                    // bits stay aligned), then take the new one.
-                    for _ in 0..<occurrences {
-                        for live in group.queries where live.bits[start] {
-                            self.removing(rank: live.bits.rank(start), in: live, diffs: &diffs)
-                        }
-                        for live in group.queries { live.bits.remove(at: start) }
-                        group.base.remove(at: start)
-                    }
-                    group.entries[element] = new
-                    let place = group.lowerBound(new)
-                    let bits = group.queries.map { self.matches($0, element) }
-                    for offset in 0..<occurrences {
-                        group.base.insert(new, at: place + offset)
-                        for (live, bit) in zip(group.queries, bits) {
-                            live.bits.insert(bit, at: place + offset)
-                            if bit { self.inserted(rank: live.bits.rank(place + offset), in: live, diffs: &diffs) }
-                        }
-                    }
-                    continue
-                }
-                group.entries[element] = new
+                self.updateInOwnOrder(element, in: group, commit: commit)
+                continue
             }
-            // In place: each query's bit may flip; a shown element that stays may show new values.
-            for live in group.queries {
-                let bit = self.matches(live, element)
-                for place in places {
-                    let was = live.bits[place]
-                    if was && !bit {
-                        self.removing(rank: live.bits.rank(place), in: live, diffs: &diffs)
-                        live.bits.set(place, to: false)
-                    } else if !was && bit {
-                        live.bits.set(place, to: true)
-                        self.inserted(rank: live.bits.rank(place), in: live, diffs: &diffs)
-                    } else if bit {
-                        let rank = live.bits.rank(place)
+            guard let old = group.entries[element] else { continue }
+            let new = self.entry(of: element, in: group)
+            group.entries[element] = new
+            let moves = group.compare(old, new) != 0
+            for live in self.candidates(of: element, in: group, refile: true) {
+                let (start, was) = live.search(old)
+                let now = self.matches(live, element)
+                if was && (moves || !now) {
+                    // It leaves its place (and comes back at its new one when it still matches).
+                    commit.touch(live)
+                    for _ in 0..<occurrences {
+                        self.removing(rank: start, in: live, commit: commit)
+                        live.list.remove(at: start)
+                    }
+                } else if was {
+                    // A shown element that stays may show new values.
+                    commit.touch(live)
+                    for rank in start..<(start + occurrences) {
                         for observer in live.observers where observer.isActive {
-                            diffs[observer.id]?.replaced(rank: rank, element: element)
+                            commit.diffs[observer.id]?.replaced(rank: rank, element: element)
                         }
+                    }
+                }
+                if now && (moves || !was) {
+                    commit.touch(live)
+                    let place = live.search(new).index
+                    for offset in 0..<occurrences {
+                        live.list.insert(new, at: place + offset)
+                        self.inserted(rank: place + offset, in: live, commit: commit)
                     }
                 }
             }
         }
     }
 
-    /// The match at `rank` is about to leave (the tree still holds it): each subscriber's window loses it, or
+    /// Own order: each query's bit at each of the element's positions may flip; a shown element that stays may show
+    /// new values.
+    private func updateInOwnOrder(_ element: Value, in group: OrderGroup, commit: QueryCommit) {
+        let places = group.watch.positions?.positions(of: element) ?? []
+        for live in group.queries {
+            let bit = self.matches(live, element)
+            for place in places {
+                let was = live.bits[place]
+                if was && !bit {
+                    commit.touch(live)
+                    self.removing(rank: live.bits.rank(place), in: live, commit: commit)
+                    live.bits.set(place, to: false)
+                } else if !was && bit {
+                    commit.touch(live)
+                    live.bits.set(place, to: true)
+                    self.inserted(rank: live.bits.rank(place), in: live, commit: commit)
+                } else if bit {
+                    commit.touch(live)
+                    let rank = live.bits.rank(place)
+                    for observer in live.observers where observer.isActive {
+                        commit.diffs[observer.id]?.replaced(rank: rank, element: element)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The match at `rank` is about to leave (the query still holds it): each subscriber's window loses it, or
     /// shifts when it was before the window; the match after the window comes into view.
-    private func removing(rank: Int, in live: LiveQuery, diffs: inout [ObservationID: WindowDiff]) {
+    private func removing(rank: Int, in live: LiveQuery, commit: QueryCommit) {
         let count = live.count
         for observer in live.observers where observer.isActive {
             let (start, end) = (observer.offset, observer.end)
             guard rank < end, start < count, start < end else { continue }
             let leaving = rank < start ? start : rank
-            let element = live.group.element(at: live.bits.select(leaving))
-            let entering = end < count ? live.group.element(at: live.bits.select(end)) : nil
-            diffs[observer.id]?.removed(at: leaving - start, element: element)
-            if let entering { diffs[observer.id]?.inserted(at: min(end, count) - 1 - start, element: entering) }
+            let element = live.element(at: leaving)
+            let entering = end < count ? live.element(at: end) : nil
+            commit.diffs[observer.id]?.removed(at: leaving - start, element: element)
+            if let entering { commit.diffs[observer.id]?.inserted(at: min(end, count) - 1 - start, element: entering) }
         }
     }
 
-    /// A match arrived at `rank` (the tree holds it): each subscriber's window gains it, or shifts when it came
+    /// A match arrived at `rank` (the query holds it): each subscriber's window gains it, or shifts when it came
     /// before the window; the last shown match is pushed out when the window was full.
-    private func inserted(rank: Int, in live: LiveQuery, diffs: inout [ObservationID: WindowDiff]) {
+    private func inserted(rank: Int, in live: LiveQuery, commit: QueryCommit) {
         let count = live.count  // after the insertion
         for observer in live.observers where observer.isActive {
             let (start, end) = (observer.offset, observer.end)
             guard rank < end, start < count, start < end else { continue }
             if end < count {
                 // The window was full: its last match (now at `end`) is pushed out.
-                let pushed = live.group.element(at: live.bits.select(end))
-                diffs[observer.id]?.removed(at: end - 1 - start, element: pushed)
+                commit.diffs[observer.id]?.removed(at: end - 1 - start, element: live.element(at: end))
             }
             let arriving = rank < start ? start : rank
-            diffs[observer.id]?.inserted(
-                at: arriving - start, element: live.group.element(at: live.bits.select(arriving)))
+            commit.diffs[observer.id]?.inserted(at: arriving - start, element: live.element(at: arriving))
         }
     }
 }

@@ -4,22 +4,27 @@
 //   QueryWatch      one collection (a key path): where it is (its holder), its members and how often each occurs,
 //                   for an array shown in its own order a PositionIndex (where each element is), and the touches
 //                   outside the elements that their key paths go through (`manager.name`: the manager's `name`)
-//   └ OrderGroup    one order over the collection: the elements sorted by the group's sort descriptors (a shared
-//                   ordered index: entries `[sort values…, element]` in a ValueList, and each element's entry), or
-//                   the array's own order
-//     └ LiveQuery   one predicate with its variables: a RankTree with one bit per element in the group's order,
-//                   set when the element matches; its ones are the query's result, in order
+//   └ OrderGroup    one order over the collection. Sorted (sort descriptors, or a set): each element's entry
+//                   `[sort values…, element]`, an equality index of its queries by a `key == constant` conjunct
+//                   (the others are unindexed), and per indexed key its members by their value of it (KeyIndex).
+//                   Or the array's own order.
+//     └ LiveQuery   one predicate with its variables. Sorted: its matching entries in a ValueList in the group's
+//                   order (its result). Own order: a RankTree with one bit per array position, set when it matches.
 //       └ QueryObserver  one subscriber: its window (offset, limit), selected keys, options and sink
 //
 // A mutation (Graph+LiveQuery.swift) says which watches it reaches: their collection changed (the collection
 // detail's indexes and values, or a whole new collection), an element's key (or a key its key paths go through)
-// changed. Only those elements are evaluated again — their sort values once per group, the predicate once per query —
-// and each bit that appears, disappears or moves is an insertion or removal at a rank among the matches, which each
-// subscriber turns into the changes of its window (`WindowDiff`): an element that enters or leaves, the next one
-// that comes into view or is pushed out, a shown element whose selected keys changed (a replacement). Consecutive
-// changes of one kind are merged into one notification; a mutation that changes the match count and no window is a
-// replacement with no indexes (so the count reaches the pager). Everything costs O(log n) per changed element and
-// query, plus what the notifications carry.
+// changed. Only those elements are evaluated again: their sort values once per group, the predicate once per
+// candidate query of a sorted group — the unindexed ones, the ones keyed under its value of their key before (they
+// may hold it) and now (they may match it) — and once per query of an own-order group. Each match that appears, disappears or moves is an
+// insertion or removal at a rank among the matches, which each subscriber of that query turns into the changes of
+// its window (`WindowDiff`): an element that enters or leaves, the next one that comes into view or is pushed out,
+// a shown element whose selected keys changed (a replacement). Consecutive changes of one kind are merged into one
+// notification; a mutation that changes the match count and no window is a replacement with no indexes (so the
+// count reaches the pager). A sorted group costs O(log n) per changed element plus O(log m) per candidate query;
+// an own-order group O(log n) per query for an insertion or removal in its array (docs/ARCHITECTURE.md). A new
+// query scans the collection once, except a keyed one of a sorted group, which evaluates only the members its
+// constant names (`KeyIndex`: the members by their value of an indexed key).
 
 /// One subscriber of a live query (the engine's side of a query subscription). Keep it to end the subscription
 /// (`Graph.removeQueryObservation`).
@@ -59,8 +64,17 @@ final class LiveQuery {
     /// The element's keys the predicate reads, when each of its key paths is one key (or `SELF`): then evaluating it
     /// needs no trigger collection unless one of those keys is computed on the element's class. nil: collect.
     let singleKeys: Set<String>?
-    /// One bit per element of the group's order: whether it matches.
+    /// A conjunct `key == constant` every match satisfies (the constant a literal or a bound variable, normalized by
+    /// `OrderGroup.equalityValue`): the group indexes the query under it, so that a changed element is evaluated
+    /// only by the queries whose constant is its value. nil: evaluated for every changed element of the group.
+    let equality: (key: [String], value: Value)?
+    /// Own order: one bit per element of the array, set when the element matches; its ones are the result, in order.
     var bits = RankTree()
+    /// Sorted: the matching entries (`[sort values…, element]`, one per occurrence, equal ones adjacent) in the
+    /// group's order: the result itself. Rank is a search in it, the match at a rank its element there.
+    var list = ValueList()
+    /// The last `OrderGroup.stamp` that listed it as a candidate (no query is evaluated twice for one element).
+    var stamp: UInt64 = 0
     var observers: [QueryObserver] = []
     unowned let group: OrderGroup
 
@@ -69,6 +83,7 @@ final class LiveQuery {
         self.variables = variables
         self.group = group
         self.singleKeys = OrderGroup.singleKeys(predicate?.keyPaths ?? [])
+        self.equality = predicate.flatMap { Self.equalityConjunct($0, variables: variables) }
     }
 
     func matches(_ element: Value, in graph: Graph, collector: TriggerCollector?) -> Bool {
@@ -77,7 +92,57 @@ final class LiveQuery {
     }
 
     /// The number of matching elements.
-    var count: Int { self.bits.ones }
+    var count: Int { self.group.isOwnOrder ? self.bits.ones : self.list.count }
+
+    /// The match at `rank` (0 ..< count).
+    func element(at rank: Int) -> Value {
+        if self.group.isOwnOrder { return self.group.element(at: self.bits.select(rank)) }
+        return OrderGroup.split(self.list[rank]).element
+    }
+
+    /// Sorted: the rank of the first match at or after `entry` in the group's order, and whether `entry` is one.
+    func search(_ entry: Value) -> (index: Int, found: Bool) {
+        let group = self.group
+        return self.list.sortedIndex(of: entry) { group.compare($0, $1) }
+    }
+
+    /// The first conjunct of `predicate` (itself, or one of its `AND`'s operands) that is `key == constant` with
+    /// exactly the semantics `equalityValue` normalizes: no quantifier, no options, one key of the element that is
+    /// not an operator, a constant that is a literal or a variable (a missing one is nil). Its matches all have a
+    /// value of `key` whose `equalityValue` is the constant's, or one that is not a scalar (an array compares as ANY).
+    static func equalityConjunct(_ predicate: Predicate, variables: [String: Value]) -> (key: [String], value: Value)? {
+        switch predicate {
+        case .comparison(let comparison):
+            guard comparison.quantifier == nil, comparison.op == .equal, comparison.options.isEmpty else { return nil }
+            let constant: (Predicate.Operand) -> Value? = { operand in
+                switch operand {
+                case .literal(let value): value
+                case .variable(let name): variables[name] ?? .null
+                default: nil
+                }
+            }
+            let key: [String]
+            let value: Value?
+            switch (comparison.left, comparison.right) {
+            case (.keyPath(let keys), let other), (let other, .keyPath(let keys)):
+                key = keys
+                value = constant(other)
+            default:
+                return nil
+            }
+            guard key.count == 1, key[0].utf8.first != UInt8(ascii: "@"), let value,
+                let normalized = OrderGroup.equalityValue(value)
+            else { return nil }
+            return (key, normalized)
+        case .and(let operands):
+            for operand in operands {
+                if let found = Self.equalityConjunct(operand, variables: variables) { return found }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
 }
 
 /// One order over a watched collection, and the queries shown in it.
@@ -85,11 +150,19 @@ final class OrderGroup {
     let orderBy: [SortDescriptor]
     /// The array's own order (no sort descriptors, not a set): positions come from the watch's PositionIndex.
     let isOwnOrder: Bool
-    /// Sorted: every element occurrence's entry, `[sort values…, element]`, in order.
-    var base = ValueList()
-    /// Sorted: each element's entry (equal occurrences share it).
+    /// Sorted: each element's entry, `[sort values…, element]` (its occurrences share it), computed once per group
+    /// when the element joins or changes.
     var entries: [Value: Value] = [:]
     var queries: [LiveQuery] = []
+    /// Sorted: the queries with an equality conjunct, by its key and normalized constant.
+    var equality: [[String]: [Value: [LiveQuery]]] = [:]
+    /// Sorted: the queries without one (evaluated for every changed element).
+    var unindexed: [LiveQuery] = []
+    /// Sorted: for each key of the equality index, the members by their value of it (a new keyed query evaluates
+    /// only the members its constant names).
+    var keyIndexes: [[String]: KeyIndex] = [:]
+    /// Incremented for each candidate search (`LiveQuery.stamp`).
+    var stamp: UInt64 = 0
     unowned let watch: QueryWatch
     /// The element's keys the sort descriptors read, when each is one key (see `LiveQuery.singleKeys`).
     let singleKeys: Set<String>?
@@ -127,18 +200,54 @@ final class OrderGroup {
         return Graph.compare(leftKey, leftElement, rightKey, rightElement, self.orderBy)
     }
 
-    /// The first position of `entry` in the base (or where it would go).
-    func lowerBound(_ entry: Value) -> Int {
-        self.base.sortedIndex(of: entry) { self.compare($0, $1) }.index
-    }
-
-    /// The element at a position of the group's order.
+    /// Own order: the element at a position of the array.
     func element(at position: Int) -> Value {
-        if self.isOwnOrder { return self.watch.positions?.element(at: position) ?? .null }
-        return Self.split(self.base[position]).element
+        self.watch.positions?.element(at: position) ?? .null
     }
 
-    var count: Int { self.isOwnOrder ? (self.watch.positions?.count ?? 0) : self.base.count }
+    /// A value as the equality index keys it: two values are `==` in a predicate without options exactly when their
+    /// keys are equal (numbers by exact value: an integral double becomes the int, so 1 and 1.0 share a key; strings
+    /// by Swift's equality, which their hash follows). nil for what `==` compares otherwise (arrays, records) or
+    /// never equals (NaN).
+    static func equalityValue(_ value: Value) -> Value? {
+        switch value {
+        case .null, .bool, .int, .string, .object:
+            return value
+        case .double(let double):
+            if double.isNaN { return nil }
+            if let int = Int64(exactly: double) { return .int(int) }
+            return value
+        case .array, .record:
+            return nil
+        }
+    }
+
+    /// Adds a new query to the group and, sorted, to its equality index.
+    func add(_ live: LiveQuery) {
+        self.queries.append(live)
+        guard !self.isOwnOrder else { return }
+        if let (key, value) = live.equality {
+            self.equality[key, default: [:]][value, default: []].append(live)
+        } else {
+            self.unindexed.append(live)
+        }
+    }
+
+    /// Removes a query from the group and its index.
+    func remove(_ live: LiveQuery) {
+        self.queries.removeAll { $0 === live }
+        guard !self.isOwnOrder else { return }
+        if let (key, value) = live.equality {
+            self.equality[key]?[value]?.removeAll { $0 === live }
+            if self.equality[key]?[value]?.isEmpty == true { self.equality[key]?[value] = nil }
+            if self.equality[key]?.isEmpty == true {
+                self.equality[key] = nil
+                self.keyIndexes[key] = nil
+            }
+        } else {
+            self.unindexed.removeAll { $0 === live }
+        }
+    }
 }
 
 /// One watched collection (see the file comment).
@@ -158,6 +267,8 @@ final class QueryWatch {
     var ownKeys: Set<String>? = []
     /// Selected key paths read from each member for the touches they go through (longer than one key, or computed).
     var selectPaths: Set<[String]> = []
+    /// The `select`s of the subscribers, with how many use each (the shown values a change keeps for `old`).
+    var selects: [SelectKey: Int] = [:]
     var groups: [OrderGroup] = []
 
     init(keyPath: KeyPath) {
@@ -173,9 +284,12 @@ final class QueryRegistry {
     var byHolder: [Touch: [QueryWatch]] = [:]
     var byRoute: [Touch: [QueryWatch]] = [:]
     var byDependency: [Touch: [QueryWatch]] = [:]
-    /// How many watches each element object is a member of.
-    var elementWatches: [ObjectID: Int] = [:]
+    /// The watches each element object is a member of.
+    var elementWatches: [ObjectID: [QueryWatch]] = [:]
     var observerCount = 0
+    /// How many times a live query's predicate was evaluated (tests check that a mutation evaluates only its
+    /// candidates).
+    var predicateEvaluations = 0
 
     var isEmpty: Bool { self.watches.isEmpty }
 
@@ -189,10 +303,8 @@ final class QueryRegistry {
     /// The watches `touch` reaches, with how.
     func watches(for touch: Touch) -> (holder: [QueryWatch], route: [QueryWatch], elements: [QueryWatch]) {
         var elements: [QueryWatch] = []
-        if self.elementWatches[touch.object] != nil {
-            for watch in self.watches.values where watch.members[.object(touch.object)] != nil {
-                if watch.ownKeys.map({ $0.contains(touch.key) }) ?? true { elements.append(watch) }
-            }
+        for watch in self.elementWatches[touch.object] ?? [] {
+            if watch.ownKeys.map({ $0.contains(touch.key) }) ?? true { elements.append(watch) }
         }
         for watch in self.byDependency[touch] ?? [] where !elements.contains(where: { $0 === watch }) {
             elements.append(watch)
@@ -209,5 +321,56 @@ final class QueryRegistry {
         guard var list = index[touch] else { return }
         list.removeAll { $0 === watch }
         index[touch] = list.isEmpty ? nil : list
+    }
+}
+
+/// The members of a sorted group by their value of one key (see `OrderGroup.equalityValue`), kept while a query of
+/// the group is indexed under the key.
+final class KeyIndex {
+    /// The members by index value.
+    var elements: [Value: Set<Value>] = [:]
+    /// The members whose value cannot be keyed (not a scalar, or a computed key): every keyed query looks at them.
+    var unkeyed: Set<Value> = []
+    /// Each member's index value (absent: unkeyed).
+    var keyOf: [Value: Value] = [:]
+
+    /// Where a member was filed.
+    enum Place {
+        case keyed(Value)
+        case unkeyed
+        /// Not a member (not filed yet).
+        case absent
+    }
+
+    func place(of element: Value) -> Place {
+        if let value = self.keyOf[element] { return .keyed(value) }
+        return self.unkeyed.contains(element) ? .unkeyed : .absent
+    }
+
+    /// Files `element` under `value` (nil: unkeyed), moving it from where it was.
+    func file(_ element: Value, under value: Value?) {
+        let old = self.keyOf[element]
+        if old == value && (value != nil || self.unkeyed.contains(element)) { return }
+        self.remove(element)
+        if let value {
+            self.keyOf[element] = value
+            self.elements[value, default: []].insert(element)
+        } else {
+            self.unkeyed.insert(element)
+        }
+    }
+
+    func remove(_ element: Value) {
+        if let old = self.keyOf.removeValue(forKey: element) {
+            self.elements[old]?.remove(element)
+            if self.elements[old]?.isEmpty == true { self.elements[old] = nil }
+        } else {
+            self.unkeyed.remove(element)
+        }
+    }
+
+    /// The members a query keyed under `value` may match.
+    func members(under value: Value) -> [Value] {
+        Array(self.elements[value] ?? []) + Array(self.unkeyed)
     }
 }

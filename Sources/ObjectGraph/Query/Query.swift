@@ -90,7 +90,7 @@ extension Graph {
         if fromLiveQueries, let live = self.liveQuery(path, query, isSet: target.isSet) {
             let start = min(query.offset, live.count)
             let end = query.limit.map { min(live.count, start + min($0, live.count)) } ?? live.count
-            let window = (start..<end).map { self.project(live.group.element(at: live.bits.select($0)), select: query.select) }
+            let window = (start..<end).map { self.project(live.element(at: $0), select: query.select) }
             return QueryResult(window: window, count: live.count)
         }
         var matched: [(key: [Value], element: Value)] = []
