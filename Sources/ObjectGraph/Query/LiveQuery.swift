@@ -195,6 +195,13 @@ final class OrderGroup {
     }
 
     func compare(_ left: Value, _ right: Value) -> Int {
+        // Entries are short flat lists: their sort values are compared in place (no copy, no allocation).
+        if case .array(let leftList) = left, case .flat(let leftItems) = leftList.storage, let leftElement = leftItems.last,
+            case .array(let rightList) = right, case .flat(let rightItems) = rightList.storage,
+            let rightElement = rightItems.last
+        {
+            return Graph.compare(leftItems.dropLast(), leftElement, rightItems.dropLast(), rightElement, self.orderBy)
+        }
         let (leftKey, leftElement) = Self.split(left)
         let (rightKey, rightElement) = Self.split(right)
         return Graph.compare(leftKey, leftElement, rightKey, rightElement, self.orderBy)

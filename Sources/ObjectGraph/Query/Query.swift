@@ -207,13 +207,23 @@ extension Graph {
     /// -1, 0 or 1: the order of two elements by their sort keys, then by the elements themselves (ids for objects),
     /// so that the order is total.
     static func compare(_ leftKey: [Value], _ left: Value, _ rightKey: [Value], _ right: Value, _ orderBy: [SortDescriptor]) -> Int {
+        self.compare(leftKey[...], left, rightKey[...], right, orderBy)
+    }
+
+    /// `compare` on slices (a live query's entries compare their sort values in place, without copying them out).
+    static func compare(
+        _ leftKey: ArraySlice<Value>, _ left: Value, _ rightKey: ArraySlice<Value>, _ right: Value,
+        _ orderBy: [SortDescriptor]
+    ) -> Int {
         for (index, descriptor) in orderBy.enumerated() where index < leftKey.count && index < rightKey.count {
+            let leftValue = leftKey[leftKey.startIndex + index]
+            let rightValue = rightKey[rightKey.startIndex + index]
             var order: Int
-            if descriptor.caseInsensitive, case .string(let a) = leftKey[index], case .string(let b) = rightKey[index] {
+            if descriptor.caseInsensitive, case .string(let a) = leftValue, case .string(let b) = rightValue {
                 let (lower, upper) = (a.lowercased(), b.lowercased())
-                order = lower < upper ? -1 : lower == upper ? Value.totalOrder(leftKey[index], rightKey[index]) : 1
+                order = lower < upper ? -1 : lower == upper ? Value.totalOrder(leftValue, rightValue) : 1
             } else {
-                order = Value.totalOrder(leftKey[index], rightKey[index])
+                order = Value.totalOrder(leftValue, rightValue)
             }
             if order != 0 { return descriptor.ascending ? order : -order }
         }
