@@ -112,13 +112,8 @@ extension JSONParser {
     /// The lowest set bit is always exact; bits above it may be spurious (borrows), which no caller looks at.
     @inline(__always)
     private static func specialBytes(in word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-        let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-        let zeroQuote = (quotes &- ones) & ~quotes
-        let zeroBackslash = (backslashes &- ones) & ~backslashes
-        let control = (word &- ones &* 0x20) & ~word
-        return (zeroQuote | zeroBackslash | control | word) & (ones &* 0x80)
+        // What the writer escapes, and the bytes >= 0x80 (multi-byte UTF-8, validated here).
+        JSONWriter.escapedBytes(in: word) | (word & 0x8080_8080_8080_8080)
     }
 
     /// The `count` (at most 8) bytes at `pointer` as one little-endian word, zero-padded; `available` bytes are

@@ -91,7 +91,7 @@ public enum JSONWriter {
     /// backslash, below 0x20. The lowest set bit is always exact; bits above it may be spurious (borrows), which
     /// `appendString` never looks at (it checks the byte it stops at).
     @inline(__always)
-    private static func escapedBytes(in word: UInt64) -> UInt64 {
+    static func escapedBytes(in word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
         let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
