@@ -15,10 +15,17 @@ import WireProtocol
 struct SuspendedLine {
     /// The requests of a batch still to perform (its array is still being built); nil once the array is queued.
     let rest: ArraySlice<RPCParsed>?
+    /// A single request that waits (`RequestWaits`) and is performed again.
+    var retry: RPCParsed? = nil
     let initials: [(Subscription, Change)]
     /// The first of `initials` still to deliver (the array is kept whole across turns, not copied).
     var nextInitial = 0
 }
+
+/// Thrown by a handler whose request cannot be answered yet at a bounded cost (a query subscription whose answer a
+/// fill builds over several turns: Graph+QueryFill.swift). The request has done nothing; the session yields and the
+/// request is performed again at its next turn (its line waits, and the session reads nothing meanwhile).
+struct RequestWaits: Error {}
 
 /// Routes requests to method handlers and writes their responses. Loop-owned.
 @MainActor
@@ -93,16 +100,7 @@ final class Dispatcher {
         case .emptyBatch:
             session.enqueue { Self.appendErrorLine(id: .null, RPCError(.invalidRequest, "empty batch"), to: &$0) }
         case .single(let parsed):
-            // One reused buffer for single responses (no allocation per request).
-            var response = self.response
-            self.response = []
-            response.removeAll(keepingCapacity: true)
-            self.perform(parsed, on: session, into: &response, direct: true)
-            if !response.isEmpty {
-                response.append(UInt8(ascii: "\n"))
-                session.enqueue(bytes: response)
-            }
-            if response.capacity <= 64 << 10 { self.response = response }
+            guard self.performSingle(parsed, on: session) else { return }
         case .batch(let items):
             if items.count > self.context.limits.maxBatchRequests {
                 let limit = self.context.limits.maxBatchRequests
@@ -122,11 +120,38 @@ final class Dispatcher {
     func continueLine(_ line: SuspendedLine, on session: Session) {
         self.pendingInitials = line.initials
         self.nextPendingInitial = line.nextInitial
-        if let rest = line.rest {
+        if let retry = line.retry {
+            guard self.performSingle(retry, on: session) else { return }
+        } else if let rest = line.rest {
             guard self.performBatch(rest, on: session) else { return }
         }
         self.finishLine(on: session)
     }
+
+    /// Performs a line's single request and queues its response; false when the request waits (the line is
+    /// suspended with it, to be performed again at the session's next turn).
+    private func performSingle(_ parsed: RPCParsed, on session: Session) -> Bool {
+        // One reused buffer for single responses (no allocation per request).
+        var response = self.response
+        self.response = []
+        response.removeAll(keepingCapacity: true)
+        self.perform(parsed, on: session, into: &response, direct: true)
+        if self.requestWaits {
+            self.requestWaits = false
+            session.suspend(SuspendedLine(rest: nil, retry: parsed, initials: [], nextInitial: 0))
+            if response.capacity <= 64 << 10 { self.response = response }
+            return false
+        }
+        if !response.isEmpty {
+            response.append(UInt8(ascii: "\n"))
+            session.enqueue(bytes: response)
+        }
+        if response.capacity <= 64 << 10 { self.response = response }
+        return true
+    }
+
+    /// Set by `perform` when the request threw `RequestWaits`.
+    private var requestWaits = false
 
     /// Performs `items`, the rest of a batch begun with `session.beginBatch()`, and ends the batch. Each response is
     /// built in the reused buffer and added to the session's batch array, which becomes one line of output at the end
@@ -148,9 +173,20 @@ final class Dispatcher {
                 if response.capacity <= 64 << 10 { self.response = response }
                 return false
             }
+            let waiting = rest
             rest.removeFirst()
             response.removeAll(keepingCapacity: true)
             self.perform(item, on: session, into: &response, inBatch: true)
+            if self.requestWaits {
+                // The request goes on at the session's next turn, with the rest of the batch after it.
+                self.requestWaits = false
+                let initials = self.pendingInitials
+                self.pendingInitials.removeAll()
+                session.suspend(SuspendedLine(rest: waiting, initials: initials, nextInitial: self.nextPendingInitial))
+                self.nextPendingInitial = 0
+                if response.capacity <= 64 << 10 { self.response = response }
+                return false
+            }
             // The responses count against the output limits as they are produced (`perform` asks before it
             // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the
             // batch is not performed (kvod holds at most the limit and one response;
@@ -217,6 +253,10 @@ final class Dispatcher {
                 }
                 response.append(contentsOf: self.result)
                 response.append(UInt8(ascii: "}"))
+            } catch is RequestWaits {
+                // Performed again later, and counted then.
+                if !session.isReplica { self.context.stats.requests -= 1 }
+                self.requestWaits = true
             } catch {
                 guard let id = request.id else { return }
                 RPCEncoder.appendError(

@@ -123,7 +123,10 @@ public final class Server {
     public func start() throws(UVError) -> String {
         self.flushHook = try BeforePollHook(loop: self.loop) { [unowned self] in self.core.flush() }
         self.resumeHook = try IdleHook(loop: self.loop) { [unowned self] in
-            if !self.core.context.sessions.resumeYielded() { self.resumeHook?.stop() }
+            // Fills of live queries go on first (a share of the loop per turn), then the sessions that yielded,
+            // among them the subscribers waiting for those fills.
+            let fills = self.core.context.advanceQueryFills()
+            if !self.core.context.sessions.resumeYielded() && !fills { self.resumeHook?.stop() }
         }
         self.core.context.sessions.onYield = { [unowned self] in self.resumeHook?.start() }
         if self.configuration.busyPollMicroseconds > 0 {

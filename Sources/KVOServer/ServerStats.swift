@@ -9,6 +9,8 @@ public struct ServerStats: Sendable {
     public var connectionsOpen = 0
     /// Subscriptions held by open connections.
     public var subscriptionsOpen = 0
+    /// Live-query answers being built over several loop turns (their subscribers wait: Protocol/README.md#fairness).
+    public var queryFills = 0
     /// Requests handled (including refused ones).
     public var requests = 0
     /// Successful mutating requests.

@@ -47,6 +47,9 @@ public struct StatsSnapshot: Sendable {
                 "connectionsAccepted", "kvod_connections_accepted_total", "Client connections accepted.",
                 stats.connectionsAccepted),
             gauge("subscriptions", "kvod_subscriptions", "Subscriptions open.", stats.subscriptionsOpen),
+            gauge(
+                "queryFills", "kvod_query_fills",
+                "Live-query answers being built over several loop turns (their subscribers wait).", stats.queryFills),
             counter("requests", "kvod_requests_total", "Requests handled.", stats.requests),
             counter("mutations", "kvod_mutations_total", "Successful mutating requests.", stats.mutations),
             counter(

@@ -23,6 +23,9 @@ public final class Graph {
     /// asking neither retains the registry nor checks exclusivity (reading it through the registry cost a plain set
     /// 47 more instructions, callgrind). Kept by Graph+LiveQuery.swift.
     @exclusivity(unchecked) var hasLiveQueries = false
+    /// The most elements a new live query may evaluate within `prepareQueryObservation`'s call; beyond, it is
+    /// answered over several `advanceQueryFills` calls (Graph+QueryFill.swift).
+    public var queryFillThreshold = 1024
     /// Objects created since the last collection; drives when garbage collection runs.
     @exclusivity(unchecked) var allocatedSinceCollection = 0
     /// Manual change brackets opened by `willChangeValue` and not yet closed.

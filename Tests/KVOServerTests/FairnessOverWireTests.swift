@@ -41,4 +41,76 @@ import WireProtocol
         try peer.expectQuiet()
         #expect((try peer.request(103, "stats")["result"]?["turnsYielded"]?.intValue ?? 0) >= 1)
     }
+
+    /// A query subscription over 30,000 elements is answered over several turns: while its answer is built another
+    /// connection is served (it sees `queryFills` at 1) and its sets go on; the subscription's initial window then
+    /// holds exactly the sets up to its response's seq. A subscriber that leaves while it waits costs nothing more.
+    @Test func aQuerySubscriptionOverALargeCollectionWaitsWhileOthersAreServed() throws {
+        let server = try KVODProcess.start()
+        let subscriber = try Peer(server)
+        let other = try Peer(server)
+        for chunk in 0..<3 {
+            let values = (chunk * 10_000..<(chunk + 1) * 10_000).map { #"{"score":\#($0)}"# }.joined(separator: ",")
+            let inserted = try other.request(chunk + 1, "insert", #"{"path":"players","values":[\#(values)]}"#)
+            #expect(inserted["result"]?["seq"] == .int(Int64(chunk + 1)))
+        }
+        // The 100 lowest (scores 0...99, in order): the ones the other connection raises while the answer is built.
+        let lowest = try other.request(10, "get", #"{"path":"players","query":{"orderBy":["score"],"limit":100,"select":["score"]}}"#)
+        let lowIDs = try #require(lowest["result"]?["value"]?.arrayValue?.compactMap { $0["$id"]?.intValue })
+        #expect(lowIDs.count == 100)
+        var scores: [Int64: Int64] = [:]  // $id -> score of each player that may be shown
+        let top = try other.request(11, "get", #"{"path":"players","query":{"orderBy":["-score"],"limit":5,"select":["score"]}}"#)
+        for entry in top["result"]?["value"]?.arrayValue ?? [] {
+            if let id = entry["$id"]?.intValue, let score = entry["score"]?.intValue { scores[id] = score }
+        }
+        try subscriber.send(Peer.requestText(
+            1, "subscribe",
+            #"{"path":"players","query":{"where":"score > 50","orderBy":["-score"],"limit":5,"select":["score"]},"options":["initial","new"]}"#))
+        var sawFill = false
+        var sets: [(seq: Int64, id: Int64, score: Int64, was: Int64)] = []
+        for attempt in 0..<100 {
+            let stats = try other.request(100 + attempt * 2, "stats")
+            guard stats["result"]?["queryFills"]?.intValue == 1 else {
+                if sawFill { break }  // answered
+                continue  // not read yet
+            }
+            sawFill = true
+            let score = Int64(100_000 + attempt)
+            let set = try other.request(101 + attempt * 2, "set", #"{"path":"$\#(lowIDs[attempt]).score","value":\#(score)}"#)
+            sets.append((try #require(set["result"]?["seq"]?.intValue), lowIDs[attempt], score, Int64(attempt)))
+        }
+        #expect(sawFill, "another connection was served while the answer was built")
+        let response = try subscriber.receive(timeout: .seconds(120))
+        let seq = try #require(response["result"]?["seq"]?.intValue)
+        let initial = try subscriber.receive(timeout: .seconds(10))
+        var count: Int64 = 30_000 - 51
+        for set in sets where set.seq <= seq {
+            scores[set.id] = set.score
+            if set.was <= 50 { count += 1 }
+        }
+        let expected = scores.sorted { $0.value > $1.value }.prefix(5).map { JSONValue.object(["$id": .int($0.key), "score": .double(Double($0.value))]) }
+        let shown = initial["params"]?["new"]?.arrayValue?.map { entry in
+            JSONValue.object(["$id": entry["$id"] ?? .null, "score": .double(entry["score"]?.doubleValue ?? -1)])
+        }
+        #expect(shown == expected, "\(initial)")
+        #expect(initial["params"]?["count"]?.intValue == count)
+        #expect(initial["params"]?["initial"] == .bool(true))
+        // The sets after its seq come as notifications, in order, the window's top a set's element.
+        for set in sets where set.seq > seq {
+            let change = try subscriber.receive(timeout: .seconds(10))
+            #expect(change["params"]?["seq"]?.intValue == set.seq, "\(change)")
+        }
+        try subscriber.expectQuiet()
+
+        // One who asks and leaves: its answer is built, then dropped; kvod goes on.
+        let leaver = try Peer(server)
+        try leaver.send(Peer.requestText(1, "subscribe", #"{"path":"players","query":{"where":"score < 20000","orderBy":["score"]}}"#))
+        leaver.close()
+        var done = false
+        for attempt in 0..<2_000 where !done {
+            done = try other.request(1_000 + attempt, "stats")["result"]?["queryFills"]?.intValue == 0
+        }
+        #expect(done)
+        #expect(try other.request(5_000, "ping")["result"] == .string("pong"))
+    }
 }

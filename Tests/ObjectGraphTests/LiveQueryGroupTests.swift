@@ -55,8 +55,21 @@ struct LiveQueryGroupTests {
 
     @Test(arguments: Array(UInt64(1)...6))
     func manyQueriesOfOneGroupStayExact(seed: UInt64) throws {
+        try self.run(seed: seed, sliced: false)
+    }
+
+    /// The same with every query that evaluates more than three members answered by a fill over several advances
+    /// (Graph+QueryFill.swift) while the steps go on: new orders, unkeyed queries, keyed ones that build their key's
+    /// index or use it.
+    @Test(arguments: Array(UInt64(11)...16))
+    func manyQueriesFilledOverSeveralAdvancesStayExact(seed: UInt64) throws {
+        try self.run(seed: seed, sliced: true)
+    }
+
+    func run(seed: UInt64, sliced: Bool) throws {
         var random = Generator(seed: seed)
         let graph = Graph(model: try Model(root: Self.root, classes: [Self.thing]))
+        if sliced { graph.queryFillThreshold = 3 }
         let things = try KeyPath(parsing: "things")
         let bag = try KeyPath(parsing: "bag")
         var made = 0
@@ -73,18 +86,49 @@ struct LiveQueryGroupTests {
             [SortDescriptor(keys: ["score"], ascending: false)], [SortDescriptor(keys: ["name"]), SortDescriptor(keys: ["score"])],
         ]
         var subscribers: [(path: KeyPath, query: Query, mirror: Mirror)] = []
-        func subscribe() throws {
-            let path = Int.random(in: 0..<4, using: &random) == 0 ? bag : things
-            let order = orders[Int.random(in: 0..<5, using: &random) == 0 ? 1 : 0]
-            let query = Self.randomQuery(&random, orderBy: order)
+        var waiting: [(path: KeyPath, query: Query, options: ObservationOptions)] = []
+        var waited = 0
+        func add(_ path: KeyPath, _ query: Query, _ options: ObservationOptions) throws {
             let mirror = Mirror()
-            let options: ObservationOptions = Bool.random(using: &random) ? [.initial, .new, .old, .prior] : [.initial, .new]
             let (_, initial) = try graph.addQueryObservation(path, query: query, options: options, sink: mirror)
             if let initial { mirror.observe(initial, options: options) }
             subscribers.append((path, query, mirror))
         }
-        for _ in 0..<40 { try subscribe() }
+        func subscribe() throws {
+            let path = Int.random(in: 0..<4, using: &random) == 0 ? bag : things
+            let order = orders[Int.random(in: 0..<5, using: &random) == 0 ? 1 : 0]
+            let query = Self.randomQuery(&random, orderBy: order)
+            let options: ObservationOptions = Bool.random(using: &random) ? [.initial, .new, .old, .prior] : [.initial, .new]
+            let ready = try !sliced || graph.prepareQueryObservation(path, query: query)
+            if ready {
+                try add(path, query, options)
+            } else {
+                waiting.append((path, query, options))
+            }
+        }
+        func advance() throws {
+            guard sliced else { return }
+            _ = graph.advanceQueryFills(checkingEvery: Int.random(in: 1...6, using: &random)) { true }
+            let asking = waiting
+            waiting = []
+            for entry in asking {
+                if try graph.prepareQueryObservation(entry.path, query: entry.query) {
+                    waited += 1
+                    try add(entry.path, entry.query, entry.options)
+                } else {
+                    waiting.append(entry)
+                }
+            }
+        }
+        for _ in 0..<40 {
+            try subscribe()
+            if Bool.random(using: &random) { try advance() }
+        }
+        defer {
+            if sliced { #expect(waited >= 10, "subscriptions waited for their fill") }
+        }
         for step in 0..<250 {
+            if sliced && step % 10 == 9 { try subscribe() }
             if step % 50 == 49 { try subscribe() }
             let current = try Self.objects(graph, things)
             let some = { current.randomElement(using: &random) ?? .null }
@@ -118,6 +162,7 @@ struct LiveQueryGroupTests {
                     try graph.set(try KeyPath(parsing: "$\(rival).name"), to: .string("p\(Int.random(in: 0..<7, using: &random))"))
                 }
             }
+            try advance()
             for subscriber in subscribers {
                 let expected = try graph.query(subscriber.path, subscriber.query, fromLiveQueries: false)
                 #expect(try graph.query(subscriber.path, subscriber.query) == expected, "a get answered by the live query")

@@ -63,6 +63,16 @@ final class SessionContext {
         self.subscriptions = Subscriptions(graph: graph, historyCapacity: historyCapacity, clock: clock)
     }
 
+    /// Carries the graph's live-query fills on for at most half a session's share of the loop (Graph+QueryFill.swift,
+    /// Protocol/README.md#fairness); returns whether some remain (the server's idle hook keeps the loop turning).
+    func advanceQueryFills() -> Bool {
+        guard self.graph.hasQueryFillWork else { return false }
+        let clock = self.clock
+        let start = clock.monotonicNanoseconds
+        let share = Session.turnBudgetNanoseconds / 2
+        return self.graph.advanceQueryFills { clock.monotonicNanoseconds &- start >= share }
+    }
+
     /// Runs `body` with an empty scratch buffer, reused across calls (a nested call gets a fresh one).
     func withScratch(_ body: (inout [UInt8]) -> Void) {
         var buffer = self.scratch
@@ -77,6 +87,7 @@ final class SessionContext {
         let uptime = Double(self.clock.nowMilliseconds &- self.startedAtMilliseconds) / 1000
         var stats = self.stats
         stats.subscriptionsOpen = self.subscriptions.openCount
+        stats.queryFills = self.graph.queryFillCount
         return StatsSnapshot(stats: stats, seq: self.graph.seq, uptimeSeconds: uptime, version: KVODVersion.current)
     }
 }

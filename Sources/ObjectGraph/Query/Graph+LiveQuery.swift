@@ -63,19 +63,13 @@ extension Graph {
     public func addQueryObservation(
         _ keyPath: KeyPath, query: Query, options: ObservationOptions, sink: any ObservationSink
     ) throws(GraphError) -> (observer: QueryObserver, initial: Change?) {
-        let target = try self.queryTarget(keyPath, strict: true)
-        try self.checkQuery(query, elementClass: target.elementClass, path: keyPath)
-        if let holder = target.holder, let object = self.objects[holder.object],
-            !object.objectClass.automaticallyNotifies(holder.key)
-                || object.objectClass.property(holder.key)?.stored?.notification == .manual
-        {
-            throw GraphError.typeMismatch(
-                path: keyPath.description, reason: "a live query needs a collection whose changes are announced automatically")
-        }
+        _ = try self.observableQueryTarget(keyPath, query)
         let registry = self.queries
         let watch: QueryWatch
         if let existing = registry.watches[keyPath] {
             watch = existing
+            // (A fill under way on the collection is finished first: a subscriber sees no partial answer.)
+            if !existing.fills.isEmpty { self.finishFills(of: existing) }
         } else {
             watch = QueryWatch(keyPath: keyPath)
             registry.watches[keyPath] = watch
@@ -104,6 +98,7 @@ extension Graph {
         let id = self.registry.nextObservationID
         self.registry.nextObservationID += 1
         let observer = QueryObserver(id: id, keyPath: keyPath, query: query, options: options, sink: sink, live: live)
+        if live.observers.isEmpty && !registry.unclaimed.isEmpty { registry.unclaimed.removeAll { $0.live === live } }
         live.observers.append(observer)
         registry.observerCount += 1
         watch.selects[SelectKey(query.select), default: 0] += 1
@@ -119,8 +114,23 @@ extension Graph {
 
     /// Checks what `addQueryObservation` checks, without subscribing.
     public func checkQueryObservable(_ keyPath: KeyPath, _ query: Query) throws(GraphError) {
+        _ = try self.observableQueryTarget(keyPath, query)
+    }
+
+    /// The collection a query subscription of `query` at `keyPath` watches, once the query and the collection were
+    /// checked: 1001, 1005 and a missing variable as `checkQuery`, and `typeMismatch` for a collection whose changes
+    /// are announced by hand (`notify: manual`).
+    func observableQueryTarget(_ keyPath: KeyPath, _ query: Query) throws(GraphError) -> QueryTarget {
         let target = try self.queryTarget(keyPath, strict: true)
         try self.checkQuery(query, elementClass: target.elementClass, path: keyPath)
+        if let holder = target.holder, let object = self.objects[holder.object],
+            !object.objectClass.automaticallyNotifies(holder.key)
+                || object.objectClass.property(holder.key)?.stored?.notification == .manual
+        {
+            throw GraphError.typeMismatch(
+                path: keyPath.description, reason: "a live query needs a collection whose changes are announced automatically")
+        }
+        return target
     }
 
     /// The number of live query subscribers.
@@ -136,14 +146,20 @@ extension Graph {
         let select = SelectKey(observer.query.select)
         let uses = (live.group.watch.selects[select] ?? 1) - 1
         live.group.watch.selects[select] = uses > 0 ? uses : nil
-        guard live.observers.isEmpty else { return }
+        self.dropIfUnobserved(live)
+    }
+
+    /// Drops a query nobody observes, then its group and its watch when nothing else uses them (a fill under way
+    /// keeps them). Once: a query already dropped is left alone.
+    func dropIfUnobserved(_ live: LiveQuery) {
         let group = live.group
+        guard live.observers.isEmpty, group.queries.contains(where: { $0 === live }) else { return }
         group.remove(live)
-        guard group.queries.isEmpty else { return }
+        guard group.queries.isEmpty, group.fills.isEmpty else { return }
         let watch = group.watch
         watch.groups.removeAll { $0 === group }
         if !watch.groups.contains(where: \.isOwnOrder) { watch.positions = nil }
-        guard watch.groups.isEmpty else { return }
+        guard watch.groups.isEmpty, watch.fills.isEmpty, self.queries.watches[watch.keyPath] === watch else { return }
         self.unregister(watch)
         self.queries.watches[watch.keyPath] = nil
         self.hasLiveQueries = !self.queries.watches.isEmpty
@@ -165,7 +181,7 @@ extension Graph {
     // MARK: - Building
 
     /// Finds the watch's collection and registers the touches that lead to it.
-    private func locate(_ watch: QueryWatch) {
+    func locate(_ watch: QueryWatch) {
         let registry = self.queries
         for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
         if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
@@ -192,7 +208,7 @@ extension Graph {
     }
 
     /// Counts the watch's members (and registers them as elements).
-    private func fill(_ watch: QueryWatch) {
+    func fill(_ watch: QueryWatch) {
         for element in self.elements(of: watch) { self.addMember(element, to: watch) }
     }
 
@@ -243,7 +259,7 @@ extension Graph {
         live.list = ValueList(matched)
     }
 
-    private func entry(of element: Value, in group: OrderGroup) -> Value {
+    func entry(of element: Value, in group: OrderGroup) -> Value {
         if let keys = group.singleKeys, !self.readsComputed(element, keys) {
             group.watch.ownKeys?.formUnion(keys)
             return OrderGroup.entry(self.sortKey(of: element, group.orderBy, collector: nil), element)
@@ -256,7 +272,7 @@ extension Graph {
 
     /// Whether `live`'s predicate holds for `element`, the touches it read registered when they may go beyond the
     /// element's stored keys (the common predicate over its own stored keys allocates nothing).
-    private func matches(_ live: LiveQuery, _ element: Value) -> Bool {
+    func matches(_ live: LiveQuery, _ element: Value) -> Bool {
         self.queries.predicateEvaluations &+= 1
         if let keys = live.singleKeys, !self.readsComputed(element, keys) {
             return live.matches(element, in: self, collector: nil)
@@ -320,7 +336,7 @@ extension Graph {
     }
 
     /// Forgets an element's foreign touches (it left the collection, or is evaluated again).
-    private func dropForeign(of element: Value, in watch: QueryWatch) {
+    func dropForeign(of element: Value, in watch: QueryWatch) {
         guard let foreign = watch.foreign.removeValue(forKey: element) else { return }
         for touch in foreign {
             guard var elements = watch.dependents[touch] else { continue }
@@ -334,13 +350,13 @@ extension Graph {
         }
     }
 
-    private func addMember(_ element: Value, to watch: QueryWatch) {
+    func addMember(_ element: Value, to watch: QueryWatch) {
         let count = watch.members[element, default: 0]
         watch.members[element] = count + 1
         if count == 0, case .object(let id) = element { self.queries.elementWatches[id, default: []].append(watch) }
     }
 
-    private func removeMember(_ element: Value, from watch: QueryWatch) {
+    func removeMember(_ element: Value, from watch: QueryWatch) {
         guard let count = watch.members[element] else { return }
         if count > 1 {
             watch.members[element] = count - 1
@@ -358,7 +374,7 @@ extension Graph {
         }
     }
 
-    private func unregister(_ watch: QueryWatch) {
+    func unregister(_ watch: QueryWatch) {
         let registry = self.queries
         for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
         if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
@@ -423,7 +439,10 @@ extension Graph {
         let commit = QueryCommit()
         for reached in bracket.changes {
             let watch = reached.watch
-            guard !watch.groups.isEmpty else { continue }
+            // A fill under way learns what changed once the watch is up to date (Graph+QueryFill.swift); a watch whose
+            // members are still being counted is brought up to date by its fill alone.
+            defer { if !watch.fills.isEmpty { self.noteForFills(reached) } }
+            guard !watch.groups.isEmpty || (!watch.fills.isEmpty && !watch.isCounting) else { continue }
             commit.oldShown = reached.oldShown
             if reached.rebuild {
                 for group in watch.groups {
@@ -571,7 +590,7 @@ extension Graph {
 
     /// The index key of `element`'s value of `key` as a predicate reads it; nil when it cannot be keyed (not a
     /// scalar, or a computed key whose dependencies an evaluation must collect).
-    private func equalityValue(of element: Value, _ key: [String]) -> Value? {
+    func equalityValue(of element: Value, _ key: [String]) -> Value? {
         if case .object(let id) = element, let object = self.objects[id], object.objectClass.property(key[0])?.computed != nil {
             return nil
         }
@@ -620,6 +639,7 @@ extension Graph {
                 continue
             }
             guard let entry = group.entries[element] else { continue }
+            for fill in group.fills { fill.noteStale(element, entry) }
             for live in self.candidates(of: element, in: group, refile: false) {
                 let (rank, found) = live.search(entry)
                 guard found else { continue }
@@ -644,6 +664,7 @@ extension Graph {
                 continue
             }
             guard let old = group.entries[element] else { continue }
+            for fill in group.fills { fill.noteStale(element, old) }
             let new = self.entry(of: element, in: group)
             group.entries[element] = new
             let moves = group.compare(old, new) != 0

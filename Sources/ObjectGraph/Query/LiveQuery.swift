@@ -163,6 +163,8 @@ final class OrderGroup {
     var keyIndexes: [[String]: KeyIndex] = [:]
     /// Incremented for each candidate search (`LiveQuery.stamp`).
     var stamp: UInt64 = 0
+    /// Fills of new queries of this group under way (QueryFill): told the entries a changed or leaving element had.
+    var fills: [QueryFill] = []
     unowned let watch: QueryWatch
     /// The element's keys the sort descriptors read, when each is one key (see `LiveQuery.singleKeys`).
     let singleKeys: Set<String>?
@@ -277,10 +279,15 @@ final class QueryWatch {
     /// The `select`s of the subscribers, with how many use each (the shown values a change keeps for `old`).
     var selects: [SelectKey: Int] = [:]
     var groups: [OrderGroup] = []
+    /// Fills under way on this collection (QueryFill), told what each commit changed.
+    var fills: [QueryFill] = []
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
     }
+
+    /// Whether its members are still being counted (a fill that found no watch): no query of it is answered yet.
+    var isCounting: Bool { self.fills.contains { $0.counting != nil } }
 
     var isEmpty: Bool { self.groups.isEmpty }
 }
@@ -294,6 +301,14 @@ final class QueryRegistry {
     /// The watches each element object is a member of.
     var elementWatches: [ObjectID: [QueryWatch]] = [:]
     var observerCount = 0
+    /// Fills under way, oldest first (Graph+QueryFill.swift).
+    var fills: [QueryFill] = []
+    /// Queries a fill answered that no subscriber has claimed yet, with the advance they were answered at: dropped
+    /// when still unclaimed some advances later (the subscriber that waited for them went away).
+    /// (The group and the watch are held too: a query refers to them unowned.)
+    var unclaimed: [(live: LiveQuery, group: OrderGroup, watch: QueryWatch, advance: UInt64)] = []
+    /// Calls of `Graph.advanceQueryFills`.
+    var advances: UInt64 = 0
     /// How many times a live query's predicate was evaluated (tests check that a mutation evaluates only its
     /// candidates).
     var predicateEvaluations = 0
@@ -374,6 +389,11 @@ final class KeyIndex {
         } else {
             self.unkeyed.remove(element)
         }
+    }
+
+    /// How many members a query keyed under `value` may match.
+    func count(under value: Value) -> Int {
+        (self.elements[value]?.count ?? 0) &+ self.unkeyed.count
     }
 
     /// The members a query keyed under `value` may match.

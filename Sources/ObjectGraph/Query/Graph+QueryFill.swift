@@ -1,0 +1,336 @@
+// Answering a new live query over several turns of the caller's loop. A query over a large collection needs every
+// member evaluated once (and, for a new order, sorted): O(n). A server cannot hold its loop that long, so
+// `prepareQueryObservation` says whether the subscription can be made at once (a small collection, a query already
+// answered, a keyed query whose constant names few members, an array in its own order) and otherwise starts a fill
+// (`QueryFill`) that `advanceQueryFills` carries on a slice at a time; the subscriber waits and asks again.
+//
+// A fill builds its answer beside the live ones, unseen by commits: a new query's match list, and for a new order its
+// group's entries and key index (or, when the collection had no watch, the watch's members first: `counting`). It
+// works through a queue of elements: every member once, then each element a commit touched since (its keys, the
+// keys its key paths go through, an occurrence that joined or left), told by `noteForFills` at each commit. Bringing
+// an element up to date is idempotent: whatever the answer holds of it is removed (under each entry it was filed
+// with) and its current occurrences filed again when it matches. When the queue is empty the answer is the query's
+// answer now, and the fill attaches it in one step: from then on the commits keep it, as every other query. A change
+// of the collection's route starts the fill again.
+
+/// One new query being answered over several turns (see the file comment).
+final class QueryFill {
+    let watch: QueryWatch
+    let group: OrderGroup
+    /// The group is the fill's own (a new order), attached with the query.
+    let isNewGroup: Bool
+    let live: LiveQuery
+    /// A keyed query whose key the group indexes not yet: the index made alongside and attached with the query.
+    var keyIndex: (key: [String], index: KeyIndex)?
+    /// A watch made by this fill: the collection's elements when the count began (nil once counted), the next one to
+    /// count, and occurrences that left before they were counted.
+    var counting: ValueList?
+    var countCursor = 0
+    var debt: [Value: Int] = [:]
+    /// The elements still to bring up to date, from `head` on; the ones queued by commits are also in `touched`
+    /// (queued once until brought up to date).
+    var queue: [Value] = []
+    var head = 0
+    var touched: Set<Value> = []
+    /// An existing group: entries a queued element had in it when a commit changed or removed it (the answer may hold
+    /// it under any of them).
+    var stale: [Value: [Value]] = [:]
+
+    init(watch: QueryWatch, group: OrderGroup, isNewGroup: Bool, live: LiveQuery) {
+        self.watch = watch
+        self.group = group
+        self.isNewGroup = isNewGroup
+        self.live = live
+    }
+
+    func enqueue(_ element: Value) {
+        guard self.touched.insert(element).inserted else { return }
+        self.queue.append(element)
+    }
+
+    func noteStale(_ element: Value, _ entry: Value) {
+        if self.stale[element]?.contains(entry) == true { return }
+        self.stale[element, default: []].append(entry)
+    }
+
+    /// Takes the next element to bring up to date.
+    func next() -> Value? {
+        guard self.head < self.queue.count else { return nil }
+        let element = self.queue[self.head]
+        self.head += 1
+        if self.head >= 4096 && self.head * 2 >= self.queue.count {
+            self.queue.removeFirst(self.head)
+            self.head = 0
+        }
+        if !self.touched.isEmpty { self.touched.remove(element) }
+        return element
+    }
+}
+
+extension Graph {
+    // MARK: - Preparing a subscription
+
+    /// Whether a query subscription of `query` at `keyPath` can be made now at a cost bounded by its window and the
+    /// members its constant names (`queryFillThreshold`); otherwise starts (or waits for) the fill that answers it
+    /// over later `advanceQueryFills` calls, and returns false: ask again once they ran. `addQueryObservation`
+    /// works either way (it finishes a fill under way at once).
+    /// - Throws: as `addQueryObservation`.
+    public func prepareQueryObservation(_ keyPath: KeyPath, query: Query) throws(GraphError) -> Bool {
+        let target = try self.observableQueryTarget(keyPath, query)
+        let isOwnOrder = query.orderBy.isEmpty && !target.isSet
+        let threshold = self.queryFillThreshold
+        guard let watch = self.queries.watches[keyPath] else {
+            if isOwnOrder || target.elements.count <= threshold { return true }
+            self.startFill(keyPath, query, watch: nil, group: nil)
+            return false
+        }
+        // One fill at a time per collection: a subscriber decides once the ones under way are done.
+        guard watch.fills.isEmpty else { return false }
+        if isOwnOrder { return true }
+        guard let group = watch.groups.first(where: { $0.orderBy == query.orderBy && !$0.isOwnOrder }) else {
+            if watch.members.count <= threshold { return true }
+            self.startFill(keyPath, query, watch: watch, group: nil)
+            return false
+        }
+        if group.queries.contains(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
+            return true
+        }
+        let equality = query.predicate.flatMap { LiveQuery.equalityConjunct($0, variables: query.variables) }
+        if let (key, value) = equality, let index = group.keyIndexes[key] {
+            if index.count(under: value) <= threshold { return true }
+        } else if watch.members.count <= threshold {
+            return true
+        }
+        self.startFill(keyPath, query, watch: watch, group: group)
+        return false
+    }
+
+    /// How many fills are under way.
+    public var queryFillCount: Int { self.queries.fills.count }
+
+    /// Whether fills are under way or answered queries wait to be claimed (the caller keeps calling
+    /// `advanceQueryFills`).
+    public var hasQueryFillWork: Bool { !self.queries.fills.isEmpty || !self.queries.unclaimed.isEmpty }
+
+    /// Carries the fills under way on, oldest first, until they are done or `shouldStop` (asked every `checkingEvery`
+    /// elements) says so; drops the queries answered some calls ago that nobody subscribed to. Returns
+    /// `hasQueryFillWork`.
+    public func advanceQueryFills(checkingEvery: Int = 64, shouldStop: () -> Bool) -> Bool {
+        let checkingEvery = max(1, checkingEvery)
+        let registry = self.queries
+        registry.advances &+= 1
+        if !registry.unclaimed.isEmpty {
+            let now = registry.advances
+            var dropped: [LiveQuery] = []
+            registry.unclaimed.removeAll { entry in
+                guard now &- entry.advance > 64 else { return false }
+                dropped.append(entry.live)
+                return true
+            }
+            for live in dropped { self.dropIfUnobserved(live) }
+        }
+        var steps = 0
+        while let fill = registry.fills.first {
+            if !self.step(fill) {
+                self.complete(fill)
+                continue
+            }
+            steps &+= 1
+            if steps % checkingEvery == 0 && shouldStop() { break }
+        }
+        return self.hasQueryFillWork
+    }
+
+    /// Finishes every fill of `watch` now (a subscription made by `addQueryObservation` never sees a partial one).
+    func finishFills(of watch: QueryWatch) {
+        while let fill = watch.fills.first {
+            while self.step(fill) {}
+            self.complete(fill)
+        }
+    }
+
+    // MARK: - Filling
+
+    private func startFill(_ keyPath: KeyPath, _ query: Query, watch existing: QueryWatch?, group existingGroup: OrderGroup?) {
+        let registry = self.queries
+        let watch: QueryWatch
+        if let existing {
+            watch = existing
+        } else {
+            watch = QueryWatch(keyPath: keyPath)
+            registry.watches[keyPath] = watch
+            self.hasLiveQueries = true
+            self.locate(watch)
+        }
+        let group = existingGroup ?? OrderGroup(orderBy: query.orderBy, isOwnOrder: false, watch: watch)
+        let live = LiveQuery(predicate: query.predicate, variables: query.variables, group: group)
+        let fill = QueryFill(watch: watch, group: group, isNewGroup: existingGroup == nil, live: live)
+        // The element keys the answer reads reach the watch from the start (an element brought up to date is
+        // queued again when one of them changes).
+        if let keys = live.singleKeys { watch.ownKeys?.formUnion(keys) }
+        if let keys = group.singleKeys { watch.ownKeys?.formUnion(keys) }
+        if let (key, _) = live.equality {
+            if key.count == 1 { watch.ownKeys?.insert(key[0]) }
+            if group.keyIndexes[key] == nil { fill.keyIndex = (key, KeyIndex()) }
+        }
+        watch.fills.append(fill)
+        if existingGroup != nil { group.fills.append(fill) }
+        registry.fills.append(fill)
+        self.begin(fill, isNewWatch: existing == nil)
+    }
+
+    /// Starts (or starts again) a fill's work: counting a new watch's members, or bringing every member up to date.
+    private func begin(_ fill: QueryFill, isNewWatch: Bool) {
+        fill.queue = []
+        fill.head = 0
+        fill.touched = []
+        fill.stale = [:]
+        fill.live.list = ValueList()
+        if fill.isNewGroup { fill.group.entries = [:] }
+        if let (key, _) = fill.keyIndex { fill.keyIndex = (key, KeyIndex()) }
+        if isNewWatch {
+            fill.counting = self.elements(of: fill.watch)
+            fill.countCursor = 0
+            fill.debt = [:]
+        } else if !fill.isNewGroup, let (key, value) = fill.live.equality, let index = fill.group.keyIndexes[key] {
+            // A keyed query: the members its constant names; others that come to match are queued when they change.
+            fill.queue = index.members(under: value)
+        } else {
+            fill.queue = Array(fill.watch.members.keys)
+        }
+    }
+
+    /// One step of a fill: one occurrence counted or one element brought up to date. False when the fill is done.
+    private func step(_ fill: QueryFill) -> Bool {
+        if let counting = fill.counting {
+            guard fill.countCursor < counting.count else {
+                fill.counting = nil
+                fill.debt = [:]
+                return true
+            }
+            let element = counting[fill.countCursor]
+            fill.countCursor += 1
+            if let owed = fill.debt[element] {
+                fill.debt[element] = owed > 1 ? owed - 1 : nil
+                return true
+            }
+            if fill.watch.members[element] == nil { fill.queue.append(element) }
+            self.addMember(element, to: fill.watch)
+            return true
+        }
+        guard let element = fill.next() else { return false }
+        self.bringUpToDate(element, in: fill)
+        return true
+    }
+
+    /// Makes the fill's answer hold what it should of `element` now (see the file comment).
+    private func bringUpToDate(_ element: Value, in fill: QueryFill) {
+        let group = fill.group
+        let live = fill.live
+        if fill.isNewGroup {
+            if let old = group.entries[element] { Self.removeAll(old, from: live) }
+        } else {
+            for old in fill.stale.removeValue(forKey: element) ?? [] { Self.removeAll(old, from: live) }
+            if let now = group.entries[element] { Self.removeAll(now, from: live) }
+        }
+        let occurrences = fill.watch.members[element] ?? 0
+        guard occurrences > 0 else {
+            if fill.isNewGroup { group.entries[element] = nil }
+            fill.keyIndex?.index.remove(element)
+            return
+        }
+        let entry: Value
+        if fill.isNewGroup {
+            entry = self.entry(of: element, in: group)
+            group.entries[element] = entry
+        } else {
+            guard let known = group.entries[element] else { return }
+            entry = known
+        }
+        if let (key, index) = fill.keyIndex { index.file(element, under: self.equalityValue(of: element, key)) }
+        guard self.matches(live, element) else { return }
+        let rank = live.search(entry).index
+        for offset in 0..<occurrences { live.list.insert(entry, at: rank + offset) }
+    }
+
+    /// Removes every occurrence filed under `entry` (equal entries are adjacent: the entry names its element).
+    private static func removeAll(_ entry: Value, from live: LiveQuery) {
+        let (start, found) = live.search(entry)
+        guard found else { return }
+        var end = start + 1
+        while end < live.list.count && live.group.compare(live.list[end], entry) == 0 { end += 1 }
+        for _ in start..<end { live.list.remove(at: start) }
+    }
+
+    /// A fill's answer is the query's: it joins its group (and the group its watch), and commits keep it from now on.
+    private func complete(_ fill: QueryFill) {
+        let registry = self.queries
+        let watch = fill.watch
+        let group = fill.group
+        registry.fills.removeAll { $0 === fill }
+        watch.fills.removeAll { $0 === fill }
+        group.fills.removeAll { $0 === fill }
+        if fill.isNewGroup { watch.groups.append(group) }
+        if let (key, index) = fill.keyIndex { group.keyIndexes[key] = index }
+        group.add(fill.live)
+        registry.unclaimed.append((fill.live, group, watch, registry.advances))
+    }
+
+    // MARK: - Commits
+
+    /// After a commit brought `reached.watch` up to date: each of its fills queues the elements it touched (its
+    /// route changed: the fill starts again). A watch still being counted counts the occurrences that joined and
+    /// left (one that left before it was counted is owed).
+    func noteForFills(_ reached: WatchChange) {
+        let watch = reached.watch
+        for fill in watch.fills {
+            if reached.rebuild {
+                if fill.counting != nil {
+                    for element in Array(watch.members.keys) {
+                        watch.members[element] = 1
+                        self.removeMember(element, from: watch)
+                    }
+                    self.locate(watch)
+                    self.begin(fill, isNewWatch: true)
+                } else {
+                    self.begin(fill, isNewWatch: false)  // (closeQueryBracket found the collection again)
+                }
+                continue
+            }
+            if fill.counting != nil {
+                for detail in reached.details {
+                    let (left, joined) = Self.occurrences(detail)
+                    for element in left {
+                        if (watch.members[element] ?? 0) > 0 {
+                            self.removeMember(element, from: watch)
+                        } else {
+                            fill.debt[element, default: 0] += 1
+                        }
+                    }
+                    for element in joined {
+                        if watch.members[element] == nil { fill.queue.append(element) }
+                        self.addMember(element, to: watch)
+                    }
+                }
+                // (Changed elements counted so far are queued already, or will be once counted.)
+                continue
+            }
+            for element in reached.changed { fill.enqueue(element) }
+            for detail in reached.details {
+                let (left, joined) = Self.occurrences(detail)
+                for element in left { fill.enqueue(element) }
+                for element in joined { fill.enqueue(element) }
+            }
+        }
+    }
+
+    /// The occurrences a collection change removed and added.
+    private static func occurrences(_ detail: CollectionDetail) -> (left: [Value], joined: [Value]) {
+        switch detail.kind {
+        case .insertion: ([], detail.new)
+        case .removal: (detail.old, [])
+        case .replacement: (detail.old, detail.new)
+        case .setting: ([], [])
+        }
+    }
+}
