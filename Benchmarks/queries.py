@@ -18,6 +18,11 @@ for small N or few queries). Then, on raw sockets (no client library in the way)
      the mutation affects (1 for a score, 2 for a team that changed: the old team's and the new one's), is what
      re-running the affected queries would cost per mutation; the ratio naive / incremental is printed.
 
+While the queries are subscribed, and for two more subscribed alone after them (an unindexed `score > 500000` in the
+same order, and `team == 1` in a new order by name), a pinger on its own connection measures its longest wait: how
+long the loop was held. kvod answers a query that evaluates many elements over several loop turns (the subscribe
+waits), so the pinger's wait stays around one share of the loop whatever N.
+
 CPU comes from /proc/PID/stat (utime + stime) over the whole stream: run it on a quiet machine, and trust the ratios
 within a run more than the absolute figures. The sets are pipelined 256 at a time on one connection.
 
@@ -135,6 +140,34 @@ class Connection:
 
     def close(self):
         self.sock.close()
+
+
+class Pinger(threading.Thread):
+    """Pings kvod on its own connection, one at a time, and keeps the longest wait since `reset`: how long the loop was
+    held (a subscription answered within one request holds it for its whole fill)."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.connection = Connection(port)
+        self.longest = 0.0
+        self.pings = 0
+        self.running = True
+
+    def run(self):
+        while self.running:
+            started = time.monotonic()
+            self.connection.call("ping", {})
+            self.longest = max(self.longest, time.monotonic() - started)
+            self.pings += 1
+            time.sleep(0.0005)
+
+    def reset(self):
+        self.longest, self.pings = 0.0, 0
+
+    def stop(self):
+        self.running = False
+        self.join()
+        self.connection.close()
 
 
 class Drain(threading.Thread):
@@ -265,6 +298,8 @@ def measure(binary, size, queries, mutations, seed, profile=None):
         drain.start()
         rss_before = rss_bytes(kvod.pid)
         recorder = profiled(kvod.pid, profile and f"{profile}/perf-subscribe-{size}.data")
+        pinger = Pinger(kvod.port)
+        pinger.start()
         cpu_before = cpu_seconds(kvod.pid)
         started = time.monotonic()
         lines = [json.dumps({"jsonrpc": "2.0", "id": k + 1, "method": "subscribe",
@@ -281,9 +316,26 @@ def measure(binary, size, queries, mutations, seed, profile=None):
                 sys.exit(f"queries.py: {drain.responses} of {queries} subscriptions answered after 30 minutes")
         subscribe_seconds = time.monotonic() - started
         subscribe_cpu = cpu_seconds(kvod.pid) - cpu_before
+        subscribe_ping = pinger.longest
         stop_profile(recorder)
         time.sleep(0.2)
         rss_after = rss_bytes(kvod.pid)
+
+        # 2b. One more query of each costly kind, subscribed alone beside the pinger (and dropped): an unindexed one
+        # in the existing order (every element evaluated) and a keyed one in a new order (every element sorted).
+        # kvod answers them over several loop turns: the pinger's longest wait is the loop's longest hold.
+        extra = {}
+        for name, extra_query in (("unindexed", {"where": "score > 500000", "orderBy": ["-score"], "limit": 20}),
+                                  ("new_order", {"where": "team == 1", "orderBy": ["name"], "limit": 20})):
+            connection = Connection(kvod.port)
+            pinger.reset()
+            started = time.monotonic()
+            connection.call("subscribe", {"path": "players", "options": ["initial", "new"], "query": extra_query})
+            extra[f"{name}_subscribe_ms"] = (time.monotonic() - started) * 1e3
+            extra[f"{name}_ping_max_ms"] = pinger.longest * 1e3
+            connection.close()
+            time.sleep(0.3)  # its subscription ends with the connection
+        pinger.stop()
 
         # 3. The stream again, observed.
         requests, affected = stream(rng, size, teams, mutations, team_of)
@@ -323,6 +375,7 @@ def measure(binary, size, queries, mutations, seed, profile=None):
             "naive_ratio": naive / incremental if incremental > 0 else None,
             "subscribe_seconds": round(subscribe_seconds, 2), "subscribe_cpu_ms_per_query": subscribe_cpu / queries * 1e3,
             "rss_bytes_per_query": (rss_after - rss_before) / queries,
+            "subscribe_ping_max_ms": subscribe_ping * 1e3, **extra,
         }
     finally:
         kvod.stop()
@@ -344,6 +397,16 @@ def table(rows):
              number(row.get("mirror_bytes_per_set"), 0),
              number(row["get_us"]), number(row["naive_us_per_set"]), number(row["naive_ratio"]),
              number(row["rss_bytes_per_query"], 0), number(row["subscribe_cpu_ms_per_query"], 2)] for row in rows]
+    widths = [max(len(line[k]) for line in [header] + body) for k in range(len(header))]
+    for line in [header] + body:
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
+    # Subscribing: how long each took, and the longest the loop was held meanwhile (a pinger's longest wait).
+    print()
+    header = ["N", "Q subscribed: ping max ms", "unindexed: subscribe ms", "ping max ms", "new order: subscribe ms",
+              "ping max ms"]
+    body = [[f"{row['size']:,}", number(row.get("subscribe_ping_max_ms")), number(row.get("unindexed_subscribe_ms")),
+             number(row.get("unindexed_ping_max_ms")), number(row.get("new_order_subscribe_ms")),
+             number(row.get("new_order_ping_max_ms"))] for row in rows]
     widths = [max(len(line[k]) for line in [header] + body) for k in range(len(header))]
     for line in [header] + body:
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
