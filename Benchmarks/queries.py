@@ -324,7 +324,9 @@ def measure(binary, size, queries, mutations, seed, profile=None):
         # 2b. One more query of each costly kind, subscribed alone beside the pinger (and dropped): an unindexed one
         # in the existing order (every element evaluated) and a keyed one in a new order (every element sorted).
         # kvod answers them over several loop turns: the pinger's longest wait is the loop's longest hold.
-        extra = {}
+        pinger.reset()
+        time.sleep(1.0)
+        extra = {"idle_ping_max_ms": pinger.longest * 1e3}  # the floor: the pinger's longest wait with nothing to do
         for name, extra_query in (("unindexed", {"where": "score > 500000", "orderBy": ["-score"], "limit": 20}),
                                   ("new_order", {"where": "team == 1", "orderBy": ["name"], "limit": 20})):
             connection = Connection(kvod.port)
@@ -333,8 +335,10 @@ def measure(binary, size, queries, mutations, seed, profile=None):
             connection.call("subscribe", {"path": "players", "options": ["initial", "new"], "query": extra_query})
             extra[f"{name}_subscribe_ms"] = (time.monotonic() - started) * 1e3
             extra[f"{name}_ping_max_ms"] = pinger.longest * 1e3
+            pinger.reset()
             connection.close()
-            time.sleep(0.3)  # its subscription ends with the connection
+            time.sleep(0.5)  # its subscription ends with the connection, and what only it used is dropped
+            extra[f"{name}_drop_ping_max_ms"] = pinger.longest * 1e3
         pinger.stop()
 
         # 3. The stream again, observed.
@@ -402,11 +406,12 @@ def table(rows):
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
     # Subscribing: how long each took, and the longest the loop was held meanwhile (a pinger's longest wait).
     print()
-    header = ["N", "Q subscribed: ping max ms", "unindexed: subscribe ms", "ping max ms", "new order: subscribe ms",
-              "ping max ms"]
-    body = [[f"{row['size']:,}", number(row.get("subscribe_ping_max_ms")), number(row.get("unindexed_subscribe_ms")),
-             number(row.get("unindexed_ping_max_ms")), number(row.get("new_order_subscribe_ms")),
-             number(row.get("new_order_ping_max_ms"))] for row in rows]
+    header = ["N", "idle: ping max ms", "Q subscribed: ping max ms", "unindexed: subscribe ms", "ping max ms",
+              "dropped: ping max ms", "new order: subscribe ms", "ping max ms", "dropped: ping max ms"]
+    body = [[f"{row['size']:,}", number(row.get("idle_ping_max_ms")), number(row.get("subscribe_ping_max_ms")),
+             number(row.get("unindexed_subscribe_ms")), number(row.get("unindexed_ping_max_ms")),
+             number(row.get("unindexed_drop_ping_max_ms")), number(row.get("new_order_subscribe_ms")),
+             number(row.get("new_order_ping_max_ms")), number(row.get("new_order_drop_ping_max_ms"))] for row in rows]
     widths = [max(len(line[k]) for line in [header] + body) for k in range(len(header))]
     for line in [header] + body:
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))

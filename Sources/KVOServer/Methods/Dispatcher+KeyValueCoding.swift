@@ -24,6 +24,7 @@ extension Dispatcher {
                 if withMeta || params["offset"] != nil || params["limit"] != nil {
                     throw RPCError.badParams("get: 'query' goes with neither 'meta' nor 'offset' and 'limit' (the query has its own)")
                 }
+                session.noteCostlyRequest()
                 return try self.getQuery(path, try QueryParams.parse(query, method: "get"))
             }
             if params["offset"] != nil || params["limit"] != nil {

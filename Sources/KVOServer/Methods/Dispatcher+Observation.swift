@@ -36,7 +36,10 @@ extension Dispatcher {
         }
         // A query whose answer takes more than a bounded evaluation is filled over the next turns; this request
         // waits for it (Protocol/README.md#fairness).
-        if let query, try !graph.prepareQueryObservation(path, query: query) { throw RequestWaits() }
+        if let query {
+            session.noteCostlyRequest()
+            if try !graph.prepareQueryObservation(path, query: query) { throw RequestWaits() }
+        }
         let (created, initial) = try self.context.subscriptions.create(
             path: text, keyPath: path, query: query, options: options, context: context,
             progressSeconds: progress.map { Int($0) }, for: session, encoder: self.context.encoder)

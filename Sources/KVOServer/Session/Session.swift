@@ -348,6 +348,12 @@ final class Session {
         return now &- self.turnStartNanoseconds >= Self.turnBudgetNanoseconds
     }
 
+    /// After a request whose cost is not light though it queued little (a query: an evaluation per element it
+    /// reaches): the next `turnSpent` reads the clock.
+    func noteCostlyRequest() {
+        self.requestsSinceClock = Self.requestsPerClockReading
+    }
+
     /// A new turn's measure, from now (a resumed turn, a large read), or from its first clock reading (`now` false).
     @inline(__always)
     private func startTurn(now: Bool) {

@@ -27,11 +27,19 @@ final class QueryFill {
     var counting: ValueList?
     var countCursor = 0
     var debt: [Value: Int] = [:]
-    /// The elements still to bring up to date, from `head` on; the ones queued by commits are also in `touched`
-    /// (queued once until brought up to date).
+    /// The members to visit first: the collection's elements when the fill began (or was counted), an O(1) copy of
+    /// its ValueList, an element occurring k times visited k times; nil once visited, and for a keyed query (whose
+    /// members are the first ones of `queue`).
+    var members: ValueList.Iterator?
+    /// The elements still to bring up to date after `members`, from `head` on; the ones queued by commits are also
+    /// in `touched` (queued once until brought up to date).
     var queue: [Value] = []
     var head = 0
     var touched: Set<Value> = []
+    /// How many of the first elements taken are the members queued when the fill began (distinct: none of them was
+    /// brought up to date before, so the answer holds nothing of them yet), and how many were taken.
+    var firstVisits = 0
+    var taken = 0
     /// An existing group: entries a queued element had in it when a commit changed or removed it (the answer may hold
     /// it under any of them).
     var stale: [Value: [Value]] = [:]
@@ -53,17 +61,27 @@ final class QueryFill {
         self.stale[element, default: []].append(entry)
     }
 
-    /// Takes the next element to bring up to date.
-    func next() -> Value? {
+    /// Takes the next element to bring up to date, and whether the answer may hold some of it.
+    func next() -> (element: Value, mayBeFiled: Bool)? {
+        if self.members != nil {
+            if let element = self.members?.next() {
+                // The answer holds nothing yet of an element the copy holds once and the collection holds once now.
+                // (One the copy repeats is in the collection more than once, or an occurrence left since: the commit
+                // that removed it queued it, to be brought up to date after the copy.)
+                return (element, self.watch.members[element] != 1)
+            }
+            self.members = nil
+        }
         guard self.head < self.queue.count else { return nil }
         let element = self.queue[self.head]
         self.head += 1
+        self.taken += 1
         if self.head >= 4096 && self.head * 2 >= self.queue.count {
             self.queue.removeFirst(self.head)
             self.head = 0
         }
         if !self.touched.isEmpty { self.touched.remove(element) }
-        return element
+        return (element, self.taken > self.firstVisits)
     }
 }
 
@@ -181,22 +199,33 @@ extension Graph {
 
     /// Starts (or starts again) a fill's work: counting a new watch's members, or bringing every member up to date.
     private func begin(_ fill: QueryFill, isNewWatch: Bool) {
+        fill.members = nil
         fill.queue = []
         fill.head = 0
         fill.touched = []
+        fill.taken = 0
+        fill.firstVisits = 0
         fill.stale = [:]
         fill.live.list = ValueList()
         if fill.isNewGroup { fill.group.entries = [:] }
         if let (key, _) = fill.keyIndex { fill.keyIndex = (key, KeyIndex()) }
+        // The dictionaries the fill grows get their room now: growing one of a million entries rehashes it whole,
+        // which would hold the loop for a fraction of a second in one step.
+        let members = isNewWatch ? self.elements(of: fill.watch).count : fill.watch.members.count
+        if fill.isNewGroup { fill.group.entries.reserveCapacity(members) }
+        fill.keyIndex?.index.keyOf.reserveCapacity(members)
         if isNewWatch {
             fill.counting = self.elements(of: fill.watch)
             fill.countCursor = 0
             fill.debt = [:]
+            fill.watch.members.reserveCapacity(members)
+            self.queries.elementWatches.reserveCapacity(self.queries.elementWatches.count + members)
         } else if !fill.isNewGroup, let (key, value) = fill.live.equality, let index = fill.group.keyIndexes[key] {
             // A keyed query: the members its constant names; others that come to match are queued when they change.
             fill.queue = index.members(under: value)
+            fill.firstVisits = fill.queue.count
         } else {
-            fill.queue = Array(fill.watch.members.keys)
+            fill.members = self.elements(of: fill.watch).makeIterator()
         }
     }
 
@@ -204,8 +233,10 @@ extension Graph {
     private func step(_ fill: QueryFill) -> Bool {
         if let counting = fill.counting {
             guard fill.countCursor < counting.count else {
+                // Counted: the same copy gives the members to visit.
                 fill.counting = nil
                 fill.debt = [:]
+                fill.members = counting.makeIterator()
                 return true
             }
             let element = counting[fill.countCursor]
@@ -214,21 +245,22 @@ extension Graph {
                 fill.debt[element] = owed > 1 ? owed - 1 : nil
                 return true
             }
-            if fill.watch.members[element] == nil { fill.queue.append(element) }
             self.addMember(element, to: fill.watch)
             return true
         }
-        guard let element = fill.next() else { return false }
-        self.bringUpToDate(element, in: fill)
+        guard let (element, mayBeFiled) = fill.next() else { return false }
+        self.bringUpToDate(element, in: fill, mayBeFiled: mayBeFiled)
         return true
     }
 
     /// Makes the fill's answer hold what it should of `element` now (see the file comment).
-    private func bringUpToDate(_ element: Value, in fill: QueryFill) {
+    private func bringUpToDate(_ element: Value, in fill: QueryFill, mayBeFiled: Bool) {
         let group = fill.group
         let live = fill.live
         if fill.isNewGroup {
             if let old = group.entries[element] { Self.removeAll(old, from: live) }
+        } else if !mayBeFiled {
+            fill.stale[element] = nil
         } else {
             for old in fill.stale.removeValue(forKey: element) ?? [] { Self.removeAll(old, from: live) }
             if let now = group.entries[element] { Self.removeAll(now, from: live) }
@@ -307,12 +339,12 @@ extension Graph {
                             fill.debt[element, default: 0] += 1
                         }
                     }
-                    for element in joined {
-                        if watch.members[element] == nil { fill.queue.append(element) }
-                        self.addMember(element, to: watch)
-                    }
+                    for element in joined { self.addMember(element, to: watch) }
+                    // (Visited after the copy: one that joined is not in it.)
+                    for element in left { fill.enqueue(element) }
+                    for element in joined { fill.enqueue(element) }
                 }
-                // (Changed elements counted so far are queued already, or will be once counted.)
+                // (A changed element is visited after it was counted.)
                 continue
             }
             for element in reached.changed { fill.enqueue(element) }
