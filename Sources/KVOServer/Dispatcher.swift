@@ -162,17 +162,19 @@ final class Dispatcher {
         var response = self.response
         self.response = []
         var rest = items
+        // The rest of the batch (from `rest` on) and the initials waiting for its array go on at the next turn.
+        func suspend(_ rest: ArraySlice<RPCParsed>) -> Bool {
+            let initials = self.pendingInitials
+            self.pendingInitials.removeAll()
+            session.suspend(SuspendedLine(rest: rest, initials: initials, nextInitial: self.nextPendingInitial))
+            self.nextPendingInitial = 0
+            if response.capacity <= 64 << 10 { self.response = response }
+            return false
+        }
         while let item = rest.first {
             // Asked before each request, the first included: the line's parse or the requests before it may have
             // used the turn.
-            if session.turnSpent() {
-                let initials = self.pendingInitials
-                self.pendingInitials.removeAll()
-                session.suspend(SuspendedLine(rest: rest, initials: initials, nextInitial: self.nextPendingInitial))
-                self.nextPendingInitial = 0
-                if response.capacity <= 64 << 10 { self.response = response }
-                return false
-            }
+            if session.turnSpent() { return suspend(rest) }
             let waiting = rest
             rest.removeFirst()
             response.removeAll(keepingCapacity: true)
@@ -180,12 +182,7 @@ final class Dispatcher {
             if self.requestWaits {
                 // The request goes on at the session's next turn, with the rest of the batch after it.
                 self.requestWaits = false
-                let initials = self.pendingInitials
-                self.pendingInitials.removeAll()
-                session.suspend(SuspendedLine(rest: waiting, initials: initials, nextInitial: self.nextPendingInitial))
-                self.nextPendingInitial = 0
-                if response.capacity <= 64 << 10 { self.response = response }
-                return false
+                return suspend(waiting)
             }
             // The responses count against the output limits as they are produced (`perform` asks before it
             // adds one): past them the session is closed `slow_consumer` at the flush, and the rest of the

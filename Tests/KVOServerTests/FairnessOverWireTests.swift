@@ -112,5 +112,18 @@ import WireProtocol
         }
         #expect(done)
         #expect(try other.request(5_000, "ping")["result"] == .string("pong"))
+
+        // In a batch: the array waits for the answer, with the requests after the subscribe performed after it.
+        let batcher = try Peer(server)
+        try batcher.send("[" + Peer.requestText(1, "ping") + "," + Peer.requestText(
+            2, "subscribe", #"{"path":"players","query":{"where":"score BETWEEN {29998, 99999}","orderBy":["score"]},"options":["initial","new"]}"#)
+            + "," + Peer.requestText(3, "get", #"{"path":"players","query":{"where":"score BETWEEN {29998, 99999}","select":["score"]}}"#) + "]")
+        let array = try #require(try batcher.receive(timeout: .seconds(120)).arrayValue)
+        #expect(array.map { $0["id"]?.intValue } == [1, 2, 3])
+        #expect(array[2]["result"]?["count"] == .int(2))
+        let batchInitial = try batcher.receive()
+        #expect(batchInitial["params"]?["count"] == .int(2), "\(batchInitial)")
+        #expect(batchInitial["params"]?["new"]?.arrayValue?.count == 2)
+        try batcher.expectQuiet()
     }
 }
