@@ -125,5 +125,19 @@ import WireProtocol
         #expect(batchInitial["params"]?["count"] == .int(2), "\(batchInitial)")
         #expect(batchInitial["params"]?["new"]?.arrayValue?.count == 2)
         try batcher.expectQuiet()
+
+        // A query in the array's own order (no orderBy) is filled the same way, position by position.
+        let ownOrder = try Peer(server)
+        try ownOrder.send(Peer.requestText(
+            1, "subscribe", #"{"path":"players","query":{"where":"score BETWEEN {29990, 99999}","select":["score"]},"options":["initial","new"]}"#))
+        var sawOwnOrderFill = false
+        for attempt in 0..<2_000 where !sawOwnOrderFill {
+            sawOwnOrderFill = try other.request(6_000 + attempt, "stats")["result"]?["queryFills"]?.intValue == 1
+        }
+        #expect(sawOwnOrderFill)
+        #expect(try ownOrder.receive(timeout: .seconds(120))["result"]?["subscription"] != nil)
+        let ownInitial = try ownOrder.receive()
+        #expect(ownInitial["params"]?["new"]?.arrayValue?.map { $0["score"]?.doubleValue } == (29_990...29_999).map { Double($0) })
+        #expect(ownInitial["params"]?["count"] == .int(10))
     }
 }

@@ -1,7 +1,7 @@
 // Answering a new live query over several turns of the caller's loop. A query over a large collection needs every
 // member evaluated once (and, for a new order, sorted): O(n). A server cannot hold its loop that long, so
 // `prepareQueryObservation` says whether the subscription can be made at once (a small collection, a query already
-// answered, a keyed query whose constant names few members, an array in its own order) and otherwise starts a fill
+// answered, a keyed query whose constant names few members) and otherwise starts a fill
 // (`QueryFill`) that `advanceQueryFills` carries on a slice at a time; the subscriber waits and asks again.
 //
 // A fill builds its answer beside the live ones, unseen by commits: a new query's match list, and for a new order its
@@ -10,8 +10,9 @@
 // keys its key paths go through, an occurrence that joined or left), told by `noteForFills` at each commit. Bringing
 // an element up to date is idempotent: whatever the answer holds of it is removed (under each entry it was filed
 // with) and its current occurrences filed again when it matches. When the queue is empty the answer is the query's
-// answer now, and the fill attaches it in one step: from then on the commits keep it, as every other query. A change
-// of the collection's route starts the fill again.
+// answer now, and the fill attaches it in one step: from then on the commits keep it, as every other query. A query
+// in an array's own order is filled by position instead (`follow`): bits as long as the array, evaluated up to a
+// cursor, shifted by the array's insertions and removals. A change of the collection's route starts the fill again.
 
 /// One new query being answered over several turns (see the file comment).
 final class QueryFill {
@@ -43,6 +44,12 @@ final class QueryFill {
     /// An existing group: entries a queued element had in it when a commit changed or removed it (the answer may hold
     /// it under any of them).
     var stale: [Value: [Value]] = [:]
+    /// Own order (an array without `orderBy`): the answer's bits, one per position of the array now — the first
+    /// `cursor` positions evaluated, the others false until the cursor reaches them — and, when the watch indexes no
+    /// positions yet, the positions of the first `cursor` elements (the watch's own index otherwise).
+    var cursor = 0
+    var bits = RankTree()
+    var positions: PositionIndex?
 
     init(watch: QueryWatch, group: OrderGroup, isNewGroup: Bool, live: LiveQuery) {
         self.watch = watch
@@ -98,16 +105,25 @@ extension Graph {
         let isOwnOrder = query.orderBy.isEmpty && !target.isSet
         let threshold = self.queryFillThreshold
         guard let watch = self.queries.watches[keyPath] else {
-            if isOwnOrder || target.elements.count <= threshold { return true }
-            self.startFill(keyPath, query, watch: nil, group: nil)
+            if target.elements.count <= threshold { return true }
+            self.startFill(keyPath, query, isOwnOrder: isOwnOrder, watch: nil, group: nil)
             return false
         }
         // One fill at a time per collection: a subscriber decides once the ones under way are done.
         guard watch.fills.isEmpty else { return false }
-        if isOwnOrder { return true }
+        if isOwnOrder {
+            // Every element evaluated, at its position: O(n) whatever the predicate.
+            let group = watch.groups.first(where: \.isOwnOrder)
+            if let group, group.queries.contains(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
+                return true
+            }
+            if self.elements(of: watch).count <= threshold { return true }
+            self.startFill(keyPath, query, isOwnOrder: true, watch: watch, group: group)
+            return false
+        }
         guard let group = watch.groups.first(where: { $0.orderBy == query.orderBy && !$0.isOwnOrder }) else {
             if watch.members.count <= threshold { return true }
-            self.startFill(keyPath, query, watch: watch, group: nil)
+            self.startFill(keyPath, query, isOwnOrder: false, watch: watch, group: nil)
             return false
         }
         if group.queries.contains(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
@@ -119,7 +135,7 @@ extension Graph {
         } else if watch.members.count <= threshold {
             return true
         }
-        self.startFill(keyPath, query, watch: watch, group: group)
+        self.startFill(keyPath, query, isOwnOrder: false, watch: watch, group: group)
         return false
     }
 
@@ -169,7 +185,9 @@ extension Graph {
 
     // MARK: - Filling
 
-    private func startFill(_ keyPath: KeyPath, _ query: Query, watch existing: QueryWatch?, group existingGroup: OrderGroup?) {
+    private func startFill(
+        _ keyPath: KeyPath, _ query: Query, isOwnOrder: Bool, watch existing: QueryWatch?, group existingGroup: OrderGroup?
+    ) {
         let registry = self.queries
         let watch: QueryWatch
         if let existing {
@@ -180,14 +198,14 @@ extension Graph {
             self.hasLiveQueries = true
             self.locate(watch)
         }
-        let group = existingGroup ?? OrderGroup(orderBy: query.orderBy, isOwnOrder: false, watch: watch)
+        let group = existingGroup ?? OrderGroup(orderBy: query.orderBy, isOwnOrder: isOwnOrder, watch: watch)
         let live = LiveQuery(predicate: query.predicate, variables: query.variables, group: group)
         let fill = QueryFill(watch: watch, group: group, isNewGroup: existingGroup == nil, live: live)
         // The element keys the answer reads reach the watch from the start (an element brought up to date is
         // queued again when one of them changes).
         if let keys = live.singleKeys { watch.ownKeys?.formUnion(keys) }
         if let keys = group.singleKeys { watch.ownKeys?.formUnion(keys) }
-        if let (key, _) = live.equality {
+        if let (key, _) = live.equality, !isOwnOrder {
             if key.count == 1 { watch.ownKeys?.insert(key[0]) }
             if group.keyIndexes[key] == nil { fill.keyIndex = (key, KeyIndex()) }
         }
@@ -207,6 +225,22 @@ extension Graph {
         fill.firstVisits = 0
         fill.stale = [:]
         fill.live.list = ValueList()
+        if fill.group.isOwnOrder {
+            // Every position false until the cursor reaches it; commits keep the bits as long as the array.
+            let count = self.elements(of: fill.watch).count
+            fill.cursor = 0
+            fill.bits = RankTree(count: count) { _ in false }
+            fill.positions = fill.watch.positions == nil ? PositionIndex(ValueList()) : nil
+            fill.positions?.reserveCapacity(count)
+            if isNewWatch {
+                fill.counting = self.elements(of: fill.watch)
+                fill.countCursor = 0
+                fill.debt = [:]
+                fill.watch.members.reserveCapacity(count)
+                self.queries.elementWatches.reserveCapacity(self.queries.elementWatches.count + count)
+            }
+            return
+        }
         if fill.isNewGroup { fill.group.entries = [:] }
         if let (key, _) = fill.keyIndex { fill.keyIndex = (key, KeyIndex()) }
         // The dictionaries the fill grows get their room now: growing one of a million entries rehashes it whole,
@@ -233,10 +267,10 @@ extension Graph {
     private func step(_ fill: QueryFill) -> Bool {
         if let counting = fill.counting {
             guard fill.countCursor < counting.count else {
-                // Counted: the same copy gives the members to visit.
+                // Counted: the same copy gives the members to visit (own order: the array itself, by position).
                 fill.counting = nil
                 fill.debt = [:]
-                fill.members = counting.makeIterator()
+                if !fill.group.isOwnOrder { fill.members = counting.makeIterator() }
                 return true
             }
             let element = counting[fill.countCursor]
@@ -246,6 +280,16 @@ extension Graph {
                 return true
             }
             self.addMember(element, to: fill.watch)
+            return true
+        }
+        if fill.group.isOwnOrder {
+            // The element at the cursor, evaluated where it is.
+            let elements = self.elements(of: fill.watch)
+            guard fill.cursor < elements.count, fill.cursor < fill.bits.count else { return false }
+            let element = elements[fill.cursor]
+            fill.positions?.insert(element, at: fill.cursor)
+            _ = fill.bits.set(fill.cursor, to: self.matches(fill.live, element))
+            fill.cursor += 1
             return true
         }
         guard let (element, mayBeFiled) = fill.next() else { return false }
@@ -303,6 +347,10 @@ extension Graph {
         watch.fills.removeAll { $0 === fill }
         group.fills.removeAll { $0 === fill }
         if fill.isNewGroup { watch.groups.append(group) }
+        if group.isOwnOrder {
+            if let positions = fill.positions { watch.positions = positions }
+            fill.live.bits = fill.bits
+        }
         if let (key, index) = fill.keyIndex { group.keyIndexes[key] = index }
         group.add(fill.live)
         registry.unclaimed.append((fill.live, group, watch, registry.advances))
@@ -329,6 +377,7 @@ extension Graph {
                 }
                 continue
             }
+            if fill.group.isOwnOrder { self.follow(reached, in: fill) }
             if fill.counting != nil {
                 for detail in reached.details {
                     let (left, joined) = Self.occurrences(detail)
@@ -347,12 +396,55 @@ extension Graph {
                 // (A changed element is visited after it was counted.)
                 continue
             }
+            if fill.group.isOwnOrder { continue }
             for element in reached.changed { fill.enqueue(element) }
             for detail in reached.details {
                 let (left, joined) = Self.occurrences(detail)
                 for element in left { fill.enqueue(element) }
                 for element in joined { fill.enqueue(element) }
             }
+        }
+    }
+
+    /// Own order: the bits (and the fill's positions) follow the array's insertions and removals; an element that
+    /// arrives or changes before the cursor is evaluated now (the cursor evaluates those after it).
+    private func follow(_ reached: WatchChange, in fill: QueryFill) {
+        for detail in reached.details {
+            guard let indexes = detail.indexes else { continue }
+            switch detail.kind {
+            case .insertion:
+                for (position, element) in zip(indexes, detail.new) where position <= fill.bits.count {
+                    if position < fill.cursor {
+                        fill.positions?.insert(element, at: position)
+                        fill.bits.insert(self.matches(fill.live, element), at: position)
+                        fill.cursor += 1
+                    } else {
+                        fill.bits.insert(false, at: position)
+                    }
+                }
+            case .removal:
+                for position in indexes.reversed() where position < fill.bits.count {
+                    _ = fill.bits.remove(at: position)
+                    if position < fill.cursor {
+                        _ = fill.positions?.remove(at: position)
+                        fill.cursor -= 1
+                    }
+                }
+            case .replacement:
+                for (index, position) in indexes.enumerated() where index < detail.new.count && position < fill.cursor {
+                    fill.positions?.replace(at: position, with: detail.new[index])
+                    _ = fill.bits.set(position, to: self.matches(fill.live, detail.new[index]))
+                }
+            case .setting:
+                break
+            }
+        }
+        guard let positions = fill.positions ?? fill.watch.positions else { return }
+        for element in reached.changed {
+            let places = positions.positions(of: element).filter { $0 < fill.cursor }
+            guard !places.isEmpty else { continue }
+            let bit = self.matches(fill.live, element)
+            for place in places { _ = fill.bits.set(place, to: bit) }
         }
     }
 

@@ -23,6 +23,11 @@ struct PositionIndex {
 
     var count: Int { self.root.count }
 
+    /// Makes room for `count` distinct elements (a large index grown one element at a time would rehash whole).
+    mutating func reserveCapacity(_ count: Int) {
+        self.leaves.reserveCapacity(count)
+    }
+
     func element(at position: Int) -> Value {
         var node = self.root
         var offset = position
