@@ -18,8 +18,8 @@ for small N or few queries). Then, on raw sockets (no client library in the way)
      the mutation affects (1 for a score, 2 for a team that changed: the old team's and the new one's), is what
      re-running the affected queries would cost per mutation; the ratio naive / incremental is printed.
 
-While the queries are subscribed, and for two more subscribed alone after them (an unindexed `score > 500000` in the
-same order, and `team == 1` in a new order by name), a pinger on its own connection measures its longest wait: how
+While the queries are subscribed, and for three more subscribed alone after them (an unindexed `score > 500000` in the
+same order, `team == 1` in a new order by name, and `score > 500000` in the array's own order), a pinger on its own connection measures its longest wait: how
 long the loop was held. kvod answers a query that evaluates many elements over several loop turns (the subscribe
 waits), so the pinger's wait stays around one share of the loop whatever N.
 
@@ -328,7 +328,8 @@ def measure(binary, size, queries, mutations, seed, profile=None):
         time.sleep(1.0)
         extra = {"idle_ping_max_ms": pinger.longest * 1e3}  # the floor: the pinger's longest wait with nothing to do
         for name, extra_query in (("unindexed", {"where": "score > 500000", "orderBy": ["-score"], "limit": 20}),
-                                  ("new_order", {"where": "team == 1", "orderBy": ["name"], "limit": 20})):
+                                  ("new_order", {"where": "team == 1", "orderBy": ["name"], "limit": 20}),
+                                  ("own_order", {"where": "score > 500000", "limit": 20})):
             connection = Connection(kvod.port)
             pinger.reset()
             started = time.monotonic()
@@ -406,12 +407,16 @@ def table(rows):
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
     # Subscribing: how long each took, and the longest the loop was held meanwhile (a pinger's longest wait).
     print()
-    header = ["N", "idle: ping max ms", "Q subscribed: ping max ms", "unindexed: subscribe ms", "ping max ms",
-              "dropped: ping max ms", "new order: subscribe ms", "ping max ms", "dropped: ping max ms"]
-    body = [[f"{row['size']:,}", number(row.get("idle_ping_max_ms")), number(row.get("subscribe_ping_max_ms")),
-             number(row.get("unindexed_subscribe_ms")), number(row.get("unindexed_ping_max_ms")),
-             number(row.get("unindexed_drop_ping_max_ms")), number(row.get("new_order_subscribe_ms")),
-             number(row.get("new_order_ping_max_ms")), number(row.get("new_order_drop_ping_max_ms"))] for row in rows]
+    header = ["N", "idle: ping max ms", "Q subscribed: ping max ms"]
+    for kind in ("unindexed", "new order", "own order"):
+        header += [f"{kind}: subscribe ms", "ping max ms", "dropped: ping max ms"]
+    body = []
+    for row in rows:
+        line = [f"{row['size']:,}", number(row.get("idle_ping_max_ms")), number(row.get("subscribe_ping_max_ms"))]
+        for kind in ("unindexed", "new_order", "own_order"):
+            line += [number(row.get(f"{kind}_subscribe_ms")), number(row.get(f"{kind}_ping_max_ms")),
+                     number(row.get(f"{kind}_drop_ping_max_ms"))]
+        body.append(line)
     widths = [max(len(line[k]) for line in [header] + body) for k in range(len(header))]
     for line in [header] + body:
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
