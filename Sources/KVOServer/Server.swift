@@ -129,6 +129,8 @@ public final class Server {
             if !self.core.context.sessions.resumeYielded() && !fills { self.resumeHook?.stop() }
         }
         self.core.context.sessions.onYield = { [unowned self] in self.resumeHook?.start() }
+        // Work the graph carries on over turns (live-query fills, drains of dropped ones) keeps the loop turning.
+        self.graph.onQueryFillWork = { [unowned self] in self.resumeHook?.start() }
         if self.configuration.busyPollMicroseconds > 0 {
             self.busyPoll = try BusyPoll(loop: self.loop, microseconds: UInt64(self.configuration.busyPollMicroseconds))
         }
@@ -258,6 +260,7 @@ public final class Server {
         self.forceCloseTimer = nil
         self.flushHook?.close()
         self.flushHook = nil
+        self.graph.onQueryFillWork = nil
         self.resumeHook?.close()
         self.resumeHook = nil
         self.busyPoll?.close()

@@ -26,6 +26,13 @@ public final class Graph {
     /// The most elements a new live query may evaluate within `prepareQueryObservation`'s call; beyond, it is
     /// answered over several `advanceQueryFills` calls (Graph+QueryFill.swift).
     public var queryFillThreshold = 1024
+    /// Whether live-query work waits for `advanceQueryFills` (fills, answers to claim, drains, maps to free). Kept by
+    /// Graph+QueryFill.swift; `onQueryFillWork` is called when it becomes true.
+    @exclusivity(unchecked) public internal(set) var hasQueryFillWork = false {
+        didSet { if self.hasQueryFillWork && !oldValue { self.onQueryFillWork?() } }
+    }
+    /// Called when live-query work starts waiting for `advanceQueryFills` (a server starts calling it each loop turn).
+    public var onQueryFillWork: (() -> Void)?
     /// Objects created since the last collection; drives when garbage collection runs.
     @exclusivity(unchecked) var allocatedSinceCollection = 0
     /// Manual change brackets opened by `willChangeValue` and not yet closed.

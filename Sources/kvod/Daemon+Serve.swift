@@ -15,6 +15,11 @@ extension Daemon {
     /// Runs the server until a signal stops it; returns the process exit status.
     @MainActor
     static func serve(_ configuration: Configuration, model: Model, modelName: String) -> Int32 {
+        // No fast bins in glibc's allocator: freed small blocks are merged as they are freed. With fast bins, a mass
+        // free (a dropped live query's million entries) left them all to be merged by the next large allocation,
+        // which then held the loop: 394 ms measured (docs/ARCHITECTURE.md#decisions). A plain set costs the same
+        // instructions either way (callgrind).
+        POSIX.disableMallocFastBins()
         let logger = Logger(label: "kvod")
         var serverConfiguration = configuration.server
         Self.warnOfRefusedSnapshotCPUs(configuration.snapshotCPUs, logger: logger)

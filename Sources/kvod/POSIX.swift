@@ -7,6 +7,16 @@ import Glibc
 import SystemCall
 
 enum POSIX {
+    /// Turns glibc's malloc fast bins off (`mallopt(M_MXFAST, 0)`, looked up at run time: malloc.h is not part of
+    /// the Glibc module). Freed small blocks are then merged as they are freed, instead of all at once by the next
+    /// large allocation after a mass free (docs/ARCHITECTURE.md#decisions).
+    static func disableMallocFastBins() {
+        typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+        guard let symbol = dlsym(nil, "mallopt") else { return }
+        let mxfast: Int32 = 1  // M_MXFAST in malloc.h
+        _ = unsafeBitCast(symbol, to: Mallopt.self)(mxfast, 0)
+    }
+
     /// The whole file at `path`, or nil when it cannot be opened or read.
     static func readFile(_ path: String) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

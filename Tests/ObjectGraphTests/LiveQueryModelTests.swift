@@ -115,6 +115,62 @@ struct LiveQueryModelTests {
         try self.run(seed: seed, players: 40, steps: 300, subscribers: 10, slicedFills: true)
     }
 
+    /// The last subscriber of a large collection leaves: its watch's registrations go over several advances, at most
+    /// `checkingEvery` each, while commits go on (they reach no dropped watch), and a new subscriber of the same
+    /// collection meanwhile gets a watch of its own that the drain leaves alone.
+    @Test func aDroppedWatchOfALargeCollectionIsDrainedAStepAtATime() throws {
+        let graph = Graph(model: try Model(root: Self.root, classes: [Self.player]))
+        let players = try KeyPath(parsing: "players")
+        try graph.mutate(players, .append((0..<3_000).map {
+            .record(Record(["name": .string("p\($0)"), "score": .int(Int64($0)), "rival": .null]))
+        }))
+        var query = Query()
+        query.predicate = try Predicate(parsing: "rival.score > 10")  // a foreign touch per element with a rival
+        query.orderBy = [SortDescriptor(keys: ["score"], ascending: false)]
+        query.limit = 3
+        let ids: [ObjectID] = try {
+            guard case .array(let list) = try graph.value(at: players) else { return [] }
+            return list.compactMap { if case .object(let id) = $0 { id } else { nil } }
+        }()
+        try graph.set(try KeyPath(parsing: "$\(ids[0]).rival"), to: .object(ids[2_999]))
+        let (first, _) = try graph.addQueryObservation(players, query: query, options: [.new], sink: Mirror())
+        var inOwnOrder = query
+        inOwnOrder.orderBy = []
+        let (ownOrder, _) = try graph.addQueryObservation(players, query: inOwnOrder, options: [.new], sink: Mirror())
+        #expect(graph.queries.elementWatches.count == 3_000 && !graph.queries.byDependency.isEmpty)
+        graph.removeQueryObservation(first)
+        graph.removeQueryObservation(ownOrder)
+        #expect(graph.queries.isEmpty && graph.queries.draining.count == 1, "dropped at once, drained later")
+        // The group's entries and the array's position leaves: freed a step at a time too.
+        #expect(graph.queries.trash.count == 2)
+        #expect(graph.queries.elementWatches.count == 3_000)
+        var advances = 0
+        var mirror: Mirror?
+        var second: QueryObserver?
+        while (!graph.queries.draining.isEmpty || !graph.queries.trash.isEmpty) && advances < 1_000 {
+            let before = graph.queries.elementWatches.count
+            _ = graph.advanceQueryFills(checkingEvery: 100) { true }
+            advances += 1
+            #expect(before - graph.queries.elementWatches.count <= 100)
+            try graph.set(try KeyPath(parsing: "$\(ids[advances]).score"), to: .int(5_000 + Int64(advances)))
+            if advances == 10 {
+                let sink = Mirror()
+                let (observer, initial) = try graph.addQueryObservation(players, query: query, options: [.initial, .new], sink: sink)
+                if let initial { sink.observe(initial, options: [.initial, .new]) }
+                (mirror, second) = (sink, observer)
+            }
+        }
+        #expect(advances >= 90 && graph.queries.draining.isEmpty && graph.queries.trash.isEmpty)
+        // The new watch kept every registration of its own, and its subscriber's mirror is the answer.
+        try graph.set(try KeyPath(parsing: "$\(ids[0]).score"), to: .int(99_999))
+        let expected = try graph.query(players, query, fromLiveQueries: false)
+        #expect(mirror?.window == expected.window && mirror?.window.isEmpty == false)
+        #expect(graph.queries.elementWatches.count == 3_000)
+        if let second { graph.removeQueryObservation(second) }
+        graph.finishQueryDrains()
+        #expect(graph.queries.isEmpty && graph.queries.elementWatches.isEmpty && graph.queries.byDependency.isEmpty)
+    }
+
     func run(
         seed: UInt64, players initialPlayers: Int, steps: Int, subscribers subscriberCount: Int, slicedFills: Bool = false
     ) throws {
@@ -257,6 +313,7 @@ struct LiveQueryModelTests {
             #expect(waited >= 5, "subscriptions waited for their fill")
         }
         for subscriber in subscribers { graph.removeQueryObservation(subscriber.observer) }
+        graph.finishQueryDrains()  // (a large collection's registrations are removed a step at a time)
         #expect(graph.queries.isEmpty && graph.queries.elementWatches.isEmpty && graph.queries.byDependency.isEmpty)
     }
 

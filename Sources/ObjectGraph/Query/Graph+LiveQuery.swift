@@ -158,11 +158,28 @@ extension Graph {
         guard group.queries.isEmpty, group.fills.isEmpty else { return }
         let watch = group.watch
         watch.groups.removeAll { $0 === group }
-        if !watch.groups.contains(where: \.isOwnOrder) { watch.positions = nil }
+        // What only the group used: a large map of it is freed a step at a time.
+        if group.entries.count > self.queryFillThreshold {
+            self.queries.trash.append(QueryTrash(entries: group.entries))
+            group.entries = [:]
+            self.hasQueryFillWork = true
+        }
+        if !watch.groups.contains(where: \.isOwnOrder), var positions = watch.positions {
+            watch.positions = nil
+            if positions.count > self.queryFillThreshold {
+                self.queries.trash.append(QueryTrash(leaves: positions.takeLeaves()))
+                self.hasQueryFillWork = true
+            }
+        }
         guard watch.groups.isEmpty, watch.fills.isEmpty, self.queries.watches[watch.keyPath] === watch else { return }
-        self.unregister(watch)
         self.queries.watches[watch.keyPath] = nil
         self.hasLiveQueries = !self.queries.watches.isEmpty
+        // A large collection's registrations are removed over the next `advanceQueryFills` calls (one per member).
+        if watch.members.count > self.queryFillThreshold {
+            self.startDrain(watch)
+        } else {
+            self.unregister(watch)
+        }
     }
 
     /// The subscriber's window now, as the query shows it.

@@ -144,7 +144,12 @@ extension Graph {
 
     /// Whether fills are under way or answered queries wait to be claimed (the caller keeps calling
     /// `advanceQueryFills`).
-    public var hasQueryFillWork: Bool { !self.queries.fills.isEmpty || !self.queries.unclaimed.isEmpty }
+    /// Sets `hasQueryFillWork` from the registry's lists.
+    func noteQueryFillWork() {
+        let registry = self.queries
+        self.hasQueryFillWork = !registry.fills.isEmpty || !registry.unclaimed.isEmpty || !registry.draining.isEmpty
+            || !registry.trash.isEmpty
+    }
 
     /// Carries the fills under way on, oldest first, until they are done or `shouldStop` (asked every `checkingEvery`
     /// elements) says so; drops the queries answered some calls ago that nobody subscribed to. Returns
@@ -164,15 +169,80 @@ extension Graph {
             for live in dropped { self.dropIfUnobserved(live) }
         }
         var steps = 0
-        while let fill = registry.fills.first {
-            if !self.step(fill) {
-                self.complete(fill)
-                continue
+        work: do {
+            // Maps of dropped queries to free, then drains, then fills: each a step at a time.
+            while let trash = registry.trash.first {
+                if !trash.step() {
+                    registry.trash.removeFirst()
+                    continue
+                }
+                steps &+= 1
+                if steps % checkingEvery == 0 && shouldStop() { break work }
             }
-            steps &+= 1
-            if steps % checkingEvery == 0 && shouldStop() { break }
+            while let watch = registry.draining.first {
+                if !self.drainStep(watch) {
+                    registry.draining.removeFirst()
+                    continue
+                }
+                steps &+= 1
+                if steps % checkingEvery == 0 && shouldStop() { break work }
+            }
+            while let fill = registry.fills.first {
+                if !self.step(fill) {
+                    self.complete(fill)
+                    continue
+                }
+                steps &+= 1
+                if steps % checkingEvery == 0 && shouldStop() { break work }
+            }
         }
+        self.noteQueryFillWork()
         return self.hasQueryFillWork
+    }
+
+    /// Finishes the drains of dropped watches now (a library caller that wants the registry empty).
+    public func finishQueryDrains() {
+        self.queries.trash = []
+        while let watch = self.queries.draining.first {
+            while self.drainStep(watch) {}
+            self.queries.draining.removeFirst()
+        }
+        self.noteQueryFillWork()
+    }
+
+    /// Drops a watch nobody uses any more: its holder and route now, its members' and dependents' registrations a
+    /// step each (`drainStep`).
+    func startDrain(_ watch: QueryWatch) {
+        let registry = self.queries
+        for touch in watch.route { QueryRegistry.remove(watch, from: &registry.byRoute, at: touch) }
+        if let holder = watch.target.holder { QueryRegistry.remove(watch, from: &registry.byHolder, at: holder) }
+        watch.isDraining = true
+        watch.positions = nil
+        watch.drainMembers = watch.members.startIndex
+        watch.drainDependents = watch.dependents.startIndex
+        registry.draining.append(watch)
+        self.hasQueryFillWork = true
+    }
+
+    /// Removes one registration of a draining watch; false when none is left.
+    private func drainStep(_ watch: QueryWatch) -> Bool {
+        let registry = self.queries
+        if let index = watch.drainMembers, index != watch.members.endIndex {
+            let element = watch.members[index].key
+            watch.drainMembers = watch.members.index(after: index)
+            if case .object(let id) = element, var watches = registry.elementWatches[id] {
+                watches.removeAll { $0 === watch }
+                registry.elementWatches[id] = watches.isEmpty ? nil : watches
+            }
+            return true
+        }
+        if let index = watch.drainDependents, index != watch.dependents.endIndex {
+            let touch = watch.dependents[index].key
+            watch.drainDependents = watch.dependents.index(after: index)
+            QueryRegistry.remove(watch, from: &registry.byDependency, at: touch)
+            return true
+        }
+        return false
     }
 
     /// Finishes every fill of `watch` now (a subscription made by `addQueryObservation` never sees a partial one).
@@ -181,6 +251,7 @@ extension Graph {
             while self.step(fill) {}
             self.complete(fill)
         }
+        self.noteQueryFillWork()
     }
 
     // MARK: - Filling
@@ -212,6 +283,7 @@ extension Graph {
         watch.fills.append(fill)
         if existingGroup != nil { group.fills.append(fill) }
         registry.fills.append(fill)
+        self.hasQueryFillWork = true
         self.begin(fill, isNewWatch: existing == nil)
     }
 
@@ -237,7 +309,7 @@ extension Graph {
                 fill.countCursor = 0
                 fill.debt = [:]
                 fill.watch.members.reserveCapacity(count)
-                self.queries.elementWatches.reserveCapacity(self.queries.elementWatches.count + count)
+                self.reserveElementWatches(count)
             }
             return
         }
@@ -253,7 +325,7 @@ extension Graph {
             fill.countCursor = 0
             fill.debt = [:]
             fill.watch.members.reserveCapacity(members)
-            self.queries.elementWatches.reserveCapacity(self.queries.elementWatches.count + members)
+            self.reserveElementWatches(members)
         } else if !fill.isNewGroup, let (key, value) = fill.live.equality, let index = fill.group.keyIndexes[key] {
             // A keyed query: the members its constant names; others that come to match are queued when they change.
             fill.queue = index.members(under: value)
@@ -261,6 +333,12 @@ extension Graph {
         } else {
             fill.members = self.elements(of: fill.watch).makeIterator()
         }
+    }
+
+    /// Room in the registry's element map for a new watch's members, when that costs no rehash of entries it holds
+    /// (a rehash would be O(entries) in one step; growing by itself costs the same, later).
+    private func reserveElementWatches(_ members: Int) {
+        if self.queries.elementWatches.isEmpty { self.queries.elementWatches.reserveCapacity(members) }
     }
 
     /// One step of a fill: one occurrence counted or one element brought up to date. False when the fill is done.

@@ -281,6 +281,11 @@ final class QueryWatch {
     var groups: [OrderGroup] = []
     /// Fills under way on this collection (QueryFill), told what each commit changed.
     var fills: [QueryFill] = []
+    /// Dropped, its registrations being removed a slice at a time (`Graph.advanceQueryFills`): no commit reaches it.
+    /// Its members and dependents are not changed any more, so the drain walks them by index.
+    var isDraining = false
+    var drainMembers: Dictionary<Value, Int>.Index?
+    var drainDependents: Dictionary<Touch, [Value: Int]>.Index?
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
@@ -309,6 +314,10 @@ final class QueryRegistry {
     var unclaimed: [(live: LiveQuery, group: OrderGroup, watch: QueryWatch, advance: UInt64)] = []
     /// Calls of `Graph.advanceQueryFills`.
     var advances: UInt64 = 0
+    /// Watches dropped whose registrations are being removed (`QueryWatch.isDraining`), oldest first.
+    var draining: [QueryWatch] = []
+    /// Large maps of dropped queries, freed an entry per step.
+    var trash: [QueryTrash] = []
     /// How many times a live query's predicate was evaluated (tests check that a mutation evaluates only its
     /// candidates).
     var predicateEvaluations = 0
@@ -325,10 +334,10 @@ final class QueryRegistry {
     /// The watches `touch` reaches, with how.
     func watches(for touch: Touch) -> (holder: [QueryWatch], route: [QueryWatch], elements: [QueryWatch]) {
         var elements: [QueryWatch] = []
-        for watch in self.elementWatches[touch.object] ?? [] {
+        for watch in self.elementWatches[touch.object] ?? [] where !watch.isDraining {
             if watch.ownKeys.map({ $0.contains(touch.key) }) ?? true { elements.append(watch) }
         }
-        for watch in self.byDependency[touch] ?? [] where !elements.contains(where: { $0 === watch }) {
+        for watch in self.byDependency[touch] ?? [] where !watch.isDraining && !elements.contains(where: { $0 === watch }) {
             elements.append(watch)
         }
         return (self.byHolder[touch] ?? [], self.byRoute[touch] ?? [], elements)
@@ -343,6 +352,38 @@ final class QueryRegistry {
         guard var list = index[touch] else { return }
         list.removeAll { $0 === watch }
         index[touch] = list.isEmpty ? nil : list
+    }
+}
+
+/// A large map a dropped query left (a group's entries, an array's position leaves): its values are released one per
+/// step (in place: the indexes stay valid), then the map itself, whose keys are elements (ids, most often: nothing to
+/// release), goes at once.
+final class QueryTrash {
+    var entries: [Value: Value]
+    var entriesIndex: Dictionary<Value, Value>.Index
+    var leaves: [Value: [PositionIndex.Node]]
+    var leavesIndex: Dictionary<Value, [PositionIndex.Node]>.Index
+
+    init(entries: [Value: Value] = [:], leaves: [Value: [PositionIndex.Node]] = [:]) {
+        self.entries = entries
+        self.entriesIndex = entries.startIndex
+        self.leaves = leaves
+        self.leavesIndex = leaves.startIndex
+    }
+
+    /// Releases one value; false when none is left.
+    func step() -> Bool {
+        if self.entriesIndex != self.entries.endIndex {
+            self.entries.values[self.entriesIndex] = .null
+            self.entriesIndex = self.entries.index(after: self.entriesIndex)
+            return true
+        }
+        if self.leavesIndex != self.leaves.endIndex {
+            self.leaves.values[self.leavesIndex] = []
+            self.leavesIndex = self.leaves.index(after: self.leavesIndex)
+            return true
+        }
+        return false
     }
 }
 

@@ -23,6 +23,12 @@ struct PositionIndex {
 
     var count: Int { self.root.count }
 
+    /// Hands over the element → leaves map (for a caller that frees a large one a step at a time), leaving it empty.
+    mutating func takeLeaves() -> [Value: [Node]] {
+        defer { self.leaves = [:] }
+        return self.leaves
+    }
+
     /// Makes room for `count` distinct elements (a large index grown one element at a time would rehash whole).
     mutating func reserveCapacity(_ count: Int) {
         self.leaves.reserveCapacity(count)
