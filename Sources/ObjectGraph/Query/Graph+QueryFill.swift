@@ -168,30 +168,28 @@ extension Graph {
             }
             for live in dropped { self.dropIfUnobserved(live) }
         }
+        // Maps of dropped queries to free, then drains, then fills: each a step at a time, each step true while there
+        // was something to do.
+        let kinds: [() -> Bool] = [
+            {
+                guard let trash = registry.trash.first else { return false }
+                if !trash.step() { registry.trash.removeFirst() }
+                return true
+            },
+            {
+                guard let watch = registry.draining.first else { return false }
+                if !self.drainStep(watch) { registry.draining.removeFirst() }
+                return true
+            },
+            {
+                guard let fill = registry.fills.first else { return false }
+                if !self.step(fill) { self.complete(fill) }
+                return true
+            },
+        ]
         var steps = 0
-        work: do {
-            // Maps of dropped queries to free, then drains, then fills: each a step at a time.
-            while let trash = registry.trash.first {
-                if !trash.step() {
-                    registry.trash.removeFirst()
-                    continue
-                }
-                steps &+= 1
-                if steps % checkingEvery == 0 && shouldStop() { break work }
-            }
-            while let watch = registry.draining.first {
-                if !self.drainStep(watch) {
-                    registry.draining.removeFirst()
-                    continue
-                }
-                steps &+= 1
-                if steps % checkingEvery == 0 && shouldStop() { break work }
-            }
-            while let fill = registry.fills.first {
-                if !self.step(fill) {
-                    self.complete(fill)
-                    continue
-                }
+        work: for step in kinds {
+            while step() {
                 steps &+= 1
                 if steps % checkingEvery == 0 && shouldStop() { break work }
             }
@@ -304,13 +302,7 @@ extension Graph {
             fill.bits = RankTree(count: count) { _ in false }
             fill.positions = fill.watch.positions == nil ? PositionIndex(ValueList()) : nil
             fill.positions?.reserveCapacity(count)
-            if isNewWatch {
-                fill.counting = self.elements(of: fill.watch)
-                fill.countCursor = 0
-                fill.debt = [:]
-                fill.watch.members.reserveCapacity(count)
-                self.reserveElementWatches(count)
-            }
+            if isNewWatch { self.beginCounting(fill, members: count) }
             return
         }
         if fill.isNewGroup { fill.group.entries = [:] }
@@ -321,11 +313,7 @@ extension Graph {
         if fill.isNewGroup { fill.group.entries.reserveCapacity(members) }
         fill.keyIndex?.index.keyOf.reserveCapacity(members)
         if isNewWatch {
-            fill.counting = self.elements(of: fill.watch)
-            fill.countCursor = 0
-            fill.debt = [:]
-            fill.watch.members.reserveCapacity(members)
-            self.reserveElementWatches(members)
+            self.beginCounting(fill, members: members)
         } else if !fill.isNewGroup, let (key, value) = fill.live.equality, let index = fill.group.keyIndexes[key] {
             // A keyed query: the members its constant names; others that come to match are queued when they change.
             fill.queue = index.members(under: value)
@@ -335,9 +323,14 @@ extension Graph {
         }
     }
 
-    /// Room in the registry's element map for a new watch's members, when that costs no rehash of entries it holds
-    /// (a rehash would be O(entries) in one step; growing by itself costs the same, later).
-    private func reserveElementWatches(_ members: Int) {
+    /// A new watch's members are counted first, from a copy of the collection, in maps given their room now (the
+    /// registry's element map only when that costs no rehash of entries it holds: a rehash is O(entries) in one
+    /// step, and growing by itself costs the same, later).
+    private func beginCounting(_ fill: QueryFill, members: Int) {
+        fill.counting = self.elements(of: fill.watch)
+        fill.countCursor = 0
+        fill.debt = [:]
+        fill.watch.members.reserveCapacity(members)
         if self.queries.elementWatches.isEmpty { self.queries.elementWatches.reserveCapacity(members) }
     }
 
