@@ -79,7 +79,7 @@ extension Graph {
         }
         let isOwnOrder = query.orderBy.isEmpty && !watch.target.isSet
         let group: OrderGroup
-        if let existing = watch.groups.first(where: { $0.orderBy == query.orderBy && $0.isOwnOrder == isOwnOrder }) {
+        if let existing = watch.group(for: query, isOwnOrder: isOwnOrder) {
             group = existing
         } else {
             group = OrderGroup(orderBy: query.orderBy, isOwnOrder: isOwnOrder, watch: watch)
@@ -88,7 +88,7 @@ extension Graph {
             self.fill(group)
         }
         let live: LiveQuery
-        if let existing = group.queries.first(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
+        if let existing = group.live(answering: query) {
             live = existing
         } else {
             live = LiveQuery(predicate: query.predicate, variables: query.variables, group: group)

@@ -113,22 +113,18 @@ extension Graph {
         guard watch.fills.isEmpty else { return false }
         if isOwnOrder {
             // Every element evaluated, at its position: O(n) whatever the predicate.
-            let group = watch.groups.first(where: \.isOwnOrder)
-            if let group, group.queries.contains(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
-                return true
-            }
+            let group = watch.group(for: query, isOwnOrder: true)
+            if group?.live(answering: query) != nil { return true }
             if self.elements(of: watch).count <= threshold { return true }
             self.startFill(keyPath, query, isOwnOrder: true, watch: watch, group: group)
             return false
         }
-        guard let group = watch.groups.first(where: { $0.orderBy == query.orderBy && !$0.isOwnOrder }) else {
+        guard let group = watch.group(for: query, isOwnOrder: false) else {
             if watch.members.count <= threshold { return true }
             self.startFill(keyPath, query, isOwnOrder: false, watch: watch, group: nil)
             return false
         }
-        if group.queries.contains(where: { $0.predicate == query.predicate && $0.variables == query.variables }) {
-            return true
-        }
+        if group.live(answering: query) != nil { return true }
         let equality = query.predicate.flatMap { LiveQuery.equalityConjunct($0, variables: query.variables) }
         if let (key, value) = equality, let index = group.keyIndexes[key] {
             if index.count(under: value) <= threshold { return true }

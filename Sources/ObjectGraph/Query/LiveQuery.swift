@@ -231,6 +231,11 @@ final class OrderGroup {
         }
     }
 
+    /// The group's query with `query`'s predicate and variables, if it has one.
+    func live(answering query: Query) -> LiveQuery? {
+        self.queries.first { $0.predicate == query.predicate && $0.variables == query.variables }
+    }
+
     /// Adds a new query to the group and, sorted, to its equality index.
     func add(_ live: LiveQuery) {
         self.queries.append(live)
@@ -289,6 +294,11 @@ final class QueryWatch {
 
     init(keyPath: KeyPath) {
         self.keyPath = keyPath
+    }
+
+    /// The group showing the collection in `query`'s order (`isOwnOrder`: the array's own), if there is one.
+    func group(for query: Query, isOwnOrder: Bool) -> OrderGroup? {
+        self.groups.first { $0.orderBy == query.orderBy && $0.isOwnOrder == isOwnOrder }
     }
 
     /// Whether its members are still being counted (a fill that found no watch): no query of it is answered yet.

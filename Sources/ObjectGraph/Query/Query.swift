@@ -113,10 +113,7 @@ extension Graph {
     func liveQuery(_ path: KeyPath, _ query: Query, isSet: Bool) -> LiveQuery? {
         guard self.hasLiveQueries, let watch = self.queries.watches[path] else { return nil }
         let isOwnOrder = query.orderBy.isEmpty && !isSet
-        guard let group = watch.groups.first(where: { $0.orderBy == query.orderBy && $0.isOwnOrder == isOwnOrder }) else {
-            return nil
-        }
-        return group.queries.first { $0.predicate == query.predicate && $0.variables == query.variables }
+        return watch.group(for: query, isOwnOrder: isOwnOrder)?.live(answering: query)
     }
 
     /// Checks a query against the element class: its key paths (predicate, sort descriptors, selected keys) must
