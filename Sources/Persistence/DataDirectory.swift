@@ -168,6 +168,7 @@ public final class DataDirectory {
     public func rollJournal(at seq: UInt64, carrying: [JournalRecord] = [], syncDirectory: Bool = true) throws(PersistenceError) {
         precondition(self.segments.last.map { $0 < seq } ?? true, "a journal segment at seq \(seq) exists already")
         try self.journal.write()
+        try self.journal.trimAllocation()
         let current = self.path + "/journal.log"
         let segment = Self.segmentPath(self.path, seq)
         guard rename(current, segment) == 0 else { throw PersistenceError.posix("rename", current) }

@@ -42,6 +42,11 @@ final class FileHandle {
         guard fsync(self.descriptor) == 0 else { throw PersistenceError.posix("fsync", self.path) }
     }
 
+    /// `fdatasync`: the data, and of the metadata only what reading it back needs (a new size, new blocks).
+    func syncData() throws(PersistenceError) {
+        guard fdatasync(self.descriptor) == 0 else { throw PersistenceError.posix("fdatasync", self.path) }
+    }
+
     func truncate(to length: Int) throws(PersistenceError) {
         guard ftruncate(self.descriptor, off_t(length)) == 0 else { throw PersistenceError.posix("ftruncate", self.path) }
         guard lseek(self.descriptor, off_t(length), SEEK_SET) >= 0 else { throw PersistenceError.posix("lseek", self.path) }

@@ -60,31 +60,88 @@ struct JournalTests {
         #expect(scan.tornBytes == 0)
     }
 
-    @Test func blocksAreAllocatedAheadOfTheRecordsWithoutChangingTheSize() throws {
+    /// Where fallocate works (ext4, xfs, tmpfs), the file is sized ahead of its records over zero bytes, so an append
+    /// changes neither its size nor its blocks; reopening finds the records and the room again, and appends go on
+    /// right after the last record.
+    @Test func theFileIsSizedAheadOfItsRecordsOverZeroBytes() throws {
+        let directory = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/journal.log"
+        func fileSize() -> Int {
+            var status = stat()
+            #expect(stat(path, &status) == 0)
+            return Int(status.st_size)
+        }
+        let written: Int
+        do {
+            let (journal, _) = try Journal.open(path: path)
+            journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+            try journal.write()
+            try journal.sync()
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            written = bytes.firstIndex(of: 0) ?? bytes.count
+            #expect(written > 0 && written < 100 && bytes[written - 1] == UInt8(ascii: "\n"))
+            #expect(bytes[written...].allSatisfy { $0 == 0 })
+            if bytes.count > written {
+                // A fresh journal is sized the smallest step ahead.
+                #expect(bytes.count >= 1 << 20 && bytes.count < 64 << 20)  // Journal.minimumAllocationStep, allocationStep
+                journal.append(seq: 2, method: "set", params: .object(["path": "a", "value": 2]))
+                try journal.write()
+                #expect(fileSize() == bytes.count)
+            }
+        }
+        let (journal, scan) = try Journal.open(path: path)
+        #expect(scan.records.map(\.seq).prefix(1) == [1])
+        #expect(scan.tornBytes == 0)
+        #expect(scan.end >= written)
+        journal.append(seq: 3, method: "set", params: .object(["path": "a", "value": 3]))
+        try journal.write()
+        let reopened = try Journal.open(path: path).1
+        #expect(reopened.records.map(\.seq).last == 3 && reopened.tornBytes == 0)
+    }
+
+    /// A zero byte before the zero tail is a write the machine never finished (a block that did not reach the disk
+    /// while a later one did): the record holding it and everything after are cut off as a torn tail, and the file
+    /// goes on cleanly from there.
+    @Test("a zero byte inside the records cuts the journal there", arguments: [0, 3, 25])
+    func aZeroByteInsideTheRecordsIsATornWrite(offset: Int) throws {
         let directory = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/journal.log"
         do {
             let (journal, _) = try Journal.open(path: path)
-            journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+            for seq in 1...3 { journal.append(seq: UInt64(seq), method: "set", params: .object(["path": "a", "value": .int(Int64(seq))])) }
             try journal.write()
-            var status = stat()
-            #expect(stat(path, &status) == 0)
-            let written = Int(status.st_size)
-            #expect(written > 0 && written < 100)
-            // Where fallocate works (ext4, xfs, tmpfs), an append fills blocks that exist already.
-            // A fresh journal reserves the smallest step.
-            if Int(status.st_blocks) * 512 > 4096 {
-                #expect(Int(status.st_blocks) * 512 >= 1 << 20)  // Journal.minimumAllocationStep
-                #expect(Int(status.st_blocks) * 512 < 64 << 20)  // Journal.allocationStep
-            }
         }
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let records = bytes.firstIndex(of: 0) ?? bytes.count
+        let secondStart = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
+        bytes[secondStart + offset] = 0  // record 2 never reached the disk there; record 3 did
+        bytes += Array(repeating: 0, count: 4096)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
         let (journal, scan) = try Journal.open(path: path)
         #expect(scan.records.map(\.seq) == [1])
-        #expect(scan.tornBytes == 0)
-        journal.append(seq: 2, method: "set", params: .object(["path": "a", "value": 2]))
+        #expect(scan.tornBytes == records - secondStart)
+        #expect(scan.end == secondStart)
+        journal.append(seq: 2, method: "set", params: .object(["path": "b", "value": 2]))
         try journal.write()
-        #expect(try Journal.open(path: path).1.records.map(\.seq) == [1, 2])
+        let (_, again) = try Journal.open(path: path)
+        #expect(again.records.map(\.seq) == [1, 2] && again.tornBytes == 0)
+        #expect(again.records[1].params?["path"] == "b")
+    }
+
+    /// A journal closed for good gives back its room: it ends with its last record.
+    @Test func trimmingGivesBackTheRoomAllocatedAhead() throws {
+        let directory = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/journal.log"
+        let (journal, _) = try Journal.open(path: path)
+        journal.append(seq: 1, method: "set", params: .object(["path": "a", "value": 1]))
+        try journal.write()
+        try journal.trimAllocation()
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bytes.last == UInt8(ascii: "\n") && !bytes.contains(0))
+        #expect(try Journal.open(path: path).1.records.map(\.seq) == [1])
     }
 
     @Test("a torn last record is cut off", arguments: [1, 5, 9, 20, 40])

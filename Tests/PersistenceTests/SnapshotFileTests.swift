@@ -125,6 +125,11 @@ struct SnapshotFileTests {
             try Self.append(data.journal, 6...6)
             #expect(data.segments == [3, 5])
         }
+        // A segment ends with its last record: the journal's room allocated ahead went with the roll.
+        for seq in [3, 5] {
+            let segment = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/journal.\(seq).log")))
+            #expect(segment.last == UInt8(ascii: "\n") && !segment.contains(0))
+        }
         // A crash before any snapshot was put in place: every record comes back, in seq order.
         let (data, contents) = try DataDirectory.open(path: directory)
         #expect(contents.records.map(\.seq) == [1, 2, 3, 4, 5, 6])
