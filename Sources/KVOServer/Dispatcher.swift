@@ -272,7 +272,7 @@ final class Dispatcher {
             if let cluster = self.context.cluster { try self.checkAdmitsMutation(cluster) }
             let seq = try self.set(set)
             self.context.stats.mutations += 1
-            self.context.mutationLog?.committed(seq: seq, method: "set", params: .object(set.params))
+            self.context.mutationLog?.committed(seq: seq, plainSet: set)
             session.heldUntilSeq = seq  // as in perform: with --sync-replicas its output waits for followers
             if self.result.isEmpty {
                 session.enqueueResponse(id: set.id, objectPrefix: Self.seqResultPrefix, int: Int64(seq))

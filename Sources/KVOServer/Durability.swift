@@ -82,6 +82,12 @@ public final class Durability: MutationLog {
         self.directory.journal.append(seq: seq, method: method, params: params)
     }
 
+    /// Journals a plain set with its params' text as the client sent it: no object built, none written out again
+    /// (about 1,900 instructions a set, callgrind). Replay reads the text with the same reader as the request.
+    func committed(seq: UInt64, plainSet set: RPCPlainSet) {
+        self.directory.journal.append(seq: seq, method: "set") { $0.append(contentsOf: set.paramsText) }
+    }
+
     /// Journals an `onDisconnect` registration (or its cancel) at the current seq, and remembers it for the rolls.
     func registered(connection: String, ops: [JSONValue]) {
         self.journal(.registered(connection: connection, ops: ops))

@@ -12,6 +12,9 @@ public struct RPCPlainSet {
     public var path: UnsafeRawBufferPointer
     /// The value.
     public var value: JSONValue
+    /// The params' JSON text, `{"path":…,"value":…}` as the client wrote it, inside the decoded line: valid only while
+    /// the line is. What the journal keeps of the set: it reads back as `params` (the same reader, the same value).
+    public var paramsText: UnsafeRawBufferPointer
 
     /// The same set as a general request (for the general dispatcher, the journal and error messages).
     public var request: RPCRequest {
@@ -55,9 +58,12 @@ extension JSONParser {
         guard self.skip(#"","value":"#) else { return nil }
         // The value is a member of `params`, two objects deep, as `decode` parses it.
         guard let value = try? self.parseValue(depth: 2), self.skip("}}") else { return nil }
+        let paramsStart = pathStart &- #"{"path":""#.utf8.count
+        let paramsEnd = self.index &- 1  // past the params' closing brace
         guard (try? self.expectEndOfInput()) != nil else { return nil }
         return RPCPlainSet(
-            id: id, path: UnsafeRawBufferPointer(start: base + pathStart, count: pathEnd &- pathStart), value: value)
+            id: id, path: UnsafeRawBufferPointer(start: base + pathStart, count: pathEnd &- pathStart), value: value,
+            paramsText: UnsafeRawBufferPointer(start: base + paramsStart, count: paramsEnd &- paramsStart))
     }
 
     /// Skips `literal` when the input continues with exactly it; compared eight bytes at a time.

@@ -11,12 +11,13 @@ struct RPCPlainSetTests {
         let path: [UInt8]
         let value: JSONValue
         let request: RPCRequest
+        let paramsText: [UInt8]
     }
 
     static func plainSet(_ text: String, maxDepth: Int = 64) -> Read? {
         bytes(text).withUnsafeBytes { line in
             RPCMessage.decodePlainSet(line, maxDepth: maxDepth).map {
-                Read(id: $0.id, path: Array($0.path), value: $0.value, request: $0.request)
+                Read(id: $0.id, path: Array($0.path), value: $0.value, request: $0.request, paramsText: Array($0.paramsText))
             }
         }
     }
@@ -58,6 +59,11 @@ struct RPCPlainSetTests {
         JSONWriter.append(.object(params), to: &journaled)
         JSONWriter.append(decodedParams, to: &general)
         #expect(journaled == general)
+        // A journal keeps the params' text as the client sent it: exactly the params object of the line, which the
+        // general reader reads back as the same params.
+        #expect(plain.paramsText.first == UInt8(ascii: "{") && plain.paramsText.last == UInt8(ascii: "}"))
+        #expect(String(decoding: plain.paramsText, as: UTF8.self).hasPrefix(#"{"path":""#))
+        #expect(try JSONParser.parse(plain.paramsText) == decodedParams)
     }
 
     @Test("the parts, read off the line")
@@ -66,6 +72,10 @@ struct RPCPlainSetTests {
         #expect(plain.id == -12)
         #expect(plain.path == Array("a.b".utf8))
         #expect(plain.value == .string("v"))
+        #expect(plain.paramsText == Array(#"{"path":"a.b","value":"v"}"#.utf8))
+        // A value written with spaces keeps them: the text is the client's, not a re-encoding.
+        let spaced = try #require(Self.plainSet(Self.line(value: #" [1, {"a" : 2}]"#)))
+        #expect(String(decoding: spaced.paramsText, as: UTF8.self) == #"{"path":"bench.value","value": [1, {"a" : 2}]}"#)
     }
 
     @Test(

@@ -11,6 +11,8 @@ import WireProtocol
 protocol MutationLog: AnyObject {
     /// One successful mutation: its seq and its request, exactly as the client sent it.
     func committed(seq: UInt64, method: String, params: JSONValue?)
+    /// One successful plain set (the fast path's): `set.paramsText` is its params as JSON text, valid during the call.
+    func committed(seq: UInt64, plainSet set: RPCPlainSet)
     /// A session registered `onDisconnect` ops (as sent, `ttl` unresolved), replacing its earlier ones; `[]`
     /// cancels. `connection` is the session's `durableID`.
     func registered(connection: String, ops: [JSONValue])
@@ -19,6 +21,13 @@ protocol MutationLog: AnyObject {
     func disconnected(connection: String)
     /// Called once per loop turn before any of the turn's output reaches a transport (the group commit).
     func beforeOutput()
+}
+
+extension MutationLog {
+    /// A plain set as any other mutation: its params as an object.
+    func committed(seq: UInt64, plainSet set: RPCPlainSet) {
+        self.committed(seq: seq, method: "set", params: .object(set.params))
+    }
 }
 
 /// The shared state of the session core. Loop-owned.
