@@ -270,7 +270,7 @@ final class Dispatcher {
         do {
             if self.context.accessControl.isEnabled { try self.authorizePlainSet(path: set.path, on: session) }
             if let cluster = self.context.cluster { try self.checkAdmitsMutation(cluster) }
-            let seq = try self.set(set)
+            let seq = try self.set(plainPath: set.path, value: set.value)
             self.context.stats.mutations += 1
             self.context.mutationLog?.committed(seq: seq, plainSet: set)
             session.heldUntilSeq = seq  // as in perform: with --sync-replicas its output waits for followers
