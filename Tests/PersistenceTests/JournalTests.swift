@@ -5,6 +5,16 @@ import Testing
 import WireProtocol
 
 struct JournalTests {
+    /// Writes records 1, 2 and 3 (`set a`) to a new journal at `path` and returns the file's bytes.
+    static func writeThreeRecords(to path: String) throws -> [UInt8] {
+        do {
+            let (journal, _) = try Journal.open(path: path)
+            for seq in 1...3 { journal.append(seq: UInt64(seq), method: "set", params: .object(["path": "a", "value": .int(Int64(seq))])) }
+            try journal.write()
+        }
+        return try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
     static func scratch() -> String {
         let path = NSTemporaryDirectory() + "kvod-journal-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -108,12 +118,7 @@ struct JournalTests {
         let directory = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/journal.log"
-        do {
-            let (journal, _) = try Journal.open(path: path)
-            for seq in 1...3 { journal.append(seq: UInt64(seq), method: "set", params: .object(["path": "a", "value": .int(Int64(seq))])) }
-            try journal.write()
-        }
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var bytes = try Self.writeThreeRecords(to: path)
         let records = bytes.firstIndex(of: 0) ?? bytes.count
         let secondStart = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
         bytes[secondStart + offset] = 0  // record 2 never reached the disk there; record 3 did
@@ -188,12 +193,7 @@ struct JournalTests {
     @Test func damageBeforeTheTailRefusesToLoad() throws {
         let directory = Self.scratch()
         let path = directory + "/journal.log"
-        do {
-            let (journal, _) = try Journal.open(path: path)
-            for seq in 1...3 { journal.append(seq: UInt64(seq), method: "set", params: .object(["path": "a", "value": .int(Int64(seq))])) }
-            try journal.write()
-        }
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var bytes = try Self.writeThreeRecords(to: path)
         let secondStart = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
         bytes[secondStart + 30] ^= 0x01  // flip one bit inside record 2
         try Data(bytes).write(to: URL(fileURLWithPath: path))
