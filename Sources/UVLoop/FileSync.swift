@@ -1,6 +1,6 @@
-// FileSync: fdatasync(2) of a descriptor on libuv's thread pool (`uv_fs_fdatasync`), so a slow disk does not hold up the loop;
-// the completion runs on the loop. The pool's threads run only libuv's C code, never Swift, so a later fork() (a
-// background snapshot) finds no Swift runtime lock held by another thread.
+// FileSync: fdatasync(2) of a descriptor on libuv's thread pool (`uv_fs_fdatasync`), so a slow disk does not hold up
+// the loop; the completion runs on the loop. The pool's threads run only libuv's C code, never Swift, so a later
+// fork() (a background snapshot) finds no Swift runtime lock held by another thread.
 
 internal import CLibUV
 

@@ -108,6 +108,10 @@ struct RPCPlainSetTests {
             #"{"jsonrpc":"2.0","id":-,"method":"set","params":{"path":"a","value":1}}"#,
             #"{"jsonrpc":"2.0","id":7,"method":"set","params":{"path":"a","value":}}"#,
             #"{"jsonrpc":"2.0","id":7,"method":"set","params":{"path":"a","value":[1,}}"#,
+            // A zero byte, which the journal (which keeps a plain set's params text) reads as the end of its records.
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"set\",\"params\":{\"path\":\"a\",\"value\":\"x\u{0}y\"}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"set\",\"params\":{\"path\":\"a\",\"value\":\u{0}1}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"set\",\"params\":{\"path\":\"a\u{0}\",\"value\":1}}",
             #"{"jsonrpc":"2.0","id":7,"method":"set","params":{"path":"a","value":1e999}}"#,
             #"{"jsonrpc":"2.0","id":7,"method":"set","params":{"path":"a","value":tru}}"#,
             #"{"jsonrpc":"2.0","id":7,"method":"set","params":{"path":"a","value":1}}}"#,
