@@ -7,17 +7,21 @@ cell, round after round: kvod, kvod/tls, redis, redis/tls. The same generator sp
 module kvod itself uses: OpenSSL 3 over memory buffers), so the client side costs the same.
 
 Cells:
-  sets        8 connections x 16 sets in flight, one path, nobody subscribed (kvod `set`, Redis SET): sets/s
-  fanout M    M subscribers of one key, 1 publisher x 16 in flight (kvod `set`, Redis PUBLISH): notifications/s
-  handshakes  16 connections opening at once: connect, handshake, one ping answered, close: connections/s
+  sets          8 connections x 16 sets in flight, one path, nobody subscribed (kvod `set`, Redis SET): sets/s
+  fanout M      M subscribers of one key, 1 publisher x 16 in flight (kvod `set`, Redis PUBLISH): notifications/s
+  fanout M @R   the same at R mutations/s (kvod-bench --rate; at most 64 in flight): every series carries the same
+                load, so the server's CPU per notification is compared at equal batching and equal wake-ups
+  handshakes    16 connections opening at once: connect, handshake, one ping answered, close: connections/s
 
 Each run reports its rate, the server's CPU (from /proc) and the generator's. The server's CPU time per operation
 (a set, a notification, a connection) is what a cell is judged by when the generator saturates its CPU (>= 90 %):
-then the rate measures the generator, not the server. Otherwise the rate judges. The table prints, for each cell,
+then the rate measures the generator, not the server. Otherwise the rate judges. A paced cell is always judged by
+server CPU per operation, as long as every series kept up with the rate (else by rate). The table prints, for each cell,
 which rule judged it, whether kvod/tls is level with redis/tls (within 5 %), and what TLS costs each server (the
 TLS/plaintext ratio of the judged figure).
 
-    python3 Benchmarks/tls.py [--quick] [--rounds 3] [--seconds 3] [--no-build] [--no-pin] [--out DIR]
+    python3 Benchmarks/tls.py [--quick] [--rounds 3] [--seconds 3] [--subscribers 1,100]
+                              [--paced 1@50000,1@120000,100@8000] [--no-build] [--no-pin] [--out DIR]
 
 Everything listens on 127.0.0.1 and is stopped at exit. Certificates are made with the openssl CLI.
 """
@@ -135,7 +139,7 @@ def start_redis(path, out, pin):
 
 def run_cell(bench, cell, series, servers, path, seconds, warmup, pin):
     """One kvod-bench run; returns (rate, operations in window, window seconds, server CPU, bench CPU)."""
-    kind, parameter = cell
+    kind, parameter, rate = cell
     process, port, tls_port = servers[series.split("/")[0]]
     tls = series.endswith("/tls")
     command = [bench, kind, "--port", str(tls_port if tls and series.startswith("redis") else port),
@@ -146,6 +150,8 @@ def run_cell(bench, cell, series, servers, path, seconds, warmup, pin):
         command += ["--target", "redis"]
     if kind == "sets":
         command += ["--connections", "8", "--pipeline", "16"]
+    elif kind == "fanout" and rate:
+        command += ["--subscribers", str(parameter), "--publishers", "1", "--pipeline", "64", "--rate", str(rate)]
     elif kind == "fanout":
         command += ["--subscribers", str(parameter), "--publishers", "1", "--pipeline", "16"]
     else:
@@ -162,8 +168,10 @@ def run_cell(bench, cell, series, servers, path, seconds, warmup, pin):
 
 
 def cell_name(cell):
-    kind, parameter = cell
-    return f"fanout M={parameter}" if kind == "fanout" else kind
+    kind, parameter, rate = cell
+    if kind != "fanout":
+        return kind
+    return f"fanout M={parameter} @{rate:,}/s" if rate else f"fanout M={parameter}"
 
 
 def cpu_per_op_us(run):
@@ -176,14 +184,21 @@ def medians(runs):
     """Median rate, server CPU per op (µs) and generator CPU of a series' runs."""
     per_op = [value for value in (cpu_per_op_us(run) for run in runs) if value is not None]
     return {"rate": statistics.median(run["rate"] for run in runs),
+            "mutation_rate": statistics.median(run["raw"].get("mutations_per_s", 0) for run in runs),
             "cpu_per_op": statistics.median(per_op) if per_op else None,
             "bench_cpu": statistics.median(run["bench_cpu"] for run in runs)}
 
 
-def cell_rule(summary):
+def cell_rule(summary, rate=None):
     """How a cell is judged: by server CPU per operation when the generator saturated its CPU in any of the cell's
-    series (then the rates measure the generator), else by rate. One rule for the whole cell, so that the cost
-    ratios of the two servers compare like with like."""
+    series (then the rates measure the generator), else by rate. A paced cell is judged by server CPU per operation
+    when every series kept up with its rate (within 5 %: the load was the same), else by rate. One rule for the whole
+    cell, so that the cost ratios of the two servers compare like with like."""
+    if rate:
+        if all(summary[series]["cpu_per_op"] for series in SERIES) and \
+                all(summary[series]["mutation_rate"] >= LEVEL * rate for series in SERIES):
+            return "server CPU/op at equal load"
+        return "rate (a series fell behind the set rate)"
     saturated = [series for series in SERIES if summary[series]["bench_cpu"] >= SATURATED]
     if saturated and all(summary[series]["cpu_per_op"] for series in SERIES):
         return "server CPU/op (generator saturated in " + ", ".join(saturated) + ")"
@@ -204,6 +219,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--warmup", type=float, default=1)
     parser.add_argument("--subscribers", default="1,100")
+    parser.add_argument("--paced", default="1@50000,1@120000,100@8000",
+                        help="paced fan-out cells M@R (R mutations/s); empty: none")
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--no-pin", action="store_true")
     parser.add_argument("--out")
@@ -225,8 +242,9 @@ def main():
         redis_process, redis_port, redis_tls_port = start_redis(path, out, pin)
         servers = {"kvod": (kvod_process, kvod_port, kvod_port),
                    "redis": (redis_process, redis_port, redis_tls_port)}
-        cells = [("sets", None)] + [("fanout", int(m)) for m in arguments.subscribers.split(",")] + \
-                [("handshakes", None)]
+        paced = [entry.split("@") for entry in arguments.paced.split(",") if entry]
+        cells = [("sets", None, None)] + [("fanout", int(m), None) for m in arguments.subscribers.split(",") if m] + \
+                [("fanout", int(m), int(r)) for m, r in paced] + [("handshakes", None, None)]
         runs = []
         with open(os.path.join(out, "runs.jsonl"), "w") as record:
             for round_number in range(arguments.rounds):
@@ -257,7 +275,7 @@ def report(runs, cells, out, arguments):
         unit = {"sets": "set", "fanout": "notification", "handshakes": "connection"}[cell[0]]
         rows.append([name, unit] + [f"{summary[s]['rate']:,.0f}" for s in SERIES]
                     + [f"{summary[s]['cpu_per_op']:.2f} µs" if summary[s]["cpu_per_op"] else "-" for s in SERIES])
-        rule = cell_rule(summary)
+        rule = cell_rule(summary, cell[2])
         versus = judge(rule, summary["kvod/tls"], summary["redis/tls"])
         kvod_cost = judge(rule, summary["kvod"], summary["kvod/tls"])
         redis_cost = judge(rule, summary["redis"], summary["redis/tls"])

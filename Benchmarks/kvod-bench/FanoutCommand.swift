@@ -46,6 +46,12 @@ struct Fanout: ParsableCommand {
     @Option(help: "Mutations in flight per publisher (overrides --shapes).")
     var pipeline: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Mutations per second, all publishers together, each still keeping at most D in flight.",
+            discussion: "Without it publishers send as fast as acknowledgements come back."))
+    var rate: Double?
+
     @Option(help: "Publisher shapes PxD, comma-separated, used when --publishers and --pipeline are absent.")
     var shapes: String = "1x1,1x16,16x1"
 
@@ -81,6 +87,9 @@ struct Fanout: ParsableCommand {
             throw ValidationError("--seconds must be in (0, 3600] and --warmup in [0, 600]")
         }
         if let limit = self.mutationLimit, limit <= 0 { throw ValidationError("--count must be positive") }
+        if let rate = self.rate, !(rate >= 1 && rate <= 100_000_000) {
+            throw ValidationError("--rate must be in [1, 100000000] mutations per second")
+        }
         if self.series?.isEmpty == true { throw ValidationError("--series must not be empty") }
         _ = try parseList(self.subscribers, name: "--subscribers")
         _ = try self.resolvedShapes()
@@ -115,7 +124,7 @@ struct Fanout: ParsableCommand {
                 let configuration = FanoutConfiguration(
                     target: target, series: self.series, host: self.server.host, port: self.server.port,
                     transport: self.transport,
-                    subscribers: subscriberCount, publishers: publisherCount, pipeline: depth,
+                    subscribers: subscriberCount, publishers: publisherCount, pipeline: depth, rate: self.rate,
                     warmupSeconds: self.warmup, seconds: self.seconds, mutationLimit: self.mutationLimit, key: self.key,
                     serverPID: self.server.serverPID, tls: try self.server.tlsContext())
                 let result = try MainActor.assumeIsolated {

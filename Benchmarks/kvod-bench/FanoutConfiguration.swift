@@ -21,6 +21,10 @@ struct FanoutConfiguration {
     var publishers: Int
     /// D: mutations in flight per publisher.
     var pipeline: Int
+    /// Mutations per second, all publishers together (`--rate`), still at most D in flight each; nil: as fast as
+    /// the acknowledgements allow. At a set rate every series of a comparison sees the same load, so the server CPU
+    /// each spends per notification compares like with like.
+    var rate: Double?
     /// Seconds before the measured window.
     var warmupSeconds: Double
     /// Seconds of the measured window.

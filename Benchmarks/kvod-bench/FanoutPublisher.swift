@@ -75,10 +75,10 @@ final class FanoutPublisher {
         self.connection?.close()
     }
 
-    /// Sends mutations until `pipeline` are in flight or the run says stop.
+    /// Sends mutations until `pipeline` are in flight, the run's rate allows no more for now, or the run says stop.
     func fill() {
         guard let connection = self.connection else { return }
-        while self.inFlight < self.run.configuration.pipeline && self.run.mayPublish {
+        while self.inFlight < self.run.configuration.pipeline && self.run.mayPublish && self.run.takePermit() {
             let now = Clock.nanoseconds()
             _ = self.run.willSend(at: now)
             self.inFlight += 1

@@ -50,6 +50,10 @@ final class FanoutRun: TimedRun {
     /// The measured window, with the acknowledgements and notifications counted at its edges.
     private var window: RunWindow<(acknowledged: Int, notifications: Int)>
     private var drainStart: UInt64 = 0
+    /// With `rate`: mutations that may be sent now (refilled every millisecond, at most 2 ms' worth banked, so a
+    /// stall is not followed by a burst), and when they were last refilled.
+    private var permits = 0.0
+    private var refilledAt: UInt64 = 0
 
     /// Creates the run with a fresh loop.
     init(configuration: FanoutConfiguration) throws(UVError) {
@@ -95,7 +99,32 @@ final class FanoutRun: TimedRun {
                 self.after(seconds: self.configuration.seconds) { [self] in self.endWindow() }
             }
         }
+        if self.configuration.rate != nil {
+            self.refilledAt = Clock.nanoseconds()
+            self.every(milliseconds: 1) { [self] in
+                self.refillPermits()
+                for publisher in self.publishers { publisher.fill() }
+            }
+        }
         for publisher in self.publishers { publisher.fill() }
+    }
+
+    /// Adds the permits the time since the last refill earned, at `rate`.
+    private func refillPermits() {
+        guard let rate = self.configuration.rate else { return }
+        let now = Clock.nanoseconds()
+        let earned = rate * Double(now &- self.refilledAt) / 1e9
+        self.refilledAt = now
+        self.permits = min(self.permits + earned, max(1, rate * 0.002))
+    }
+
+    /// Takes one permit to send a mutation: always granted without a rate.
+    @inline(__always)
+    func takePermit() -> Bool {
+        guard self.configuration.rate != nil else { return true }
+        guard self.permits >= 1 else { return false }
+        self.permits -= 1
+        return true
     }
 
     private func beginWindow() {

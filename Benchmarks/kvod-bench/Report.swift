@@ -90,6 +90,7 @@ struct FanoutResult: RunResult {
         ]
         self.addCheckMembers(to: &object)
         if let limit = configuration.mutationLimit { object["mutation_limit"] = .int(Int64(limit)) }
+        if let rate = configuration.rate { object["rate"] = .double(rate) }
         return .object(object)
     }
 
