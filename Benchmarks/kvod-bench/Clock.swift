@@ -29,10 +29,11 @@ enum Clock {
         return nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime)
     }
 
-    /// CPU time of process `pid` in nanoseconds: the sum of its threads' time on a CPU from `/proc/PID/task/*/schedstat`
-    /// (counted in nanoseconds), else user plus system time from fields 14 and 15 of `/proc/PID/stat` (counted in
-    /// clock ticks of 10 ms, too coarse for a server using a few percent of a CPU over a few seconds); nil when
-    /// neither can be read (no such process, not Linux). A thread that ends during a window takes its time with it.
+    /// CPU time of process `pid` in nanoseconds: the sum of its threads' time on a CPU from
+    /// `/proc/PID/task/*/schedstat` (counted in nanoseconds), else user plus system time from fields 14 and 15 of
+    /// `/proc/PID/stat` (counted in clock ticks of 10 ms, too coarse for a server using a few percent of a CPU over a
+    /// few seconds); nil when neither can be read (no such process, not Linux). A thread that ends during a window
+    /// takes its time with it.
     static func cpuNanoseconds(ofProcess pid: Int32) -> UInt64? {
         Self.scheduledNanoseconds(ofProcess: pid) ?? Self.tickedNanoseconds(ofProcess: pid)
     }
@@ -43,7 +44,9 @@ enum Clock {
         var total: UInt64 = 0
         var threads = 0
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             guard let thread = Int32(name),
                 let text = Self.readSmallFile("/proc/\(pid)/task/\(thread)/schedstat"),
                 let first = text.split(separator: " ").first, let onCPU = UInt64(first)
