@@ -40,13 +40,15 @@ static inline int kvod_bio_reset(BIO *bio) { return (int)BIO_reset(bio); }
 /// Makes a memory BIO answer "retry" instead of end-of-file when it is empty, so SSL_read says SSL_ERROR_WANT_READ.
 static inline void kvod_bio_set_retry_when_empty(BIO *bio) { BIO_set_mem_eof_return(bio, -1); }
 
-/// A BIO that collects the ciphertext OpenSSL writes in one growing buffer of its own, for the session's owner to
-/// write to the network from there (no memory BIO's bookkeeping, no copy out to a scratch buffer). Writes always
-/// succeed; the owner empties it (TLSSession.drainOutput).
+/// A BIO that collects the ciphertext OpenSSL writes in one growing buffer, for the session's owner to write to the
+/// network from there (no memory BIO's bookkeeping, no copy out to a scratch buffer). The buffer is the sink's own, or
+/// one the owner lends for a write (`borrowed`: never grown in place or freed here; outgrowing it moves the bytes to a
+/// buffer of the sink's own). Writes always succeed; the owner empties it (TLSSession.drainOutput).
 typedef struct {
     unsigned char *bytes;
     size_t count;
     size_t capacity;
+    int borrowed;
 } kvod_sink;
 
 static inline int kvod_sink_write(BIO *bio, const char *in, int length) {
@@ -56,8 +58,10 @@ static inline int kvod_sink_write(BIO *bio, const char *in, int length) {
     if (needed > sink->capacity) {
         size_t capacity = sink->capacity ? sink->capacity : 4096;
         while (capacity < needed) capacity *= 2;
-        unsigned char *grown = realloc(sink->bytes, capacity);
+        unsigned char *grown = sink->borrowed ? malloc(capacity) : realloc(sink->bytes, capacity);
         if (grown == NULL) return -1;
+        if (sink->borrowed && sink->count > 0) memcpy(grown, sink->bytes, sink->count);
+        sink->borrowed = 0;
         sink->bytes = grown;
         sink->capacity = capacity;
     }
@@ -88,7 +92,7 @@ static inline int kvod_sink_create(BIO *bio) {
 static inline int kvod_sink_destroy(BIO *bio) {
     kvod_sink *sink = BIO_get_data(bio);
     if (sink != NULL) {
-        free(sink->bytes);
+        if (!sink->borrowed) free(sink->bytes);
         free(sink);
     }
     BIO_set_data(bio, NULL);

@@ -29,8 +29,13 @@ final class TLSLayer {
     static let handshakeRecordByte: UInt8 = 0x16
 
     /// Plaintext out of OpenSSL: one buffer for the whole loop (the loop runs one connection's TLS at a time).
-    /// Ciphertext goes to the stream straight from the session's output, one write per flush.
     private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    /// Ciphertext into the stream, one write per flush: one buffer for the whole loop, lent to a session for one
+    /// `send`. A write made while it is lent (from inside a stream write's failure, which may close connections)
+    /// collects in a buffer of its session's own.
+    private static let ciphertextScratch = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: TLSSession.scratchBytes, alignment: 16)
+    private static var ciphertextScratchLent = false
 
     var isEstablished: Bool { self.session.isEstablished }
 
@@ -69,8 +74,12 @@ final class TLSLayer {
             if !self.session.isClosed { self.held.append(contentsOf: plaintext) }
             return
         }
+        let lends = !Self.ciphertextScratchLent
+        Self.ciphertextScratchLent = true
+        defer { if lends { Self.ciphertextScratchLent = false } }
         do {
-            try self.session.send(plaintext) { _ = self.stream.write($0) }
+            let scratch = lends ? Self.ciphertextScratch : nil
+            try self.session.send(plaintext, scratch: scratch) { _ = self.stream.write($0) }
         } catch {
             self.stream.close()
         }

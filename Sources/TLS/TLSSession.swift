@@ -4,9 +4,10 @@
 // the loop's one thread) and kvoctl's blocking sockets.
 //
 // Input is a memory BIO, fed a record (16 KiB) at a time; the plaintext lands in scratch space the caller lends.
-// Output is a sink BIO (COpenSSL's kvod_sink): the records OpenSSL writes collect in one buffer of the session's,
-// handed to the owner as they are (no copy out) once per `send` or `drainOutput`, so a flush of many records is one
-// network write. Memory: OpenSSL's record buffers are released while a connection is idle
+// Output is a sink BIO (COpenSSL's kvod_sink): the records OpenSSL writes collect in one buffer, handed to the owner
+// as they are (no copy out) once per `send` or `drainOutput`, so a flush of many records is one network write. The
+// buffer is one the owner lends to `send` (kvod's loop lends one for all its connections, so a write allocates
+// nothing) or else the session's own. Memory: OpenSSL's record buffers are released while a connection is idle
 // (SSL_MODE_RELEASE_BUFFERS); the sink is handed over every 32 KiB of a large write and gives its buffer back once
 // drained, so an idle connection holds none.
 #if canImport(Glibc)
@@ -159,10 +160,18 @@ public final class TLSSession {
     /// Encrypts `plaintext` (a record per 16 KiB) and hands the ciphertext, with whatever was waiting, to `sink`:
     /// once for a write of up to 32 KiB, once per 32 KiB or so for a larger one. Dropped after `close()` or before the
     /// handshake finished (the caller holds output until then).
-    public func send(_ plaintext: UnsafeRawBufferPointer, sink: (UnsafeRawBufferPointer) -> Void) throws(TLSError) {
+    ///
+    /// With `scratch` (at least `scratchBytes`), the ciphertext collects there instead of in a buffer allocated for
+    /// the call: the scratch is lent for this call only, and nothing refers to it once `send` returns. The caller
+    /// must not lend the same scratch to a second call while one runs (from inside `sink`, say).
+    public func send(
+        _ plaintext: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer? = nil,
+        sink: (UnsafeRawBufferPointer) -> Void
+    ) throws(TLSError) {
         guard self.isEstablished, !self.isClosed, let base = plaintext.baseAddress else { return }
         var offset = 0
         while offset < plaintext.count && !self.isClosed {
+            self.lend(scratch)
             let count = min(plaintext.count - offset, Self.chunkBytes)
             let written = SSL_write(self.ssl, base + offset, Int32(count))
             guard written > 0 else {
@@ -175,6 +184,19 @@ public final class TLSSession {
         self.drainOutput(sink: sink)
     }
 
+    /// What a lent scratch holds at most between two hand-overs: 32 KiB collected and one more record.
+    public static let scratchBytes = 64 * 1024
+
+    /// Points the empty sink at `scratch` (a sink already holding bytes keeps its own buffer).
+    @inline(__always)
+    private func lend(_ scratch: UnsafeMutableRawBufferPointer?) {
+        guard let scratch, scratch.count >= Self.scratchBytes, let base = scratch.baseAddress,
+            self.output.pointee.bytes == nil
+        else { return }
+        self.output.pointee = kvod_sink(
+            bytes: base.assumingMemoryBound(to: UInt8.self), count: 0, capacity: scratch.count, borrowed: 1)
+    }
+
     /// Whether ciphertext waits to be sent (handshake messages, alerts, close_notify).
     public var hasOutput: Bool { self.output.pointee.count > 0 }
 
@@ -182,12 +204,14 @@ public final class TLSSession {
     public func drainOutput(sink: (UnsafeRawBufferPointer) -> Void) {
         let output = self.output
         let count = output.pointee.count
-        guard count > 0, let bytes = output.pointee.bytes else { return }
+        guard let bytes = output.pointee.bytes else { return }
+        let borrowed = output.pointee.borrowed != 0
         // Detached while `sink` runs (a sink that closes the session, its write failed, may queue a close_notify,
-        // which then goes to a buffer of its own), and given back after: an idle connection holds no output buffer.
-        output.pointee = kvod_sink(bytes: nil, count: 0, capacity: 0)
-        sink(UnsafeRawBufferPointer(start: bytes, count: count))
-        free(bytes)
+        // which then goes to a buffer of its own), and given back after: an idle connection holds no output buffer
+        // and no pointer to a lent one.
+        output.pointee = kvod_sink(bytes: nil, count: 0, capacity: 0, borrowed: 0)
+        if count > 0 { sink(UnsafeRawBufferPointer(start: bytes, count: count)) }
+        if !borrowed { free(bytes) }
     }
 
     /// Queues our close_notify (once); nothing more is sent after it.

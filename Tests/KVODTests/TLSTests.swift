@@ -1,8 +1,8 @@
 // TLS as a kvod process serves it (Protocol/README.md#tls), with certificates made by the openssl CLI for each test
 // (TestCertificates): JSON lines, WebSocket, metrics and the inspector over TLS beside plaintext on the same ports;
 // `--tls-only`; a wrong CA; the start's refusals (missing, expired, mismatched); a client certificate standing for a
-// restricted token; SIGHUP reloading the certificates under an open connection; the minimum version; and hostile
-// bytes before a handshake ends.
+// restricted token; SIGHUP reloading the certificates under an open connection; the minimum version; hostile bytes
+// before a handshake ends; and a session's output through a lent buffer.
 import Foundation
 import KVOClient
 import TLS
@@ -81,10 +81,17 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         #expect(try secure.call("set", ["path": "greeting", "value": "over TLS"])["seq"] == 2)
         #expect(try plain.nextNotification().params["new"] == "over plaintext")
         #expect(try plain.nextNotification().params["new"] == "over TLS")
+        #expect(try secure.nextNotification().params["new"] == "over TLS")
         #expect(try secure.call("get", ["path": "greeting"])["value"] == "over TLS")
-        // A long message crosses several TLS records both ways.
-        let long = String(repeating: "x", count: 100_000)
+        // A long message crosses several TLS records both ways, and several hand-overs of the loop's ciphertext
+        // buffer, to each of two TLS subscribers in turn.
+        let watcher = try tlsClient(server, certificates)
+        _ = try watcher.call("subscribe", ["path": "long", "options": ["new"]])
+        _ = try secure.call("subscribe", ["path": "long", "options": ["new"]])
+        let long = String((0..<100_000).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
         _ = try secure.call("set", ["path": "long", "value": .string(long)])
+        #expect(try secure.nextNotification().params["new"] == .string(long))
+        #expect(try watcher.nextNotification().params["new"] == .string(long))
         #expect(try secure.call("get", ["path": "long"])["value"] == .string(long))
         #expect(secure.connection.tlsPeerSubject == "CN=localhost")
     }
@@ -280,6 +287,63 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
 
     /// What reaches kvod before a handshake ends, whatever it is, gets the connection closed (or left waiting for
     /// the rest, bounded by the handshake timeout): never a crash, a hang of the loop, or a plaintext reply.
+    @Test func aLentScratchCarriesEveryRecordAndIsLeftAloneAfterTheSend() throws {
+        let certificates = try TestCertificates()
+        let server = try TLSSession(
+            context: try TLSContext.server(
+                TLSServerSettings(certificatePath: certificates.path("server.pem"),
+                                  keyPath: certificates.path("server.key"))),
+            isServer: true)
+        let client = try TLSSession(context: try clientContext(certificates), serverName: "localhost", isServer: false)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: TLSSession.scratchBytes, alignment: 16)
+        defer { scratch.deallocate() }
+        let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        defer { plaintext.deallocate() }
+        // The handshake, flight by flight.
+        try client.handshake()
+        for _ in 0..<8 where !(client.isEstablished && server.isEstablished) {
+            var flight: [UInt8] = []
+            client.drainOutput { flight.append(contentsOf: $0) }
+            try flight.withUnsafeBytes { try server.receive($0, scratch: plaintext) { _ in } }
+            var answer: [UInt8] = []
+            server.drainOutput { answer.append(contentsOf: $0) }
+            try answer.withUnsafeBytes { try client.receive($0, scratch: plaintext) { _ in } }
+        }
+        #expect(client.isEstablished && server.isEstablished)
+        // Sends of one byte, a record and a half, and several hand-overs, each through the lent scratch.
+        for size in [1, 24_000, 150_000] {
+            let message = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }
+            var ciphertext: [UInt8] = []
+            var handOvers = 0
+            try message.withUnsafeBytes { bytes in
+                try server.send(bytes, scratch: scratch) { chunk in
+                    handOvers += 1
+                    ciphertext.append(contentsOf: chunk)
+                }
+            }
+            // (A hand-over each time two 16 KiB records have collected, and one at the end.)
+            #expect(handOvers == (size + 32 * 1024 - 1) / (32 * 1024))
+            // Nothing refers to the scratch now: scribbling over it changes nothing sent or to be sent.
+            scratch.initializeMemory(as: UInt8.self, repeating: 0xEE)
+            #expect(!server.hasOutput)
+            var received: [UInt8] = []
+            try ciphertext.withUnsafeBytes {
+                try client.receive($0, scratch: plaintext) { received.append(contentsOf: $0) }
+            }
+            #expect(received == message, "\(size) bytes")
+        }
+        // Without a scratch the session's own buffer carries it, as for kvoctl.
+        var ciphertext: [UInt8] = []
+        try [UInt8](repeating: 7, count: 5).withUnsafeBytes { bytes in
+            try server.send(bytes) { ciphertext.append(contentsOf: $0) }
+        }
+        var received: [UInt8] = []
+        try ciphertext.withUnsafeBytes {
+            try client.receive($0, scratch: plaintext) { received.append(contentsOf: $0) }
+        }
+        #expect(received == [7, 7, 7, 7, 7])
+    }
+
     @Test func hostileBytesBeforeTheHandshakeEnds() throws {
         let certificates = try TestCertificates()
         let server = try KVODProcess.start(tlsArguments(certificates))
