@@ -24,9 +24,9 @@ TLS/plaintext ratio of the judged figure).
 The verdicts are paired: each round's four series run back to back, so each round gives its own kvod/tls-to-redis/tls
 ratio and its own ratio of what TLS costs kvod to what it costs Redis; a verdict is the median of the rounds' ratios,
 printed with the middle half of them (the spread the machine's noise left), and beside it the server CPU per operation
-TLS adds to each server (TLS minus plaintext, the rounds' median). A run during which the hypervisor took
-more than 1 % of CPU 0's or CPU 1's time (steal, from /proc/stat) is run again, up to --retries times, and the least
-disturbed attempt kept.
+TLS adds to each server (TLS minus plaintext, the rounds' median). A run during which the hypervisor took more than
+1 % of the two CPUs' time (steal on CPU 0 and CPU 1, from /proc/stat) is run again, up to --retries times, and the
+least disturbed attempt kept.
 
     python3 Benchmarks/tls.py [--quick] [--rounds 3] [--seconds 3] [--subscribers 1,100]
                               [--paced 1@50000,1@120000,100@8000] [--retries 2] [--no-build] [--no-pin] [--out DIR]
@@ -343,11 +343,10 @@ def report(runs, cells, out, arguments):
         rows.append([name, unit] + [f"{summary[s]['rate']:,.0f}" for s in SERIES]
                     + [f"{summary[s]['cpu_per_op']:.2f} µs" if summary[s]["cpu_per_op"] else "-" for s in SERIES])
         rule = cell_rule(summary, cell[2])
-        rounds = [{series: medians([run for run in cell_runs if run["series"] == series and run["round"] == number])
-                   for series in SERIES}
-                  for number in sorted({run["round"] for run in cell_runs})
-                  if all(any(run["series"] == series and run["round"] == number for run in cell_runs)
-                         for series in SERIES)]
+        by_round = {}
+        for run in cell_runs:
+            by_round.setdefault(run["round"], {})[run["series"]] = medians([run])
+        rounds = [by_round[number] for number in sorted(by_round) if len(by_round[number]) == len(SERIES)]
         versus, costs, added = paired(rule, rounds)
         if not versus:
             continue
