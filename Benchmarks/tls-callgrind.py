@@ -12,18 +12,19 @@ TLS module kvod uses (OpenSSL 3 over memory buffers), so the client side is alik
 
 A figure is (instructions of the large run - those of the small run) / (operations more in the large run), so start-up,
 the handshakes and the set-up cancel out. Redis runs with `--hz 1`: its cron's work grows with a run's wall-clock time,
-which under valgrind would leak into the difference (kvod's 250 ms tick does next to nothing here). For each server it gives plaintext, TLS, and what TLS adds, split into
+which under valgrind would leak into the difference (kvod's 250 ms tick does next to nothing here). For each server
+it gives plaintext, TLS, and what TLS adds, split into
   cipher        EVP_EncryptUpdate and EVP_DecryptUpdate (AES-GCM or ChaCha20-Poly1305 over the bytes: grows with them)
   records       the rest of SSL_write and SSL_read (OpenSSL's fixed cost per record: headers, nonces, buffers, BIOs)
   glue          everything else TLS adds (the server's own code around OpenSSL, its allocations)
 
-What the instructions leave out: the kernel (the same bytes plus 22 per record cross the socket either way) and the
+What the instructions leave out: the kernel (which moves the same bytes either way, plus 22 per TLS record) and the
 cache misses. So the TLS/plaintext ratio here is not tls.py's ratio of CPU time; what TLS *adds* is the comparable
 part.
 
     python3 Benchmarks/tls-callgrind.py [--quick] [--no-build] [--out DIR]
 
-About six minutes (--quick: a third of the operations). Everything listens on 127.0.0.1 and is stopped at exit.
+About four minutes (--quick: a third of the operations). Everything listens on 127.0.0.1 and is stopped at exit.
 """
 
 import argparse
