@@ -32,6 +32,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -74,7 +76,7 @@ def wait_port(port, process, log):
         if process.poll() is not None:
             tls.die(f"the server under callgrind exited (see {log})")
         try:
-            with tls.socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
         except OSError:
             time.sleep(0.2)
@@ -88,13 +90,9 @@ def profile_run(server, kvod, bench, path, out, workload, count, secure):
     port, tls_port = tls.free_port(), tls.free_port()
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}"]
     if server == "kvod":
-        command = [kvod, "--host", "127.0.0.1", "--port", str(port), "--empty", "--log-level", "warning",
-                   "--tls-cert", path("server.pem"), "--tls-key", path("server.key")]
-        tls_port = port
+        command, tls_port = tls.kvod_command(kvod, path, port), port
     else:
-        command = ["redis-server", "--port", str(port), "--tls-port", str(tls_port), "--bind", "127.0.0.1", "--save",
-                   "", "--appendonly", "no", "--hz", "1", "--tls-cert-file", path("server.pem"), "--tls-key-file",
-                   path("server.key"), "--tls-ca-cert-file", path("ca.pem"), "--tls-auth-clients", "no"]
+        command = tls.redis_command(path, port, tls_port) + ["--hz", "1"]
     with open(log, "w") as output:
         process = subprocess.Popen(valgrind + command, stdout=output, stderr=subprocess.STDOUT)
     tls.started.append(process)
@@ -106,7 +104,7 @@ def profile_run(server, kvod, bench, path, out, workload, count, secure):
     if server == "redis":
         run += ["--target", "redis"]
     result = subprocess.run(run, capture_output=True, text=True, timeout=900)
-    process.send_signal(tls.signal.SIGTERM)
+    process.send_signal(signal.SIGTERM)
     process.wait(timeout=120)
     if result.returncode != 0:
         tls.die(f"{' '.join(run)} failed: {result.stderr[-2000:]}")

@@ -115,11 +115,23 @@ def make_certificates(directory):
     return path
 
 
+def kvod_command(kvod, path, port):
+    """kvod on 127.0.0.1:`port` (0: any) with the run's certificate: TLS and plaintext on the one port."""
+    return [kvod, "--host", "127.0.0.1", "--port", str(port), "--empty", "--log-level", "warning",
+            "--tls-cert", path("server.pem"), "--tls-key", path("server.key")]
+
+
+def redis_command(path, port, tls_port):
+    """redis-server, plaintext on `port` and TLS on `tls_port` with the run's certificate, nothing saved."""
+    return ["redis-server", "--port", str(port), "--tls-port", str(tls_port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--tls-cert-file", path("server.pem"), "--tls-key-file", path("server.key"),
+            "--tls-ca-cert-file", path("ca.pem"), "--tls-auth-clients", "no"]
+
+
 def start_kvod(kvod, path, out, pin):
     log = open(os.path.join(out, "kvod.log"), "w")
     process = subprocess.Popen(
-        pinned(0, [kvod, "--host", "127.0.0.1", "--port", "0", "--empty", "--log-level", "warning",
-                   "--tls-cert", path("server.pem"), "--tls-key", path("server.key")], pin),
+        pinned(0, kvod_command(kvod, path, 0), pin),
         stdout=subprocess.PIPE, stderr=log, text=True)
     started.append(process)
     deadline = time.monotonic() + 20
@@ -139,10 +151,7 @@ def start_redis(path, out, pin):
                        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"), stdout=subprocess.DEVNULL)
     port, tls_port = free_port(), free_port()
     process = subprocess.Popen(
-        pinned(0, ["redis-server", "--port", str(port), "--tls-port", str(tls_port), "--bind", "127.0.0.1",
-                   "--save", "", "--appendonly", "no", "--tls-cert-file", path("server.pem"), "--tls-key-file",
-                   path("server.key"), "--tls-ca-cert-file", path("ca.pem"), "--tls-auth-clients", "no",
-                   "--logfile", os.path.join(out, "redis.log")], pin),
+        pinned(0, redis_command(path, port, tls_port) + ["--logfile", os.path.join(out, "redis.log")], pin),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started.append(process)
     deadline = time.monotonic() + 10
