@@ -14,6 +14,10 @@ static inline int kvod_ssl_ctx_set_min_version(SSL_CTX *ctx, int version) {
 
 static inline long kvod_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 
+static inline long kvod_ssl_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
+
+static inline long kvod_ssl_clear_mode(SSL *ssl, long mode) { return SSL_clear_mode(ssl, mode); }
+
 /// Refuses renegotiation (a denial-of-service lever kvod has no use for).
 static inline void kvod_ssl_ctx_refuse_renegotiation(SSL_CTX *ctx) { SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION); }
 

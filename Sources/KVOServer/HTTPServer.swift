@@ -45,6 +45,8 @@ final class HTTPServer {
     /// The TLS context new connections get (replaced on reload); nil: plaintext only.
     var tlsContext: TLSContext?
     private let tlsOnly: Bool
+    /// Lets busy TLS connections keep their record buffers (swept with the idle check).
+    private let tlsBuffers = TLSBufferKeeper()
 
     /// Listens on `host:port`; throws when it cannot.
     init(
@@ -61,7 +63,10 @@ final class HTTPServer {
             self.accept(stream)
         }
         let timer = try LoopTimer(loop: loop)
-        try timer.start(afterMilliseconds: 1000, repeatMilliseconds: 1000) { [unowned self] in self.closeIdle() }
+        try timer.start(afterMilliseconds: 1000, repeatMilliseconds: 1000) { [unowned self] in
+            self.closeIdle()
+            self.tlsBuffers.sweep()
+        }
         self.idleTimer = timer
     }
 
@@ -77,6 +82,7 @@ final class HTTPServer {
         self.listener = nil
         self.idleTimer?.close()
         self.idleTimer = nil
+        self.tlsBuffers.forgetAll()
         for connection in self.connections.values { connection.stream.close() }
         self.connections.removeAll()
     }
@@ -119,7 +125,7 @@ final class HTTPServer {
             return self.received(bytes, on: connection)
         }
         do {
-            connection.tls = try TLSLayer(context: context, stream: stream)
+            connection.tls = try TLSLayer(context: context, stream: stream, buffers: self.tlsBuffers)
         } catch {
             stream.close()
             return

@@ -25,6 +25,16 @@ extension Server {
         self.core.context.stats.loopLagSeconds = Double(self.loopLag.record(now: now, interval: 250)) / 1000
     }
 
+    /// Once a second: lets the busy TLS connections keep their record buffers and has the others give them back,
+    /// and says how many keep them (`tlsBufferedConnections`).
+    func sweepTLSBuffers() {
+        let now = self.loop.nowMilliseconds
+        guard now &- self.lastTLSSweep >= 1000 else { return }
+        self.lastTLSSweep = now
+        self.tlsBuffers.sweep()
+        self.core.context.stats.tlsBufferedConnections = self.tlsBuffers.keeping
+    }
+
     /// Starts the metrics endpoint, when configured.
     func startMetrics() throws(UVError) {
         guard let port = self.configuration.metricsPort else { return }

@@ -69,6 +69,9 @@ public final class Server {
     /// meanwhile.
     private var resumeHook: IdleHook?
     private var tickTimer: LoopTimer?
+    /// Lets busy TLS client connections keep their record buffers (swept by the tick, once a second).
+    let tlsBuffers = TLSBufferKeeper()
+    var lastTLSSweep: UInt64 = 0
     private var busyPoll: BusyPoll?
     private var forceCloseTimer: LoopTimer?
     private var isStopping = false
@@ -156,6 +159,7 @@ public final class Server {
         try timer.start(afterMilliseconds: 250, repeatMilliseconds: 250) { [unowned self] in
             self.recordLoopLag()
             self.core.tick()
+            self.sweepTLSBuffers()
         }
         self.tickTimer = timer
         try self.startMetrics()
@@ -235,6 +239,7 @@ public final class Server {
         self.webSocketListener = nil
         self.tickTimer?.close()
         self.tickTimer = nil
+        self.tlsBuffers.forgetAll()
         self.clusterTimer?.close()
         self.clusterTimer = nil
         self.clusterNode?.stop()
@@ -317,7 +322,7 @@ public final class Server {
     private func accept(_ stream: TCPStream, webSocketOnly: Bool = false) {
         let settings = SocketTransportSettings(
             maxMessageBytes: self.limits.maxLineBytes, webSocketOrigins: self.webSocketOrigins, tls: self.tlsContext,
-            tlsOnly: self.configuration.tlsOnly && self.tlsContext != nil)
+            tlsOnly: self.configuration.tlsOnly && self.tlsContext != nil, tlsBuffers: self.tlsBuffers)
         let transport = SocketTransport(stream: stream, loop: self.loop, settings: settings, webSocketOnly: webSocketOnly)
         let session = self.core.open(transport)
         guard session.closeReason == nil else { return }  // over the connection limit: closing already

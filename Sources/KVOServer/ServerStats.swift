@@ -30,6 +30,8 @@ public struct ServerStats: Sendable {
     public var onDisconnectFailures = 0
     /// The largest lag of the loop's 250 ms tick over the last second, in seconds (Server+Observability.swift).
     public var loopLagSeconds = 0.0
+    /// TLS client connections keeping OpenSSL's record buffers between records, as of the last sweep (each second).
+    public var tlsBufferedConnections = 0
     /// Closes by reason.
     public var closes: [CloseReason: Int] = [:]
     /// How long journal fsyncs took (filled in by durability; empty without a data directory).

@@ -59,6 +59,10 @@ public struct StatsSnapshot: Sendable {
                 "turnsYielded", "kvod_turns_yielded_total",
                 "Times a connection's requests used up their share of a loop turn and the rest waited for the next.",
                 stats.turnsYielded),
+            gauge(
+                "tlsBufferedConnections", "kvod_tls_buffered_connections",
+                "TLS client connections keeping OpenSSL's record buffers (about 33 KiB each) between records: those "
+                    + "with 100 reads and writes or more in the last second.", stats.tlsBufferedConnections),
             counter("bytesIn", "kvod_bytes_in_total", "Bytes read from clients.", stats.bytesIn),
             counter("bytesOut", "kvod_bytes_out_total", "Bytes written to clients.", stats.bytesOut),
             counter(

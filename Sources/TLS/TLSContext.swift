@@ -166,8 +166,8 @@ public final class TLSContext: @unchecked Sendable {
         }
     }
 
-    /// What both sides set: the minimum version, partial writes off (a memory BIO takes everything), and buffers
-    /// released while a connection is idle (a server holds many).
+    /// What both sides set: the minimum version, and record buffers given back after each record
+    /// (SSL_MODE_RELEASE_BUFFERS: an idle connection holds none; `TLSSession.keepsBuffers` turns it off for a busy one).
     private static func configure(_ context: OpaquePointer, minimumVersion: TLSVersion) throws(TLSError) {
         guard kvod_ssl_ctx_set_min_version(context, minimumVersion.openSSLValue) == 1 else {
             throw TLSError.openSSL("cannot set the minimum TLS version \(minimumVersion.rawValue)")

@@ -7,9 +7,10 @@
 // Output is a sink BIO (COpenSSL's kvod_sink): the records OpenSSL writes collect in one buffer, handed to the owner
 // as they are (no copy out) once per `send` or `drainOutput`, so a flush of many records is one network write. The
 // buffer is one the owner lends to `send` (kvod's loop lends one for all its connections, so a write allocates
-// nothing) or else the session's own. Memory: OpenSSL's record buffers are released while a connection is idle
-// (SSL_MODE_RELEASE_BUFFERS); the sink is handed over every 32 KiB of a large write and gives its buffer back once
-// drained, so an idle connection holds none.
+// nothing) or else the session's own. Memory: OpenSSL's record buffers (a read and a write buffer, about 33 KiB) are
+// made for each record and given back after it (SSL_MODE_RELEASE_BUFFERS), unless the owner asks a busy session to
+// keep them (`keepsBuffers`, which saves a malloc and a free per record); the sink is handed over every 32 KiB of a
+// large write and gives its buffer back once drained. So an idle connection holds neither.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -223,6 +224,30 @@ public final class TLSSession {
             _ = SSL_shutdown(self.ssl)
             ERR_clear_error()
         }
+    }
+
+    // MARK: - Memory
+
+    /// Whether OpenSSL keeps its record buffers between records. False at first: they are made for each record and
+    /// given back after it, so an idle session holds none. Turned off, they go at once, or after the record they hold
+    /// part of.
+    public var keepsBuffers = false {
+        didSet {
+            guard self.keepsBuffers != oldValue else { return }
+            if self.keepsBuffers {
+                _ = kvod_ssl_clear_mode(self.ssl, Int(SSL_MODE_RELEASE_BUFFERS))
+            } else {
+                _ = kvod_ssl_set_mode(self.ssl, Int(SSL_MODE_RELEASE_BUFFERS))
+                _ = self.releaseBuffers()
+            }
+        }
+    }
+
+    /// Gives OpenSSL's record buffers back now (the next record makes them again). Returns false, and keeps them,
+    /// while they hold part of a record or plaintext not yet read.
+    @discardableResult
+    public func releaseBuffers() -> Bool {
+        SSL_free_buffers(self.ssl) == 1
     }
 
     // MARK: - What was agreed

@@ -2,7 +2,7 @@
 // (TestCertificates): JSON lines, WebSocket, metrics and the inspector over TLS beside plaintext on the same ports;
 // `--tls-only`; a wrong CA; the start's refusals (missing, expired, mismatched); a client certificate standing for a
 // restricted token; SIGHUP reloading the certificates under an open connection; the minimum version; hostile bytes
-// before a handshake ends; and a session's output through a lent buffer.
+// before a handshake ends; a session's output through a lent buffer; and record buffers given back while idle.
 import Foundation
 import KVOClient
 import TLS
@@ -285,31 +285,13 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         #expect(try tlsClient(server, certificates).call("ping") == "pong")
     }
 
-    /// What reaches kvod before a handshake ends, whatever it is, gets the connection closed (or left waiting for
-    /// the rest, bounded by the handshake timeout): never a crash, a hang of the loop, or a plaintext reply.
     @Test func aLentScratchCarriesEveryRecordAndIsLeftAloneAfterTheSend() throws {
         let certificates = try TestCertificates()
-        let server = try TLSSession(
-            context: try TLSContext.server(
-                TLSServerSettings(certificatePath: certificates.path("server.pem"),
-                                  keyPath: certificates.path("server.key"))),
-            isServer: true)
-        let client = try TLSSession(context: try clientContext(certificates), serverName: "localhost", isServer: false)
+        let (server, client) = try establishedSessions(certificates)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: TLSSession.scratchBytes, alignment: 16)
         defer { scratch.deallocate() }
         let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { plaintext.deallocate() }
-        // The handshake, flight by flight.
-        try client.handshake()
-        for _ in 0..<8 where !(client.isEstablished && server.isEstablished) {
-            var flight: [UInt8] = []
-            client.drainOutput { flight.append(contentsOf: $0) }
-            try flight.withUnsafeBytes { try server.receive($0, scratch: plaintext) { _ in } }
-            var answer: [UInt8] = []
-            server.drainOutput { answer.append(contentsOf: $0) }
-            try answer.withUnsafeBytes { try client.receive($0, scratch: plaintext) { _ in } }
-        }
-        #expect(client.isEstablished && server.isEstablished)
         // Sends of one byte, a record and a half, and several hand-overs, each through the lent scratch.
         for size in [1, 24_000, 150_000] {
             let message = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }
@@ -344,6 +326,84 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         #expect(received == [7, 7, 7, 7, 7])
     }
 
+    /// A session kept busy keeps its record buffers, gives them back when asked except while they hold part of a
+    /// record, and carries on after either.
+    @Test func aSessionKeepsItsBuffersOnlyWhenToldAndReleasesThemBetweenRecords() throws {
+        let certificates = try TestCertificates()
+        let (server, client) = try establishedSessions(certificates)
+        let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        defer { plaintext.deallocate() }
+        func record(_ text: String, from sender: TLSSession) throws -> [UInt8] {
+            var ciphertext: [UInt8] = []
+            try Array(text.utf8).withUnsafeBytes { bytes in try sender.send(bytes) { ciphertext += $0 } }
+            return ciphertext
+        }
+        func received(_ ciphertext: ArraySlice<UInt8>, by receiver: TLSSession) throws -> String {
+            var text: [UInt8] = []
+            try ciphertext.withUnsafeBytes { try receiver.receive($0, scratch: plaintext) { text += $0 } }
+            return String(decoding: text, as: UTF8.self)
+        }
+        #expect(!server.keepsBuffers, "released after each record unless told")
+        server.keepsBuffers = true
+        client.keepsBuffers = true
+        #expect(try received(try record("first line\n", from: client)[...], by: server) == "first line\n")
+        #expect(server.releaseBuffers())
+        // Half a record in: its first part waits in OpenSSL's read buffer, which is kept.
+        let second = try record("second line, sent in two parts\n", from: client)
+        let half = second.count / 2
+        #expect(try received(second[..<half], by: server) == "")
+        #expect(!server.releaseBuffers(), "part of a record is buffered")
+        server.keepsBuffers = false  // (the buffers go after the record)
+        #expect(try received(second[half...], by: server) == "second line, sent in two parts\n")
+        #expect(server.releaseBuffers())
+        // Both ways still work after a release, kept or not.
+        #expect(try received(try record("answer\n", from: server)[...], by: client) == "answer\n")
+        #expect(client.releaseBuffers())
+        client.keepsBuffers = false
+        #expect(try received(try record("again\n", from: client)[...], by: server) == "again\n")
+        #expect(try received(try record("and back\n", from: server)[...], by: client) == "and back\n")
+    }
+
+    /// A busy TLS connection keeps OpenSSL's buffers between records (counted in `tlsBufferedConnections`), gives
+    /// them back a second after it quietens, keeps none for light use, and works as before throughout.
+    @Test func aBusyTLSConnectionKeepsItsBuffersUntilItQuietens() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates))
+        let plain = try server.client()
+        let secure = try tlsClient(server, certificates)
+        let watcher = try tlsClient(server, certificates)
+        _ = try watcher.call("subscribe", ["path": "n", "options": ["new"]])
+        func buffered() throws -> JSONValue? { try plain.call("stats")["tlsBufferedConnections"] }
+        var value: Int64 = 0
+        func setAndSee() throws {
+            value += 1
+            #expect(try secure.call("set", ["path": "n", "value": .int(value)])["seq"] == .int(value))
+            #expect(try watcher.nextNotification().params["new"] == .int(value))
+        }
+        // Sets back to back: a read and a write each on `secure`, a write on `watcher`, hundreds a second.
+        var busySeen = false
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !busySeen && ContinuousClock.now < deadline {
+            for _ in 0..<200 { try setAndSee() }
+            busySeen = try buffered() == 2
+        }
+        #expect(busySeen, "both busy connections keep their buffers")
+        var released = false
+        for _ in 0..<50 where !released {
+            Thread.sleep(forTimeInterval: 0.1)
+            released = try buffered() == 0
+        }
+        #expect(released, "quiet, they give them back")
+        // A set every 100 ms is light use: no buffers kept over three sweeps, and nothing lost.
+        for _ in 0..<30 {
+            try setAndSee()
+            #expect(try buffered() == 0)
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+
+    /// What reaches kvod before a handshake ends, whatever it is, gets the connection closed (or left waiting for
+    /// the rest, bounded by the handshake timeout): never a crash, a hang of the loop, or a plaintext reply.
     @Test func hostileBytesBeforeTheHandshakeEnds() throws {
         let certificates = try TestCertificates()
         let server = try KVODProcess.start(tlsArguments(certificates))
@@ -389,6 +449,28 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
 }
 
 /// The code of the JSON-RPC error `body` got, or nil when it got none.
+/// A server and a client session with their handshake done, flight by flight, through memory.
+private func establishedSessions(_ certificates: TestCertificates) throws -> (server: TLSSession, client: TLSSession) {
+    let server = try TLSSession(
+        context: try TLSContext.server(
+            TLSServerSettings(certificatePath: certificates.path("server.pem"), keyPath: certificates.path("server.key"))),
+        isServer: true)
+    let client = try TLSSession(context: try clientContext(certificates), serverName: "localhost", isServer: false)
+    let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    defer { plaintext.deallocate() }
+    try client.handshake()
+    for _ in 0..<8 where !(client.isEstablished && server.isEstablished) {
+        var flight: [UInt8] = []
+        client.drainOutput { flight.append(contentsOf: $0) }
+        try flight.withUnsafeBytes { try server.receive($0, scratch: plaintext) { _ in } }
+        var answer: [UInt8] = []
+        server.drainOutput { answer.append(contentsOf: $0) }
+        try answer.withUnsafeBytes { try client.receive($0, scratch: plaintext) { _ in } }
+    }
+    #expect(client.isEstablished && server.isEstablished)
+    return (server, client)
+}
+
 private func serverErrorCode(_ body: () throws -> Void) -> Int? {
     do {
         try body()

@@ -16,6 +16,7 @@ struct StatsSnapshotTests {
         stats.bytesOut = 200
         stats.closes[.slowConsumer] = 1
         stats.loopLagSeconds = 0.042
+        stats.tlsBufferedConnections = 4
         stats.journalFsyncSeconds.observe(0.0004)
         stats.journalFsyncSeconds.observe(0.003)
         stats.journalFsyncSeconds.observe(20)
@@ -32,6 +33,7 @@ struct StatsSnapshotTests {
         #expect(json["seq"] == 42)
         #expect(json["uptimeSeconds"] == .double(1.5))
         #expect(json["loopLagSeconds"] == .double(0.042))
+        #expect(json["tlsBufferedConnections"] == 4)
         #expect(json["closes"]?["slow_consumer"] == 1)
         #expect(json["closes"]?["client_closed"] == 0)
         #expect(json["journalFsync"]?["count"] == 3)
@@ -43,7 +45,7 @@ struct StatsSnapshotTests {
         for (sample, value) in [
             ("kvod_connections", "2"), ("kvod_subscriptions", "3"), ("kvod_mutations_total", "7"),
             ("kvod_notifications_total", "11"), ("kvod_bytes_in_total", "100"), ("kvod_bytes_out_total", "200"),
-            ("kvod_seq", "42"), ("kvod_loop_lag_seconds", "0.042"), ("kvod_closes_total{reason=\"slow_consumer\"}", "1"),
+            ("kvod_seq", "42"), ("kvod_loop_lag_seconds", "0.042"), ("kvod_tls_buffered_connections", "4"), ("kvod_closes_total{reason=\"slow_consumer\"}", "1"),
             ("kvod_closes_total{reason=\"too_many_connections\"}", "0"), ("kvod_info{version=\"9.9.9\"}", "1"),
             ("kvod_journal_fsync_seconds_count", "3"), ("kvod_journal_fsync_seconds_bucket{le=\"0.0005\"}", "1"),
             ("kvod_journal_fsync_seconds_bucket{le=\"0.005\"}", "2"),
