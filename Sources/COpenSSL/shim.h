@@ -38,11 +38,67 @@ static inline int kvod_ssl_set_host_name(SSL *ssl, const char *name) {
 /// reset.
 static inline long kvod_bio_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
 
-/// Empties a writable memory BIO (its buffer is kept for the next writes).
-static inline int kvod_bio_reset(BIO *bio) { return (int)BIO_reset(bio); }
+/// A BIO that OpenSSL reads ciphertext from straight out of the owner's buffer: the bytes the network delivered, lent
+/// for one `TLSSession.receive` (no copy into a memory BIO first, no buffer of its own). Empty, it answers "retry", so
+/// SSL_read says SSL_ERROR_WANT_READ; OpenSSL keeps a record's first part in its own read buffer until the rest comes.
+typedef struct {
+    const unsigned char *bytes;
+    size_t count;
+} kvod_source;
 
-/// Makes a memory BIO answer "retry" instead of end-of-file when it is empty, so SSL_read says SSL_ERROR_WANT_READ.
-static inline void kvod_bio_set_retry_when_empty(BIO *bio) { BIO_set_mem_eof_return(bio, -1); }
+static inline int kvod_source_read(BIO *bio, char *out, int length) {
+    kvod_source *source = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (source == NULL || out == NULL || length <= 0) return 0;
+    if (source->count == 0) {
+        BIO_set_retry_read(bio);
+        return -1;
+    }
+    size_t count = source->count < (size_t)length ? source->count : (size_t)length;
+    memcpy(out, source->bytes, count);
+    source->bytes += count;
+    source->count -= count;
+    return (int)count;
+}
+
+static inline long kvod_source_ctrl(BIO *bio, int command, long number, void *pointer) {
+    (void)number;
+    (void)pointer;
+    kvod_source *source = BIO_get_data(bio);
+    switch (command) {
+    case BIO_CTRL_FLUSH: return 1;
+    case BIO_CTRL_PENDING: return source ? (long)source->count : 0;
+    default: return 0;
+    }
+}
+
+static inline int kvod_source_create(BIO *bio) {
+    kvod_source *source = calloc(1, sizeof(kvod_source));
+    if (source == NULL) return 0;
+    BIO_set_data(bio, source);
+    BIO_set_init(bio, 1);
+    return 1;
+}
+
+static inline int kvod_source_destroy(BIO *bio) {
+    free(BIO_get_data(bio));
+    BIO_set_data(bio, NULL);
+    return 1;
+}
+
+/// The source's BIO_METHOD (made once by the caller and kept for the process).
+static inline BIO_METHOD *kvod_source_method_new(void) {
+    BIO_METHOD *method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kvod ciphertext source");
+    if (method == NULL) return NULL;
+    BIO_meth_set_read(method, kvod_source_read);
+    BIO_meth_set_ctrl(method, kvod_source_ctrl);
+    BIO_meth_set_create(method, kvod_source_create);
+    BIO_meth_set_destroy(method, kvod_source_destroy);
+    return method;
+}
+
+/// The source's state (what is left to read is `bytes[0..<count]`).
+static inline kvod_source *kvod_source_of(BIO *bio) { return BIO_get_data(bio); }
 
 /// A BIO that collects the ciphertext OpenSSL writes in one growing buffer, for the session's owner to write to the
 /// network from there (no memory BIO's bookkeeping, no copy out to a scratch buffer). The buffer is the sink's own, or

@@ -1,4 +1,4 @@
-// TLS on a libuv stream: the TLS module's session (OpenSSL over memory buffers) driven by the stream's reads and
+// TLS on a libuv stream: the TLS module's session (OpenSSL over the caller's buffers) driven by the stream's reads and
 // writes on the loop's thread. Ciphertext the stream reads goes in, plaintext comes out to the owner (the socket
 // transport, or the HTTP server of the metrics and inspector ports); plaintext the owner writes goes out as
 // ciphertext through the stream's usual write path, so libuv's write queue and kvod's output limits see the bytes

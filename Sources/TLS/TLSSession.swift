@@ -3,7 +3,8 @@
 // and no thread of its own, so the same code serves kvod's event loop (where libuv does the reading and writing, on
 // the loop's one thread) and kvoctl's blocking sockets.
 //
-// Input is a memory BIO, fed a record (16 KiB) at a time; the plaintext lands in scratch space the caller lends.
+// Input is a source BIO (COpenSSL's kvod_source) that OpenSSL reads the ciphertext from where the caller has it, for
+// the length of one `receive`; the plaintext lands in scratch space the caller lends.
 // Output is a sink BIO (COpenSSL's kvod_sink): the records OpenSSL writes collect in one buffer, handed to the owner
 // as they are (no copy out) once per `send` or `drainOutput`, so a flush of many records is one network write. The
 // buffer is one the owner lends to `send` (kvod's loop lends one for all its connections, so a write allocates
@@ -19,8 +20,8 @@ internal import COpenSSL
 /// A TLS connection's state machine. Not thread-safe: one owner at a time.
 public final class TLSSession {
     private let ssl: OpaquePointer
-    /// Ciphertext from the network, waiting for OpenSSL (owned by `ssl`).
-    private let input: OpaquePointer
+    /// Ciphertext from the network, lent for one `receive` (the source BIO's state, owned by `ssl`'s input BIO).
+    private let input: UnsafeMutablePointer<kvod_source>
     /// Ciphertext OpenSSL produced, waiting to be sent: the sink BIO's buffer (owned by `ssl`'s output BIO).
     private let output: UnsafeMutablePointer<kvod_sink>
     /// The context the connection started with (a reload makes a new one for new connections).
@@ -32,19 +33,21 @@ public final class TLSSession {
     /// True once `close()` queued our close_notify: nothing more is sent.
     public private(set) var isClosed = false
 
-    /// The most bytes handed to OpenSSL at once (one TLS record's payload), so the input BIO's buffer stays small.
+    /// The most plaintext handed to one SSL_write (one TLS record's payload).
     static let chunkBytes = 16 * 1024
     /// A large write's ciphertext is handed over each time this much collected, so the sink stays near 64 KiB.
     static let drainBytes = 32 * 1024
     /// The sink BIO's method, made once for the process.
     private nonisolated(unsafe) static let sinkMethod: OpaquePointer? = kvod_sink_method_new()
+    /// The source BIO's method, made once for the process.
+    private nonisolated(unsafe) static let sourceMethod: OpaquePointer? = kvod_source_method_new()
 
     /// A server-side session, or a client-side one when `context` is a client context. `serverName` (client side)
     /// is sent as SNI and, when the context verifies the server, checked against the server's certificate.
     public init(context: TLSContext, serverName: String? = nil, isServer: Bool) throws(TLSError) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.raw) else { throw TLSError.openSSL("cannot make a TLS session") }
-        guard let input = BIO_new(BIO_s_mem()) else {
+        guard let input = BIO_new(Self.sourceMethod), let source = kvod_source_of(input) else {
             SSL_free(ssl)
             throw TLSError.openSSL("cannot make a TLS session's buffers")
         }
@@ -53,10 +56,9 @@ public final class TLSSession {
             SSL_free(ssl)
             throw TLSError.openSSL("cannot make a TLS session's buffers")
         }
-        kvod_bio_set_retry_when_empty(input)
         SSL_set_bio(ssl, input, output)  // the session owns both from here on
         self.ssl = ssl
-        self.input = input
+        self.input = source
         self.output = sink
         self.context = context
         if isServer {
@@ -116,42 +118,41 @@ public final class TLSSession {
     // MARK: - Input
 
     /// Feeds ciphertext read from the network and hands the plaintext it carries to `deliver` (in pieces of at most
-    /// `scratch.count` bytes, written in `scratch`), moving the handshake on first. Stops after the peer's
-    /// close_notify (`peerClosed`). Throws when the peer breaks TLS; what OpenSSL wants to answer (handshake
-    /// messages, an alert) waits in the output either way.
+    /// `scratch.count` bytes, written in `scratch`), moving the handshake on first. OpenSSL reads the ciphertext where
+    /// it lies, during this call only (a record's first part waits in OpenSSL's read buffer for the rest). Stops after
+    /// the peer's close_notify (`peerClosed`) or our `close()`: what follows is dropped. Throws when the peer breaks
+    /// TLS; what OpenSSL wants to answer (handshake messages, an alert) waits in the output either way.
     public func receive(
         _ ciphertext: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer,
         deliver: (UnsafeRawBufferPointer) -> Void
     ) throws(TLSError) {
-        guard let base = ciphertext.baseAddress, let scratchBase = scratch.baseAddress else { return }
-        var offset = 0
-        while offset < ciphertext.count && !self.peerClosed {
-            let count = min(ciphertext.count - offset, Self.chunkBytes)
-            guard BIO_write(self.input, base + offset, Int32(count)) == Int32(count) else {
-                throw TLSError.openSSL("cannot buffer TLS input")
+        guard let base = ciphertext.baseAddress, ciphertext.count > 0, let scratchBase = scratch.baseAddress,
+            !self.peerClosed
+        else { return }
+        let input = self.input
+        input.pointee = kvod_source(bytes: base.assumingMemoryBound(to: UInt8.self), count: ciphertext.count)
+        // Nothing refers to the caller's bytes once this returns.
+        defer { input.pointee = kvod_source(bytes: nil, count: 0) }
+        if !self.isEstablished {
+            try self.handshake()
+            guard self.isEstablished else { return }
+        }
+        while !self.isClosed {
+            // (No ERR_clear_error per call: every failure path empties OpenSSL's error queue, so it is empty here, as
+            // SSL_get_error needs; clearing it costs each record ~30 instructions.)
+            let read = SSL_read(self.ssl, scratchBase, Int32(clamping: scratch.count))
+            if read > 0 {
+                deliver(UnsafeRawBufferPointer(start: scratchBase, count: Int(read)))
+                continue
             }
-            offset += count
-            if !self.isEstablished {
-                try self.handshake()
-                if !self.isEstablished { continue }
-            }
-            while !self.isClosed {
-                // (No ERR_clear_error per call: every failure path empties OpenSSL's error queue, so it is empty here,
-                // as SSL_get_error needs; clearing it costs each record ~30 instructions.)
-                let read = SSL_read(self.ssl, scratchBase, Int32(clamping: scratch.count))
-                if read > 0 {
-                    deliver(UnsafeRawBufferPointer(start: scratchBase, count: Int(read)))
-                    continue
-                }
-                switch SSL_get_error(self.ssl, read) {
-                case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
-                    break
-                case SSL_ERROR_ZERO_RETURN:
-                    self.peerClosed = true
-                default:
-                    throw self.failure("TLS input refused")
-                }
-                break
+            switch SSL_get_error(self.ssl, read) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                return
+            case SSL_ERROR_ZERO_RETURN:
+                self.peerClosed = true
+                return
+            default:
+                throw self.failure("TLS input refused")
             }
         }
     }

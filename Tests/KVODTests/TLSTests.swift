@@ -356,6 +356,11 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         server.keepsBuffers = false  // (the buffers go after the record)
         #expect(try received(second[half...], by: server) == "second line, sent in two parts\n")
         #expect(server.releaseBuffers())
+        // Two records fed a byte at a time: OpenSSL reads each piece where it lies and keeps what it has of a record.
+        let third = try record("third, ", from: client) + (try record("a byte at a time\n", from: client))
+        var text = ""
+        for index in third.indices { text += try received(third[index...index], by: server) }
+        #expect(text == "third, a byte at a time\n")
         // Both ways still work after a release, kept or not.
         #expect(try received(try record("answer\n", from: server)[...], by: client) == "answer\n")
         #expect(client.releaseBuffers())
