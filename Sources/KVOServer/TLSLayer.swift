@@ -122,11 +122,10 @@ final class TLSLayer {
     }
 }
 
-
 /// Decides, once a second, which TLS connections keep OpenSSL's record buffers (a read and a write buffer, about
 /// 33 KiB) between records. By default a session makes them for each record and gives them back after it, a malloc and
 /// a free per record (SSL_MODE_RELEASE_BUFFERS), so an idle connection holds none. A connection that read or wrote at
-/// least `busyUses` times since the last sweep keeps them until a sweep finds it below that again: 46 instructions
+/// least `busyUses` times since the last sweep keeps them until a sweep finds it below that again: 36 instructions
 /// less per notification at fan-out 100, 2,400 less per set and notification at fan-out 1 (docs/PERFORMANCE.md#tls).
 /// So only connections busy enough for that to count hold memory while they are busy, and none holds any once idle.
 /// The owner of the layers sweeps it from a timer it already has; a sweep costs in proportion to the connections used

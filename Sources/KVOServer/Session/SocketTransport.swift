@@ -28,7 +28,7 @@ struct SocketTransportSettings {
     /// Refuse connections that do not start with a TLS handshake (`--tls-only`).
     var tlsOnly = false
     /// Decides which TLS connections keep their record buffers (the server's one keeper).
-    var tlsBuffers: TLSBufferKeeper?
+    var tlsBuffers: TLSBufferKeeper
 }
 
 /// One client socket. Loop-owned; owned by its session.
@@ -155,9 +155,7 @@ final class SocketTransport: Transport {
     /// The first bytes of a connection on a port with TLS: a handshake record starts TLS under the connection;
     /// anything else is plaintext, refused with `--tls-only`.
     private func startTLS(_ bytes: UnsafeRawBufferPointer, _ events: any TransportEvents) {
-        guard bytes.first == TLSLayer.handshakeRecordByte, let context = self.settings.tls,
-            let buffers = self.settings.tlsBuffers
-        else {
+        guard bytes.first == TLSLayer.handshakeRecordByte, let context = self.settings.tls else {
             if self.settings.tlsOnly { return self.refusePlaintext(bytes, events) }
             // Plaintext on a port that also takes TLS: detected as before.
             self.settings.tls = nil
@@ -165,7 +163,7 @@ final class SocketTransport: Transport {
         }
         let layer: TLSLayer
         do {
-            layer = try TLSLayer(context: context, stream: self.stream, buffers: buffers)
+            layer = try TLSLayer(context: context, stream: self.stream, buffers: self.settings.tlsBuffers)
         } catch {
             self.mode = .done
             events.transportFailed(.protocolError, detail: "\(error)")
