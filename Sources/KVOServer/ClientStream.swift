@@ -54,12 +54,14 @@ final class ClientTLSStream: ClientStream {
     /// Plaintext written before the handshake finished.
     private var held: [UInt8] = []
     private var hasEnded = false
-    private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
 
     /// Starts the handshake on a connected `stream`.
     init(stream: TCPStream, context: TLSContext, serverName: String) throws(TLSError) {
         self.stream = stream
         self.session = try TLSSession(context: context, serverName: serverName, isServer: false)
+        // kvod opens few connections (replication links, etcd), and a replication link is busy by nature: its record
+        // buffers stay rather than being made and given back for each record.
+        self.session.keepsBuffers = true
         stream.onRead = { [unowned self] chunk in self.received(chunk) }
         stream.onEnd = { [unowned self] error in self.end(error.map { "\($0)" }) }
         try self.session.handshake()
@@ -73,7 +75,7 @@ final class ClientTLSStream: ClientStream {
         }
         let sent = bytes.withUnsafeBytes { plaintext in
             Result { () throws(TLSError) in
-                try self.session.send(plaintext) { _ = self.stream.write($0) }
+                try TLSScratch.send(plaintext, through: self.session) { _ = self.stream.write($0) }
             }
         }
         if case .failure(let error) = sent { self.end("TLS: \(error)") }
@@ -96,7 +98,7 @@ final class ClientTLSStream: ClientStream {
     private func received(_ ciphertext: UnsafeRawBufferPointer) {
         let wasEstablished = self.session.isEstablished
         do throws(TLSError) {
-            try self.session.receive(ciphertext, scratch: Self.plaintextScratch) { self.onRead?($0) }
+            try self.session.receive(ciphertext, scratch: TLSScratch.plaintext) { self.onRead?($0) }
         } catch {
             self.flushTLS()
             return self.end("TLS: \(error)")

@@ -44,15 +44,6 @@ final class TLSLayer {
     /// HTTP request.
     static let handshakeRecordByte: UInt8 = 0x16
 
-    /// Plaintext out of OpenSSL: one buffer for the whole loop (the loop runs one connection's TLS at a time).
-    private static let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
-    /// Ciphertext into the stream, one write per flush: one buffer for the whole loop, lent to a session for one
-    /// `send`. A write made while it is lent (from inside a stream write's failure, which may close connections)
-    /// collects in a buffer of its session's own.
-    private static let ciphertextScratch = UnsafeMutableRawBufferPointer.allocate(
-        byteCount: TLSSession.scratchBytes, alignment: 16)
-    private static var ciphertextScratchLent = false
-
     var isEstablished: Bool { self.session.isEstablished }
 
     /// Feeds ciphertext the stream read; plaintext goes to `deliver`. Returns the error when the peer broke TLS (the
@@ -61,7 +52,7 @@ final class TLSLayer {
         var failure: TLSError?
         self.noteUse()
         do {
-            try self.session.receive(ciphertext, scratch: Self.plaintextScratch) { plaintext in
+            try self.session.receive(ciphertext, scratch: TLSScratch.plaintext) { plaintext in
                 self.announceIfEstablished()
                 deliver(plaintext)
             }
@@ -92,12 +83,8 @@ final class TLSLayer {
             return
         }
         self.noteUse()
-        let lends = !Self.ciphertextScratchLent
-        Self.ciphertextScratchLent = true
-        defer { if lends { Self.ciphertextScratchLent = false } }
         do {
-            let scratch = lends ? Self.ciphertextScratch : nil
-            try self.session.send(plaintext, scratch: scratch) { _ = self.stream.write($0) }
+            try TLSScratch.send(plaintext, through: self.session) { _ = self.stream.write($0) }
         } catch {
             self.stream.close()
         }
@@ -119,6 +106,30 @@ final class TLSLayer {
     private func flush() {
         guard self.session.hasOutput else { return }
         self.session.drainOutput { _ = self.stream.write($0) }
+    }
+}
+
+/// The loop's TLS scratch space, shared by every TLS stream on its thread (the loop runs one connection's TLS at a
+/// time): kvod's own connections (TLSLayer) and the ones it opens (ClientTLSStream).
+@MainActor
+enum TLSScratch {
+    /// Plaintext out of OpenSSL, for `TLSSession.receive`.
+    static let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    /// Ciphertext into a stream, one write per flush, lent to a session for one `send`.
+    private static let ciphertext = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: TLSSession.scratchBytes, alignment: 16)
+    private static var ciphertextLent = false
+
+    /// Encrypts `plaintext` with `session` into the lent ciphertext scratch and hands it to `sink`. A send made while
+    /// the scratch is lent (from inside a stream write's failure, which may close connections) collects in a buffer of
+    /// the session's own.
+    static func send(
+        _ plaintext: UnsafeRawBufferPointer, through session: TLSSession, sink: (UnsafeRawBufferPointer) -> Void
+    ) throws(TLSError) {
+        let lends = !Self.ciphertextLent
+        Self.ciphertextLent = true
+        defer { if lends { Self.ciphertextLent = false } }
+        try session.send(plaintext, scratch: lends ? Self.ciphertext : nil, sink: sink)
     }
 }
 
