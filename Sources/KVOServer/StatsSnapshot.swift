@@ -59,10 +59,6 @@ public struct StatsSnapshot: Sendable {
                 "turnsYielded", "kvod_turns_yielded_total",
                 "Times a connection's requests used up their share of a loop turn and the rest waited for the next.",
                 stats.turnsYielded),
-            gauge(
-                "tlsBufferedConnections", "kvod_tls_buffered_connections",
-                "TLS client connections keeping OpenSSL's record buffers (about 33 KiB each) between records: those "
-                    + "with 100 reads and writes or more in the last second.", stats.tlsBufferedConnections),
             counter("bytesIn", "kvod_bytes_in_total", "Bytes read from clients.", stats.bytesIn),
             counter("bytesOut", "kvod_bytes_out_total", "Bytes written to clients.", stats.bytesOut),
             counter(
@@ -76,6 +72,10 @@ public struct StatsSnapshot: Sendable {
                 help: "How late the loop's 250 ms timer fired, at most, over the last second: how long the loop was "
                     + "busy without coming back to its timers.",
                 value: stats.loopLagSeconds),
+            gauge(
+                "tlsBufferedConnections", "kvod_tls_buffered_connections",
+                "TLS client connections keeping OpenSSL's record buffers (about 33 KiB each) between records: those "
+                    + "with 100 reads and writes or more in the last second.", stats.tlsBufferedConnections),
         ]
         self.closes = CloseReason.allCases.map { ($0, stats.closes[$0] ?? 0) }
         self.journalFsyncSeconds = stats.journalFsyncSeconds
