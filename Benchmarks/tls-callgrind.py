@@ -28,7 +28,6 @@ About four minutes (--quick: a third of the operations). Everything listens on 1
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -182,12 +181,7 @@ def report(results, out):
         "what TLS adds. Instructions leave out the kernel and cache misses: the ratio in the last column is not "
         "tls.py's ratio of CPU time."]
     text = "\n".join(lines) + "\n"
-    print(text)
-    with open(os.path.join(out, "summary.md"), "w") as handle:
-        handle.write(text)
-    with open(os.path.join(out, "summary.json"), "w") as handle:
-        json.dump(summary, handle, indent=2)
-    print(f"tls-callgrind: profiles and results in {out}", file=sys.stderr)
+    tls.write_results(out, text, summary, "tls-callgrind")
 
 
 if __name__ == "__main__":

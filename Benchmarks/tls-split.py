@@ -204,12 +204,7 @@ def report(results, out):
                   f"alone exceed the allowance in {shared_over} of {len(rounds)} rounds. kvod's own code adds "
                   f"{added['kvod']['server']:+.3f} µs, Redis's {added['redis']['server']:+.3f} µs.", ""]
     text = "\n".join(lines)
-    print(text)
-    with open(os.path.join(out, "summary.md"), "w") as handle:
-        handle.write(text)
-    with open(os.path.join(out, "summary.json"), "w") as handle:
-        json.dump(summary, handle, indent=2)
-    print(f"tls-split: results in {out}", file=sys.stderr)
+    tls.write_results(out, text, summary, "tls-split")
 
 
 if __name__ == "__main__":

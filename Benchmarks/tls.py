@@ -61,6 +61,16 @@ def die(message):
     sys.exit(f"tls.py: {message}")
 
 
+def write_results(out, text, summary, label):
+    """Prints a report's `text` and keeps it in `out` as summary.md, beside its figures as summary.json."""
+    print(text)
+    with open(os.path.join(out, "summary.md"), "w") as handle:
+        handle.write(text)
+    with open(os.path.join(out, "summary.json"), "w") as handle:
+        json.dump(summary, handle, indent=2)
+    print(f"{label}: results in {out}", file=sys.stderr)
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
