@@ -2,9 +2,10 @@
 // writes on the loop's thread. Ciphertext the stream reads goes in, plaintext comes out to the owner (the socket
 // transport, or the HTTP server of the metrics and inspector ports); plaintext the owner writes goes out as
 // ciphertext through the stream's usual write path, so libuv's write queue and kvod's output limits see the bytes
-// that really wait. A connection gets a layer only when its first byte is a TLS handshake record (0x16): plaintext
-// connections never reach this file. OpenSSL's record buffers are made and given back for each record, except on a
-// busy connection, which keeps them (TLSBufferKeeper, below).
+// that really wait (within a flush, records are encrypted in batches and written after each: DeferredTLSWrites,
+// below). A connection gets a layer only when its first byte is a TLS handshake record (0x16): plaintext connections
+// never reach this file. OpenSSL's record buffers are made and given back for each record, except on a busy
+// connection, which keeps them (TLSBufferKeeper, below).
 import TLS
 import UVLoop
 
@@ -24,6 +25,8 @@ final class TLSLayer {
     fileprivate var isWatched = false
     /// Reads and writes since the keeper's last sweep (wrapping: only compared with a small threshold).
     fileprivate var usesSinceSweep: UInt32 = 0
+    /// Ciphertext encrypted in a flush's batch and not yet handed to the stream (DeferredTLSWrites).
+    @exclusivity(unchecked) fileprivate(set) var deferredBytes = 0
 
     /// A server-side layer for `stream` with `context` (the context current when the connection arrived), whose
     /// record buffers `buffers` lets it keep while it is busy.
@@ -84,7 +87,13 @@ final class TLSLayer {
         }
         self.noteUse()
         do {
-            try TLSScratch.send(plaintext, through: self.session) { _ = self.stream.write($0) }
+            let deferred = TLSScratch.deferred
+            if deferred.isDeferring && plaintext.count <= DeferredTLSWrites.largestPlaintext {
+                try deferred.deferWrite(plaintext, through: self)
+            } else {
+                deferred.writeDeferred()
+                try TLSScratch.send(plaintext, through: self.session) { _ = self.stream.write($0) }
+            }
         } catch {
             self.stream.close()
         }
@@ -102,9 +111,11 @@ final class TLSLayer {
         self.flush()
     }
 
-    /// Writes whatever ciphertext OpenSSL produced (handshake messages, alerts, close_notify).
+    /// Writes whatever ciphertext OpenSSL produced (handshake messages, alerts, close_notify), behind any records a
+    /// flush's batch still holds.
     private func flush() {
         guard self.session.hasOutput else { return }
+        TLSScratch.deferred.writeDeferred()
         self.session.drainOutput { _ = self.stream.write($0) }
     }
 }
@@ -123,6 +134,9 @@ enum TLSScratch {
     /// Encrypts `plaintext` with `session` into the lent ciphertext scratch and hands it to `sink`. A send made while
     /// the scratch is lent (from inside a stream write's failure, which may close connections) collects in a buffer of
     /// the session's own.
+    /// The records a flush defers (DeferredTLSWrites).
+    static let deferred = DeferredTLSWrites()
+
     static func send(
         _ plaintext: UnsafeRawBufferPointer, through session: TLSSession, sink: (UnsafeRawBufferPointer) -> Void
     ) throws(TLSError) {
@@ -130,6 +144,86 @@ enum TLSScratch {
         Self.ciphertextLent = true
         defer { if lends { Self.ciphertextLent = false } }
         try session.send(plaintext, scratch: lends ? Self.ciphertext : nil, sink: sink)
+    }
+}
+
+/// While the loop hands every session's output over (SessionContext.flushAll), each TLS connection's record is
+/// encrypted into one arena and handed to its stream only after up to `batchRecords` of them: OpenSSL's code runs for
+/// the records in a row, then the kernel's write path for their writes, and neither evicts the other from the
+/// instruction cache at every record (docs/PERFORMANCE.md#tls: what TLS adds per notification at fan-out 100 falls
+/// by a tenth, most of it in the kernel). Order is kept: the records go out in the order they were encrypted, and any
+/// other write to a TLS stream (handshake output, alerts, close_notify, a record too large to defer) first writes
+/// every deferred record. Loop-owned, one per process (`TLSScratch.deferred`).
+///
+/// `@exclusivity(unchecked)`, like the other hot loop-owned fields (ARCHITECTURE.md#decisions): only the loop's thread
+/// reads and writes them, each access ending before the next begins; `writeDeferred` re-enters only through a
+/// stream's write, between two accesses.
+@MainActor
+final class DeferredTLSWrites {
+    /// Whether records are deferred (inside `deferringWrites`).
+    @exclusivity(unchecked) private(set) var isDeferring = false
+    /// The deferred records, in order: their layer and their bytes in the arena; `next` is the first not written.
+    @exclusivity(unchecked) private var records: [(layer: TLSLayer, bytes: UnsafeRawBufferPointer)] = []
+    @exclusivity(unchecked) private var next = 0
+    @exclusivity(unchecked) private var arenaUsed = 0
+    /// Room for a batch of fan-out records, and always for one lent scratch (a deferred send needs one).
+    private let arena = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+    /// Records per batch: enough to keep the two code paths apart, few enough that a batch's last record waits for
+    /// the others' encryption only some tens of µs.
+    static let batchRecords = 32
+    /// The largest plaintext a deferred write takes (one `SSL_write` chunk, one hand-over to the sink).
+    static let largestPlaintext = 16 << 10
+
+    nonisolated init() {}
+
+    /// Runs `body` with TLS records deferred, then writes them all.
+    func deferringWrites(_ body: () -> Void) {
+        self.isDeferring = true
+        body()
+        self.isDeferring = false
+        self.writeDeferred()
+    }
+
+    /// Encrypts `plaintext` for `layer` into the arena and defers its write. Only while `isDeferring`, and for at
+    /// most `largestPlaintext` bytes (larger output is sent at once, after `writeDeferred`).
+    func deferWrite(_ plaintext: UnsafeRawBufferPointer, through layer: TLSLayer) throws(TLSError) {
+        if self.records.count &- self.next >= Self.batchRecords
+            || self.arena.count &- self.arenaUsed < TLSSession.scratchBytes
+        {
+            self.writeDeferred()
+        }
+        let region = UnsafeMutableRawBufferPointer(rebasing: self.arena[self.arenaUsed...])
+        try layer.session.send(plaintext, scratch: region) { bytes in
+            guard bytes.baseAddress == UnsafeRawPointer(region.baseAddress) else {
+                // Not in the lent region (the session's sink held earlier output in a buffer of its own, freed after
+                // this call): written now, behind what is deferred.
+                self.writeDeferred()
+                _ = layer.stream.write(bytes)
+                return
+            }
+            self.records.append((layer, bytes))
+            self.arenaUsed &+= bytes.count
+            layer.deferredBytes &+= bytes.count
+        }
+    }
+
+    /// Writes every deferred record, in order. Safe to re-enter (a stream's write failure closes its connection,
+    /// which may write): the inner call writes the rest, and the outer one finds nothing left.
+    @inline(__always)
+    func writeDeferred() {
+        if !self.records.isEmpty { self.writeAll() }
+    }
+
+    private func writeAll() {
+        while self.next < self.records.count {
+            let (layer, bytes) = self.records[self.next]
+            self.next &+= 1
+            layer.deferredBytes &-= bytes.count
+            _ = layer.stream.write(bytes)
+        }
+        self.records.removeAll(keepingCapacity: true)
+        self.next = 0
+        self.arenaUsed = 0
     }
 }
 

@@ -407,6 +407,43 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         }
     }
 
+    /// A flush encrypts its TLS records in batches and writes each batch after (TLSScratch.deferringWrites). With
+    /// more subscribers than a batch holds, pipelined sets, values too large to defer between small ones, plaintext
+    /// subscribers among them and two TLS subscribers gone before the sets, every subscriber left gets every change,
+    /// whole and in order, and the setter every response in order.
+    @Test func batchedTLSRecordsReachEverySubscriberWholeAndInOrder() throws {
+        let certificates = try TestCertificates()
+        let server = try KVODProcess.start(tlsArguments(certificates))
+        var subscribers: [KVOClient] = []
+        for index in 0..<44 {
+            let client = index % 11 == 5 ? try server.client() : try tlsClient(server, certificates)
+            _ = try client.call("subscribe", ["path": "v", "options": ["new"]])
+            subscribers.append(client)
+        }
+        for gone in subscribers.suffix(2) { gone.close() }
+        subscribers.removeLast(2)
+        let setter = try tlsClient(server, certificates)
+        let large = String(repeating: "x", count: 20_000)
+        let values: [JSONValue] = (0..<60).map { $0 % 10 == 9 ? .string(large + "\($0)") : .int(Int64($0)) }
+        for (index, value) in values.enumerated() {
+            var line: [UInt8] = []
+            RPCEncoder.appendRequest(id: .int(Int64(index + 1)), method: "set", params: ["path": "v", "value": value],
+                                     to: &line)
+            try setter.sendRaw(String(decoding: line, as: UTF8.self))
+        }
+        for index in values.indices {
+            let response = try JSONParser.parse(Array(try setter.readRawLine().utf8))
+            #expect(response["id"] == .int(Int64(index + 1)) && response["result"]?["seq"] != nil)
+        }
+        for (number, subscriber) in subscribers.enumerated() {
+            for value in values {
+                let notification = try subscriber.nextNotification()
+                #expect(notification.params["new"] == value, "subscriber \(number)")
+            }
+        }
+        #expect(try server.client().call("ping") == "pong")
+    }
+
     /// What reaches kvod before a handshake ends, whatever it is, gets the connection closed (or left waiting for
     /// the rest, bounded by the handshake timeout): never a crash, a hang of the loop, or a plaintext reply.
     @Test func hostileBytesBeforeTheHandshakeEnds() throws {

@@ -228,13 +228,27 @@ final class Sessions {
     /// kvod slept and woke once per set at M = 10 with one set in flight, redis 0.3–0.6 times, and with 16
     /// publishers at M = 1,000 it wrote twice as often per set: smaller batches.) Each connection's own messages
     /// keep their order; only the order of the `write`s across connections changes.
+    /// From how many sessions in one flush TLS records are deferred: the first is never, so below three there would
+    /// be nothing to batch.
+    private static let deferringSessions = 3
+
     func flushAll() {
         self.loopTurn &+= 1
         guard !self.needsFlush.isEmpty else { return }
         // The list is swapped with a spare one (no copy, no allocation per turn); a flush can close a session (output
         // limit), which never adds to the list, and anything listed meanwhile waits for the next flush.
         swap(&self.needsFlush, &self.flushing)
-        for session in self.flushing.reversed() { session.flush() }
+        let sessions = self.flushing.reversed()
+        if sessions.count < Self.deferringSessions {
+            for session in sessions { session.flush() }
+        } else {
+            // The first goes to its socket at once (a setter's response); over TLS the others' records are
+            // encrypted in batches and written after each (DeferredTLSWrites).
+            sessions.first?.flush()
+            TLSScratch.deferred.deferringWrites {
+                for session in sessions.dropFirst() { session.flush() }
+            }
+        }
         self.flushing.removeAll(keepingCapacity: true)
     }
 }

@@ -366,7 +366,8 @@ final class SocketTransport: Transport {
     /// From this size on, output is handed over instead of copied.
     private static let handOverBytes = 64 << 10
 
-    var pendingWriteBytes: Int { self.stream.pendingWriteBytes }
+    /// What waits to be written: libuv's queue, and a TLS record a flush's batch still holds.
+    var pendingWriteBytes: Int { self.stream.pendingWriteBytes + (self.tls?.deferredBytes ?? 0) }
 
     func pauseReading() {
         self.stream.stopReading()
