@@ -131,12 +131,12 @@ enum TLSScratch {
         byteCount: TLSSession.scratchBytes, alignment: 16)
     private static var ciphertextLent = false
 
-    /// Encrypts `plaintext` with `session` into the lent ciphertext scratch and hands it to `sink`. A send made while
-    /// the scratch is lent (from inside a stream write's failure, which may close connections) collects in a buffer of
-    /// the session's own.
     /// The records a flush defers (DeferredTLSWrites).
     static let deferred = DeferredTLSWrites()
 
+    /// Encrypts `plaintext` with `session` into the lent ciphertext scratch and hands it to `sink`. A send made while
+    /// the scratch is lent (from inside a stream write's failure, which may close connections) collects in a buffer of
+    /// the session's own.
     static func send(
         _ plaintext: UnsafeRawBufferPointer, through session: TLSSession, sink: (UnsafeRawBufferPointer) -> Void
     ) throws(TLSError) {

@@ -221,6 +221,10 @@ final class Sessions {
         return expired
     }
 
+    /// From how many sessions in one flush TLS records are deferred: the first is never, so below three there would
+    /// be nothing to batch.
+    private static let deferringSessions = 3
+
     /// Hands every session's queued output to its transport, the session listed last first (as redis's
     /// beforeSleep does). A mutation lists its subscribers' sessions before its own (notifications are queued before
     /// the response), so the setter's response reaches the socket first: the client can send its next request while
@@ -228,10 +232,6 @@ final class Sessions {
     /// kvod slept and woke once per set at M = 10 with one set in flight, redis 0.3–0.6 times, and with 16
     /// publishers at M = 1,000 it wrote twice as often per set: smaller batches.) Each connection's own messages
     /// keep their order; only the order of the `write`s across connections changes.
-    /// From how many sessions in one flush TLS records are deferred: the first is never, so below three there would
-    /// be nothing to batch.
-    private static let deferringSessions = 3
-
     func flushAll() {
         self.loopTurn &+= 1
         guard !self.needsFlush.isEmpty else { return }
