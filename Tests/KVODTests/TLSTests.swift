@@ -2,7 +2,8 @@
 // (TestCertificates): JSON lines, WebSocket, metrics and the inspector over TLS beside plaintext on the same ports;
 // `--tls-only`; a wrong CA; the start's refusals (missing, expired, mismatched); a client certificate standing for a
 // restricted token; SIGHUP reloading the certificates under an open connection; the minimum version; hostile bytes
-// before a handshake ends; a session's output through a lent buffer; and record buffers given back while idle.
+// before a handshake ends; a session's output through a lent buffer; record buffers given back while idle; and a
+// flush's records encrypted in batches.
 import Foundation
 import KVOClient
 import TLS
@@ -407,7 +408,7 @@ private func serverCloses(_ connection: LineConnection, seconds: Int = 5) -> Boo
         }
     }
 
-    /// A flush encrypts its TLS records in batches and writes each batch after (TLSScratch.deferringWrites). With
+    /// A flush encrypts its TLS records in batches and writes each batch after (DeferredTLSWrites). With
     /// more subscribers than a batch holds, pipelined sets, values too large to defer between small ones, plaintext
     /// subscribers among them and two TLS subscribers gone before the sets, every subscriber left gets every change,
     /// whole and in order, and the setter every response in order.
